@@ -1,0 +1,2 @@
+//! Sans-IO core of STRIDE.
+#![forbid(unsafe_code)]

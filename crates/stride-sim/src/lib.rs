@@ -1,0 +1,1 @@
+//! Packet-level datacenter simulator. See the simulator issue.
