@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the tools the test suite needs on a fresh machine. Idempotent; quiet when all is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo not found: install Rust (rustup) first" >&2
+  exit 1
+fi
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+if [ -f hw/Makefile ]; then
+  bash hw/setup.sh
+fi
