@@ -2,7 +2,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "stride", version, about = "STRIDE: a delay-based, hardware-friendly reliable transport")]
+#[command(
+    name = "stride",
+    version,
+    about = "STRIDE: a delay-based, hardware-friendly reliable transport"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

@@ -1,0 +1,483 @@
+//! Wire format: the fixed 32-byte STRIDE header (four 64-bit bus beats), network byte order.
+//!
+//! ```text
+//!  0       8      16              32                              64
+//!  +-------+-------+---------------+-------------------------------+
+//!  |version| flags |  payload_len  |            dst_cid            |  beat 0
+//!  +-------+-------+---------------+-------------------------------+
+//!  |            src_cid            |              seq              |  beat 1
+//!  +-------------------------------+-------------------------------+
+//!  |              ack              |             tx_ts             |  beat 2
+//!  +-------------------------------+---------------+---------------+
+//!  |            echo_stt           |    window     |   reserved    |  beat 3
+//!  +-------------------------------+---------------+---------------+
+//! ```
+//!
+//! [`Packet`] is a zero-copy view with checked accessors; [`Header`] is the parsed form with an
+//! emitter. Parsing any byte string returns `Ok` or a [`WireError`]; it never panics.
+
+use core::fmt;
+use core::ops::BitOr;
+
+/// Header length in bytes.
+pub const HEADER_LEN: usize = 32;
+/// The protocol version this crate speaks.
+pub const VERSION: u8 = 1;
+
+/// Packet flags (one byte). See `docs/spec.md` for the legal combinations.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Flags(u8);
+
+impl Flags {
+    /// Opens a connection.
+    pub const SYN: Flags = Flags(0x01);
+    /// The `ack` field is valid (set on every packet after the SYN).
+    pub const ACK: Flags = Flags(0x02);
+    /// A gap: the receiver asks for go-back-N from `ack`.
+    pub const NACK: Flags = Flags(0x04);
+    /// The sender has no more data; `seq` is the FIN's sequence number.
+    pub const FIN: Flags = Flags(0x08);
+    /// Abort.
+    pub const RST: Flags = Flags(0x10);
+    /// The packet carries `payload_len > 0` bytes of stream data at `seq`.
+    pub const DATA: Flags = Flags(0x20);
+    /// Acknowledge now: the sender has nothing more queued after this packet.
+    pub const PSH: Flags = Flags(0x40);
+    const KNOWN: u8 = 0x7f;
+
+    /// No flags.
+    pub const fn empty() -> Flags {
+        Flags(0)
+    }
+    /// Raw bits.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+    /// From raw bits, rejecting unknown ones.
+    pub const fn from_bits(b: u8) -> Option<Flags> {
+        if b & !Self::KNOWN != 0 {
+            None
+        } else {
+            Some(Flags(b))
+        }
+    }
+    /// All of `other`'s bits are set.
+    pub const fn contains(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// Returns `self` with `other`'s bits added.
+    pub const fn with(self, other: Flags) -> Flags {
+        Flags(self.0 | other.0)
+    }
+
+    /// Whether this combination is legal (see the flag table in `docs/spec.md`).
+    pub fn is_legal(self) -> bool {
+        let f = self.0;
+        let has = |x: Flags| f & x.0 != 0;
+        if has(Flags::SYN) {
+            // SYN or SYN|ACK only.
+            return f & !(Flags::SYN.0 | Flags::ACK.0) == 0;
+        }
+        if has(Flags::RST) {
+            // RST or RST|ACK only.
+            return f & !(Flags::RST.0 | Flags::ACK.0) == 0;
+        }
+        if !has(Flags::ACK) {
+            return false;
+        }
+        if has(Flags::PSH) && !has(Flags::DATA) {
+            return false;
+        }
+        if has(Flags::NACK) && (has(Flags::DATA) || has(Flags::FIN)) {
+            return false;
+        }
+        if has(Flags::FIN) && has(Flags::DATA) {
+            return false;
+        }
+        true
+    }
+}
+
+impl BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, rhs: Flags) -> Flags {
+        Flags(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Debug for Flags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = [
+            (Flags::SYN, "SYN"),
+            (Flags::ACK, "ACK"),
+            (Flags::NACK, "NACK"),
+            (Flags::FIN, "FIN"),
+            (Flags::RST, "RST"),
+            (Flags::DATA, "DATA"),
+            (Flags::PSH, "PSH"),
+        ];
+        let mut first = true;
+        for (fl, n) in names {
+            if self.contains(fl) {
+                if !first {
+                    f.write_str("|")?;
+                }
+                f.write_str(n)?;
+                first = false;
+            }
+        }
+        if first {
+            f.write_str("-")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a datagram was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// Shorter than the 32-byte header.
+    Truncated {
+        /// Bytes present.
+        len: usize,
+    },
+    /// Unknown version.
+    BadVersion(u8),
+    /// Unknown flag bits or an illegal combination.
+    BadFlags(u8),
+    /// `payload_len` disagrees with the datagram length, or DATA disagrees with it.
+    BadLength {
+        /// Declared payload length.
+        declared: u16,
+        /// Bytes after the header.
+        actual: usize,
+    },
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            WireError::Truncated { len } => {
+                write!(f, "truncated: {len} bytes, header needs {HEADER_LEN}")
+            }
+            WireError::BadVersion(v) => write!(f, "unsupported version {v}"),
+            WireError::BadFlags(b) => write!(f, "illegal flags 0x{b:02x}"),
+            WireError::BadLength { declared, actual } => {
+                write!(f, "payload_len {declared} but {actual} payload bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+/// A checked, zero-copy view of a STRIDE datagram.
+#[derive(Clone, Copy, Debug)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buf: T,
+}
+
+macro_rules! be32 {
+    ($name:ident, $off:expr, $doc:expr) => {
+        #[doc = $doc]
+        pub fn $name(&self) -> u32 {
+            let b = self.buf.as_ref();
+            u32::from_be_bytes([b[$off], b[$off + 1], b[$off + 2], b[$off + 3]])
+        }
+    };
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Validates length, version, flags and payload length.
+    pub fn new_checked(buf: T) -> Result<Self, WireError> {
+        let b = buf.as_ref();
+        if b.len() < HEADER_LEN {
+            return Err(WireError::Truncated { len: b.len() });
+        }
+        if b[0] != VERSION {
+            return Err(WireError::BadVersion(b[0]));
+        }
+        let flags = match Flags::from_bits(b[1]) {
+            Some(f) if f.is_legal() => f,
+            _ => return Err(WireError::BadFlags(b[1])),
+        };
+        let declared = u16::from_be_bytes([b[2], b[3]]);
+        let actual = b.len() - HEADER_LEN;
+        if usize::from(declared) != actual || flags.contains(Flags::DATA) != (declared > 0) {
+            return Err(WireError::BadLength { declared, actual });
+        }
+        Ok(Packet { buf })
+    }
+
+    /// Version byte.
+    pub fn version(&self) -> u8 {
+        self.buf.as_ref()[0]
+    }
+    /// Flags.
+    pub fn flags(&self) -> Flags {
+        Flags(self.buf.as_ref()[1])
+    }
+    /// Payload length.
+    pub fn payload_len(&self) -> u16 {
+        let b = self.buf.as_ref();
+        u16::from_be_bytes([b[2], b[3]])
+    }
+    be32!(
+        dst_cid,
+        4,
+        "Connection identifier chosen by the receiver of this packet."
+    );
+    be32!(
+        src_cid,
+        8,
+        "Connection identifier chosen by the sender of this packet."
+    );
+    be32!(
+        seq,
+        12,
+        "Sequence number of the first payload byte (or of the SYN/FIN)."
+    );
+    be32!(
+        ack,
+        16,
+        "Cumulative acknowledgement: the next byte expected."
+    );
+    be32!(tx_ts, 20, "Sender's transmit timestamp, ns mod 2^32.");
+    be32!(
+        echo_stt,
+        24,
+        "Echoed single trip time, ns mod 2^32 (ACK/NACK)."
+    );
+    /// Receive window in KiB beyond `ack`.
+    pub fn window(&self) -> u16 {
+        let b = self.buf.as_ref();
+        u16::from_be_bytes([b[28], b[29]])
+    }
+    /// Reserved: zero when sent, ignored when received.
+    pub fn reserved(&self) -> u16 {
+        let b = self.buf.as_ref();
+        u16::from_be_bytes([b[30], b[31]])
+    }
+    /// The payload.
+    pub fn payload(&self) -> &[u8] {
+        &self.buf.as_ref()[HEADER_LEN..]
+    }
+    /// The parsed header.
+    pub fn header(&self) -> Header {
+        Header {
+            version: self.version(),
+            flags: self.flags(),
+            payload_len: self.payload_len(),
+            dst_cid: self.dst_cid(),
+            src_cid: self.src_cid(),
+            seq: self.seq(),
+            ack: self.ack(),
+            tx_ts: self.tx_ts(),
+            echo_stt: self.echo_stt(),
+            window: self.window(),
+            reserved: self.reserved(),
+        }
+    }
+}
+
+/// A parsed header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Version (1).
+    pub version: u8,
+    /// Flags.
+    pub flags: Flags,
+    /// Payload bytes after the header.
+    pub payload_len: u16,
+    /// Receiver's connection identifier (0 in a SYN).
+    pub dst_cid: u32,
+    /// Sender's connection identifier.
+    pub src_cid: u32,
+    /// Sequence number.
+    pub seq: u32,
+    /// Cumulative acknowledgement.
+    pub ack: u32,
+    /// Transmit timestamp (ns mod 2^32).
+    pub tx_ts: u32,
+    /// Echoed STT (ns mod 2^32).
+    pub echo_stt: u32,
+    /// Receive window, KiB.
+    pub window: u16,
+    /// Reserved.
+    pub reserved: u16,
+}
+
+impl Header {
+    /// A header with the given flags and fields; payload length, STT, window and reserved zero.
+    pub fn new(flags: Flags, dst_cid: u32, src_cid: u32, seq: u32, ack: u32, tx_ts: u32) -> Self {
+        Header {
+            version: VERSION,
+            flags,
+            payload_len: 0,
+            dst_cid,
+            src_cid,
+            seq,
+            ack,
+            tx_ts,
+            echo_stt: 0,
+            window: 0,
+            reserved: 0,
+        }
+    }
+
+    /// Writes the 32 header bytes into `buf[..32]`.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        if buf.len() < HEADER_LEN {
+            return Err(WireError::Truncated { len: buf.len() });
+        }
+        buf[0] = self.version;
+        buf[1] = self.flags.bits();
+        buf[2..4].copy_from_slice(&self.payload_len.to_be_bytes());
+        buf[4..8].copy_from_slice(&self.dst_cid.to_be_bytes());
+        buf[8..12].copy_from_slice(&self.src_cid.to_be_bytes());
+        buf[12..16].copy_from_slice(&self.seq.to_be_bytes());
+        buf[16..20].copy_from_slice(&self.ack.to_be_bytes());
+        buf[20..24].copy_from_slice(&self.tx_ts.to_be_bytes());
+        buf[24..28].copy_from_slice(&self.echo_stt.to_be_bytes());
+        buf[28..30].copy_from_slice(&self.window.to_be_bytes());
+        buf[30..32].copy_from_slice(&self.reserved.to_be_bytes());
+        Ok(())
+    }
+}
+
+/// Serial-number arithmetic on 32-bit sequence numbers (RFC 1982): `a` is before `b`.
+#[inline]
+pub fn seq_lt(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// `a` is before or equal to `b` on the sequence circle.
+#[inline]
+pub fn seq_le(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) <= 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn datagram(h: &Header, payload: &[u8]) -> Vec<u8> {
+        let mut v = vec![0u8; HEADER_LEN + payload.len()];
+        h.emit(&mut v).unwrap();
+        v[HEADER_LEN..].copy_from_slice(payload);
+        v
+    }
+
+    #[test]
+    fn roundtrip() {
+        let mut h = Header::new(Flags::DATA | Flags::ACK, 1, 2, 3, 4, 5);
+        h.payload_len = 3;
+        h.echo_stt = 6;
+        h.window = 7;
+        let d = datagram(&h, b"abc");
+        let p = Packet::new_checked(&d[..]).unwrap();
+        assert_eq!(p.header(), h);
+        assert_eq!(p.payload(), b"abc");
+    }
+
+    #[test]
+    fn layout_is_big_endian_at_fixed_offsets() {
+        let mut h = Header::new(
+            Flags::ACK,
+            0x04050607,
+            0x08090a0b,
+            0x0c0d0e0f,
+            0x10111213,
+            0x14151617,
+        );
+        h.echo_stt = 0x18191a1b;
+        h.window = 0x1c1d;
+        let mut b = [0u8; 32];
+        h.emit(&mut b).unwrap();
+        assert_eq!(b[0], 1);
+        assert_eq!(b[1], 0x02);
+        assert_eq!(&b[2..4], &[0, 0]);
+        for (i, x) in b.iter().enumerate().skip(4).take(26) {
+            assert_eq!(*x as usize, i, "byte {i}");
+        }
+        assert_eq!(&b[30..32], &[0, 0]);
+    }
+
+    #[test]
+    fn errors_are_precise() {
+        assert_eq!(
+            Packet::new_checked(&[1u8; 5][..]).unwrap_err(),
+            WireError::Truncated { len: 5 }
+        );
+        let h = Header::new(Flags::ACK, 1, 2, 3, 4, 5);
+        let mut d = datagram(&h, &[]);
+        d[0] = 9;
+        assert_eq!(
+            Packet::new_checked(&d[..]).unwrap_err(),
+            WireError::BadVersion(9)
+        );
+        d[0] = 1;
+        d[1] = 0x80 | 0x02;
+        assert_eq!(
+            Packet::new_checked(&d[..]).unwrap_err(),
+            WireError::BadFlags(0x82)
+        );
+        d[1] = (Flags::SYN | Flags::FIN).bits();
+        assert!(matches!(
+            Packet::new_checked(&d[..]),
+            Err(WireError::BadFlags(_))
+        ));
+        d[1] = Flags::ACK.bits();
+        d[3] = 4;
+        assert_eq!(
+            Packet::new_checked(&d[..]).unwrap_err(),
+            WireError::BadLength {
+                declared: 4,
+                actual: 0
+            }
+        );
+        // DATA flag with an empty payload is illegal too.
+        d[3] = 0;
+        d[1] = (Flags::DATA | Flags::ACK).bits();
+        assert!(matches!(
+            Packet::new_checked(&d[..]),
+            Err(WireError::BadLength { .. })
+        ));
+        // payload without DATA likewise
+        let mut d2 = datagram(&Header::new(Flags::ACK, 1, 2, 3, 4, 5), b"x");
+        d2[3] = 1;
+        assert!(matches!(
+            Packet::new_checked(&d2[..]),
+            Err(WireError::BadLength { .. })
+        ));
+    }
+
+    #[test]
+    fn legal_flag_combinations() {
+        let legal = [
+            Flags::SYN,
+            Flags::SYN | Flags::ACK,
+            Flags::ACK,
+            Flags::ACK | Flags::DATA,
+            Flags::ACK | Flags::DATA | Flags::PSH,
+            Flags::ACK | Flags::NACK,
+            Flags::ACK | Flags::FIN,
+            Flags::RST,
+            Flags::RST | Flags::ACK,
+        ];
+        for b in 0u8..=255 {
+            let ok = Flags::from_bits(b).is_some_and(|f| f.is_legal());
+            let expect = legal.iter().any(|f| f.bits() == b);
+            assert_eq!(ok, expect, "flags 0x{b:02x}");
+        }
+    }
+
+    #[test]
+    fn serial_arithmetic_wraps() {
+        assert!(seq_lt(u32::MAX, 0));
+        assert!(seq_lt(u32::MAX - 5, 3));
+        assert!(!seq_lt(3, u32::MAX - 5));
+        assert!(seq_le(7, 7));
+        assert!(seq_lt(0x7fff_ffff, 0xffff_fffe));
+    }
+}
