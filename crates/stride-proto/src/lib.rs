@@ -1,9 +1,22 @@
 //! Sans-IO core of the STRIDE transport.
 //!
-//! No sockets, no clocks, no threads: every call takes `now` in nanoseconds. See `docs/spec.md`.
+//! No sockets, no clocks, no threads: every call takes `now` in nanoseconds. The pieces:
+//! [`wire`] (the 32-byte header), [`cc`] (Algorithm 1 and the `RateController` trait),
+//! [`Connection`] (handshake, go-back-N sender, in-order receiver, teardown) and [`Endpoint`]
+//! (stateless cookie handshake, routing, timers). See `docs/spec.md` for the normative protocol.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod cc;
+pub mod config;
+pub mod conn;
+pub mod endpoint;
+pub mod stats;
+pub mod testkit;
 pub mod vectors;
 pub mod wire;
+
+pub use config::{Config, EchoPolicy};
+pub use conn::{CloseReason, Connection, Event, State};
+pub use endpoint::{ConnHandle, Endpoint, EndpointError, EndpointStats, Transmit};
+pub use stats::{ConnStats, Histogram};

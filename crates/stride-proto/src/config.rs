@@ -1,0 +1,119 @@
+//! Connection and endpoint configuration (the defaults table of `docs/spec.md`).
+
+use crate::cc::{rate_from_gbps, CcConfig, StrideParams};
+
+/// Which STT the receiver echoes in an ACK that covers many packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum EchoPolicy {
+    /// The STT of the last in-order packet before the ACK (freshest signal).
+    Last,
+    /// The smallest STT seen since the previous ACK (filters timestamp noise).
+    Min,
+}
+
+/// Configuration shared by every connection of an endpoint. Times in ns, sizes in bytes.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Largest payload per DATA packet (1440 gives 1500-byte IPv4 packets).
+    pub max_payload: u16,
+    /// Acknowledge after this many in-order bytes (the paper's 64 KB data segment).
+    pub ack_interval: u32,
+    /// Acknowledge received data at the latest this long after it arrived.
+    pub delayed_ack_ns: u64,
+    /// While a gap persists, repeat its NACK after this long.
+    pub nack_retry_ns: u64,
+    /// Retransmission timeout before any RTT sample (also the SYN timeout).
+    pub initial_rto_ns: u64,
+    /// Lower bound of the retransmission timeout.
+    pub min_rto_ns: u64,
+    /// Upper bound of the backed-off retransmission timeout.
+    pub max_rto_ns: u64,
+    /// Consecutive timeouts after which the connection fails with `TimedOut`.
+    pub max_retries: u32,
+    /// Close when nothing has been received for this long (keepalives are sent at a quarter).
+    pub idle_timeout_ns: u64,
+    /// How long a finished connection stays to re-acknowledge a retransmitted FIN; must cover
+    /// the peer's retransmission span (default 2 x `max_rto_ns`, like TCP's TIME_WAIT).
+    pub linger_ns: u64,
+    /// Send buffer (bytes written but not yet acknowledged).
+    pub send_buffer: usize,
+    /// Receive buffer (bytes delivered in order but not yet read).
+    pub recv_buffer: usize,
+    /// Pacing bucket depth: bytes that may leave back to back after an idle period.
+    pub burst_bytes: u32,
+    /// Congestion controller.
+    pub cc: CcConfig,
+    /// STT echo choice.
+    pub echo: EchoPolicy,
+    /// Largest number of connections an endpoint holds (new handshakes are refused beyond it).
+    pub max_connections: usize,
+    /// RST replies to unknown connections per second (token bucket, burst of the same size).
+    pub rst_per_sec: u32,
+}
+
+impl Config {
+    /// Defaults for a host whose NIC runs at `gbps`.
+    pub fn for_line_rate_gbps(gbps: f64) -> Self {
+        let line = rate_from_gbps(gbps);
+        Config {
+            max_payload: 1440,
+            ack_interval: 64 * 1024,
+            delayed_ack_ns: 50_000,
+            nack_retry_ns: 500_000,
+            initial_rto_ns: 20_000_000,
+            min_rto_ns: 1_000_000,
+            max_rto_ns: 1_000_000_000,
+            max_retries: 8,
+            idle_timeout_ns: 30_000_000_000,
+            linger_ns: 2_000_000_000,
+            send_buffer: 4 << 20,
+            recv_buffer: 4 << 20,
+            burst_bytes: 16 * 1024,
+            cc: CcConfig::Stride(StrideParams::for_line_rate(line)),
+            echo: EchoPolicy::Last,
+            max_connections: 65_536,
+            rst_per_sec: 1_000,
+        }
+    }
+
+    /// Checks the configuration; returns the bad field and why.
+    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+        if self.max_payload == 0 || usize::from(self.max_payload) > 65_507 - crate::wire::HEADER_LEN
+        {
+            return Err(("max_payload", "must be in 1..=65475"));
+        }
+        if self.ack_interval == 0 {
+            return Err(("ack_interval", "must be positive"));
+        }
+        if self.min_rto_ns == 0 || self.min_rto_ns > self.max_rto_ns {
+            return Err(("min_rto_ns", "must be positive and at most max_rto_ns"));
+        }
+        if self.initial_rto_ns == 0 {
+            return Err(("initial_rto_ns", "must be positive"));
+        }
+        if self.send_buffer == 0 || self.send_buffer > (1 << 30) {
+            return Err(("send_buffer", "must be in 1..=2^30"));
+        }
+        if self.recv_buffer < usize::from(self.max_payload) || self.recv_buffer > (1 << 30) {
+            return Err(("recv_buffer", "must hold one packet and be at most 2^30"));
+        }
+        if self.idle_timeout_ns == 0 {
+            return Err(("idle_timeout_ns", "must be positive"));
+        }
+        if let CcConfig::Stride(p) = &self.cc {
+            p.validate()?;
+        }
+        if let CcConfig::Fixed(0) = self.cc {
+            return Err(("cc", "a fixed rate must be positive"));
+        }
+        Ok(())
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::for_line_rate_gbps(10.0)
+    }
+}

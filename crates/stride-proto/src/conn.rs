@@ -1,0 +1,923 @@
+//! One STRIDE connection: handshake, sender (go-back-N, pacing), receiver (in-order delivery,
+//! ACK per segment, NACK per gap), teardown. Sans-IO: every method takes `now` in ns.
+//!
+//! Sender state is counters over one byte buffer (`snd_una`, `snd_nxt`, `snd_max` and the end of
+//! written data), never per-packet records. The receiver keeps only in-order data: a packet beyond
+//! a gap is dropped and answered by one NACK.
+
+use crate::cc::{AckSample, RateController, RATE_FRAC_BITS};
+use crate::config::{Config, EchoPolicy};
+use crate::stats::ConnStats;
+use crate::wire::{seq_le, seq_lt, Flags, Header, Packet, HEADER_LEN};
+use std::collections::VecDeque;
+
+/// Why a connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Both directions finished with FIN and were acknowledged.
+    Graceful,
+    /// The peer sent RST (or refused the handshake).
+    Reset,
+    /// `max_retries` consecutive retransmission timeouts: the peer is unreachable.
+    TimedOut,
+    /// Nothing was received for `idle_timeout_ns`.
+    IdleTimeout,
+    /// The local application aborted.
+    Aborted,
+}
+
+/// Something the application should know about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// An outgoing connection completed its handshake.
+    Connected,
+    /// An incoming connection was accepted (its handshake cookie verified).
+    Accepted,
+    /// New bytes (or the end of stream) can be read.
+    Readable,
+    /// Send buffer space was freed.
+    Writable,
+    /// The connection ended; no more events follow.
+    Closed(CloseReason),
+}
+
+/// Connection state (see the state table in `docs/spec.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// SYN sent, waiting for SYN-ACK.
+    SynSent,
+    /// Data may flow (including while FINs are exchanged).
+    Established,
+    /// Both FINs exchanged and acknowledged; waiting `linger_ns` to re-acknowledge a lost ACK.
+    Linger,
+    /// Finished.
+    Closed(CloseReason),
+}
+
+/// One connection.
+pub struct Connection {
+    cfg: Config,
+    state: State,
+    is_client: bool,
+    /// Client: set once the server has shown it holds state (any non-SYN packet after SYN-ACK).
+    confirmed: bool,
+    /// First sequence number sent after confirmation: an endpoint RST ("no state for this
+    /// identifier") must refer to a packet at or after it, so stale RSTs cannot kill us.
+    confirm_seq: u32,
+    local_cid: u32,
+    remote_cid: u32,
+
+    // ---- sender ----
+    iss: u32,
+    snd_una: u32,
+    snd_nxt: u32,
+    snd_max: u32,
+    sbuf: VecDeque<u8>,
+    close_requested: bool,
+    fin_sent: bool,
+    fin_acked: bool,
+    peer_window: u32,
+    cc: Box<dyn RateController>,
+    cc_rate: u32,
+    /// Pacing cost of one byte in 2^-20 ns (recomputed only when the rate changes).
+    ns_per_byte_fp: u64,
+    burst_ns: u64,
+    next_send: u64,
+    rto_ns: u64,
+    rto_at: Option<u64>,
+    retries: u32,
+    srtt: u64,
+    rttvar: u64,
+    have_rtt: bool,
+    last_gbn_seq: u32,
+    last_gbn_at: u64,
+    want_writable: bool,
+
+    // ---- receiver ----
+    rcv_nxt: u32,
+    rbuf: VecDeque<u8>,
+    peer_fin: bool,
+    unacked_bytes: u32,
+    ack_now: bool,
+    delack_at: Option<u64>,
+    stt_last: u32,
+    stt_seg_min: Option<u32>,
+    nack_now: bool,
+    nack_seq: u32,
+    nack_at: Option<u64>,
+    ooo_since_nack: bool,
+    last_adv_window: u32,
+    syn_due: bool,
+
+    // ---- lifecycle ----
+    last_rx: u64,
+    last_tx: u64,
+    linger_until: u64,
+    rst_now: bool,
+    events: VecDeque<Event>,
+    stats: ConnStats,
+}
+
+fn ts32(now: u64) -> u32 {
+    now as u32
+}
+
+impl Connection {
+    fn base(cfg: Config, now: u64, local_cid: u32, iss: u32, is_client: bool) -> Self {
+        let cc = cfg.cc.build();
+        let mut c = Connection {
+            state: State::SynSent,
+            is_client,
+            confirmed: !is_client,
+            confirm_seq: iss.wrapping_add(1),
+            local_cid,
+            remote_cid: 0,
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_max: iss,
+            sbuf: VecDeque::new(),
+            close_requested: false,
+            fin_sent: false,
+            fin_acked: false,
+            peer_window: 0,
+            cc_rate: 0,
+            cc,
+            ns_per_byte_fp: 0,
+            burst_ns: 0,
+            next_send: 0,
+            rto_ns: cfg.initial_rto_ns,
+            rto_at: None,
+            retries: 0,
+            srtt: 0,
+            rttvar: 0,
+            have_rtt: false,
+            last_gbn_seq: iss,
+            last_gbn_at: 0,
+            want_writable: false,
+            rcv_nxt: 0,
+            rbuf: VecDeque::new(),
+            peer_fin: false,
+            unacked_bytes: 0,
+            ack_now: false,
+            delack_at: None,
+            stt_last: 0,
+            stt_seg_min: None,
+            nack_now: false,
+            nack_seq: 0,
+            nack_at: None,
+            ooo_since_nack: false,
+            last_adv_window: 0,
+            syn_due: is_client,
+            last_rx: now,
+            last_tx: now,
+            linger_until: 0,
+            rst_now: false,
+            events: VecDeque::new(),
+            stats: ConnStats::default(),
+            cfg,
+        };
+        c.refresh_rate();
+        c
+    }
+
+    /// A client connection that will send a SYN on the next `poll_transmit`.
+    pub fn client(cfg: Config, now: u64, local_cid: u32, iss: u32) -> Self {
+        let mut c = Connection::base(cfg, now, local_cid, iss, true);
+        c.snd_max = iss.wrapping_add(1); // the SYN occupies one sequence number
+        c.rto_at = Some(now + c.rto_ns);
+        c
+    }
+
+    /// A server connection created when the handshake's third packet verified: the peer's
+    /// identifier and initial sequence number, our identifier and initial sequence number.
+    pub fn server(
+        cfg: Config,
+        now: u64,
+        local_cid: u32,
+        iss: u32,
+        remote_cid: u32,
+        peer_iss: u32,
+        peer_window: u16,
+    ) -> Self {
+        let mut c = Connection::base(cfg, now, local_cid, iss, false);
+        c.remote_cid = remote_cid;
+        c.snd_una = iss.wrapping_add(1);
+        c.snd_nxt = c.snd_una;
+        c.snd_max = c.snd_una;
+        c.rcv_nxt = peer_iss.wrapping_add(1);
+        c.peer_window = u32::from(peer_window) << 10;
+        c.state = State::Established;
+        c.events.push_back(Event::Accepted);
+        c
+    }
+
+    /// Our connection identifier.
+    pub fn local_cid(&self) -> u32 {
+        self.local_cid
+    }
+    /// The peer's connection identifier (0 before the handshake completes).
+    pub fn remote_cid(&self) -> u32 {
+        self.remote_cid
+    }
+    /// Current state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+    /// Whether this side opened the connection.
+    pub fn is_client(&self) -> bool {
+        self.is_client
+    }
+    /// Counters.
+    pub fn stats(&self) -> &ConnStats {
+        &self.stats
+    }
+    /// Current sending rate (2^-20 bytes/ns).
+    pub fn rate(&self) -> u32 {
+        self.cc.rate()
+    }
+    /// Bytes written but not yet acknowledged.
+    pub fn unacked(&self) -> usize {
+        self.sbuf.len()
+    }
+    /// Bytes readable now.
+    pub fn readable(&self) -> usize {
+        self.rbuf.len()
+    }
+    /// Whether the peer's stream has ended and every byte was read.
+    pub fn is_eof(&self) -> bool {
+        self.peer_fin && self.rbuf.is_empty()
+    }
+    /// Whether the connection is over and may be dropped.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed(_))
+    }
+    /// Next event for the application.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn refresh_rate(&mut self) {
+        let r = self.cc.rate();
+        if r != self.cc_rate {
+            self.cc_rate = r;
+            // One division per rate change, never per packet: ns per byte in 2^-20 units.
+            self.ns_per_byte_fp = (1u64 << (2 * RATE_FRAC_BITS)) / u64::from(r.max(1));
+            self.burst_ns =
+                (u64::from(self.cfg.burst_bytes) * self.ns_per_byte_fp) >> RATE_FRAC_BITS;
+        }
+    }
+
+    fn close_with(&mut self, reason: CloseReason) {
+        if !self.is_closed() {
+            self.state = State::Closed(reason);
+            self.events.push_back(Event::Closed(reason));
+            self.rto_at = None;
+            self.delack_at = None;
+            self.nack_at = None;
+            self.sbuf = VecDeque::new();
+        }
+    }
+
+    // ------------------------------------------------------------------ application side
+
+    /// Queues bytes for sending; returns how many fit in the send buffer.
+    pub fn write(&mut self, data: &[u8]) -> usize {
+        if self.close_requested || self.is_closed() || self.state == State::Linger {
+            return 0;
+        }
+        let room = self.cfg.send_buffer.saturating_sub(self.sbuf.len());
+        let n = room.min(data.len());
+        self.sbuf.extend(&data[..n]);
+        if n < data.len() {
+            self.want_writable = true;
+        }
+        n
+    }
+
+    /// Reads delivered bytes; returns 0 when nothing is buffered (see [`Connection::is_eof`]).
+    pub fn read(&mut self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.rbuf.len());
+        let (a, b) = self.rbuf.as_slices();
+        let na = n.min(a.len());
+        out[..na].copy_from_slice(&a[..na]);
+        out[na..n].copy_from_slice(&b[..n - na]);
+        self.rbuf.drain(..n);
+        if n > 0 {
+            // Window update when the window we last advertised was too small for a packet and
+            // reading has reopened at least one ACK interval.
+            let w = self.window_bytes();
+            if self.last_adv_window < u32::from(self.cfg.max_payload)
+                && w >= self.cfg.ack_interval.min(self.cfg.recv_buffer as u32 / 2)
+            {
+                self.ack_now = true;
+            }
+        }
+        n
+    }
+
+    /// Finishes our direction: a FIN follows the buffered bytes.
+    pub fn close(&mut self) {
+        if !self.close_requested && !self.is_closed() {
+            self.close_requested = true;
+        }
+    }
+
+    /// Aborts: sends RST and ends the connection at once.
+    pub fn abort(&mut self) {
+        if !self.is_closed() {
+            if self.state != State::SynSent {
+                self.rst_now = true;
+            }
+            self.close_with(CloseReason::Aborted);
+        }
+    }
+
+    // ------------------------------------------------------------------ timers
+
+    /// The earliest time at which [`Connection::handle_timeout`] or
+    /// [`Connection::poll_transmit`] has work (None: nothing until a datagram arrives).
+    pub fn poll_timeout(&self) -> Option<u64> {
+        if self.is_closed() {
+            return None;
+        }
+        if self.state == State::Linger {
+            return Some(self.linger_until);
+        }
+        let mut t = self.last_rx + self.cfg.idle_timeout_ns;
+        let mut upd = |x: Option<u64>| {
+            if let Some(x) = x {
+                t = t.min(x);
+            }
+        };
+        upd(self.rto_at);
+        upd(self.delack_at);
+        upd(self.nack_at);
+        if self.state == State::Established {
+            upd(Some(self.last_tx + self.cfg.idle_timeout_ns / 4));
+            if self.data_ready() {
+                upd(Some(self.next_send));
+            }
+        }
+        Some(t)
+    }
+
+    /// Processes every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: u64) {
+        if self.is_closed() {
+            return;
+        }
+        if self.state == State::Linger {
+            if now >= self.linger_until {
+                self.close_with(CloseReason::Graceful);
+            }
+            return;
+        }
+        if now >= self.last_rx + self.cfg.idle_timeout_ns {
+            self.close_with(CloseReason::IdleTimeout);
+            return;
+        }
+        if self.delack_at.is_some_and(|t| now >= t) {
+            self.delack_at = None;
+            self.ack_now = true;
+        }
+        if self.nack_at.is_some_and(|t| now >= t) {
+            self.nack_at = None;
+            if self.rcv_nxt == self.nack_seq && self.ooo_since_nack {
+                self.nack_now = true;
+            }
+        }
+        if self.rto_at.is_some_and(|t| now >= t) {
+            self.on_rto(now);
+        }
+    }
+
+    fn on_rto(&mut self, now: u64) {
+        let outstanding = self.snd_una != self.snd_max;
+        if !outstanding {
+            // Persist: data is waiting for window; probe with one packet, no penalty.
+            self.rto_at = None;
+            if self.pending_data() > 0 {
+                self.peer_window = self.peer_window.max(u32::from(self.cfg.max_payload));
+            }
+            return;
+        }
+        self.retries += 1;
+        self.stats.timeouts += 1;
+        if self.retries > self.cfg.max_retries {
+            self.close_with(CloseReason::TimedOut);
+            return;
+        }
+        self.rto_ns = (self.rto_ns * 2).min(self.cfg.max_rto_ns);
+        self.rto_at = Some(now + self.rto_ns);
+        if self.state == State::SynSent {
+            self.syn_due = true;
+        } else if self.state == State::Established {
+            self.cc.on_timeout();
+            self.refresh_rate();
+            // Go back to the first unacknowledged byte (FIN included when it was sent).
+            self.snd_nxt = self.snd_una;
+            if self.fin_sent && !self.fin_acked {
+                self.fin_sent = false;
+            }
+            self.next_send = now;
+        }
+    }
+
+    fn arm_rto(&mut self, now: u64) {
+        let persist = self.pending_data() > 0 && self.window_room() == 0;
+        if self.snd_una != self.snd_max || persist {
+            if self.rto_at.is_none() {
+                self.rto_at = Some(now + self.rto_ns);
+            }
+        } else {
+            self.rto_at = None;
+        }
+    }
+
+    /// Whether [`Connection::poll_transmit`] would produce a datagram at `now`.
+    pub fn wants_transmit(&self, now: u64) -> bool {
+        if self.rst_now {
+            return true;
+        }
+        match self.state {
+            State::Closed(_) => false,
+            State::SynSent => self.syn_due,
+            State::Linger => self.ack_now,
+            State::Established => {
+                self.nack_now
+                    || self.ack_now
+                    || (self.data_ready() && now >= self.next_send)
+                    || now >= self.last_tx + self.cfg.idle_timeout_ns / 4
+            }
+        }
+    }
+
+    fn rto_base(&self) -> u64 {
+        let base = if self.have_rtt {
+            self.srtt + 4 * self.rttvar + self.cfg.delayed_ack_ns
+        } else {
+            self.cfg.initial_rto_ns
+        };
+        base.clamp(self.cfg.min_rto_ns, self.cfg.max_rto_ns)
+    }
+
+    // ------------------------------------------------------------------ input
+
+    /// Handles a datagram already routed to this connection (`dst_cid` matched), received at
+    /// `now` (ideally the kernel or NIC receive timestamp).
+    pub fn handle(&mut self, now: u64, pkt: &Packet<&[u8]>) {
+        if self.is_closed() {
+            return;
+        }
+        let f = pkt.flags();
+        self.stats.packets_received += 1;
+        if f.contains(Flags::RST) {
+            self.on_rst(pkt);
+            return;
+        }
+        if self.state == State::SynSent {
+            if f.contains(Flags::SYN)
+                && f.contains(Flags::ACK)
+                && pkt.ack() == self.iss.wrapping_add(1)
+            {
+                self.last_rx = now;
+                self.remote_cid = pkt.src_cid();
+                self.rcv_nxt = pkt.seq().wrapping_add(1);
+                self.snd_una = self.iss.wrapping_add(1);
+                self.snd_nxt = self.snd_una;
+                self.snd_max = self.snd_una;
+                self.peer_window = u32::from(pkt.window()) << 10;
+                self.state = State::Established;
+                self.retries = 0;
+                self.rto_ns = self.cfg.initial_rto_ns;
+                self.rto_at = None;
+                self.ack_now = true; // the handshake's third packet
+                self.events.push_back(Event::Connected);
+                self.next_send = now;
+            }
+            return;
+        }
+        if pkt.src_cid() != self.remote_cid {
+            return;
+        }
+        if f.contains(Flags::SYN) {
+            // A retransmitted SYN-ACK: our third packet was lost; repeat it.
+            if self.is_client && !self.confirmed {
+                self.ack_now = true;
+            }
+            return;
+        }
+        self.last_rx = now;
+        if !self.confirmed {
+            self.confirmed = true;
+            self.confirm_seq = self.snd_max;
+        }
+        if self.state == State::Linger {
+            if f.contains(Flags::FIN) {
+                self.ack_now = true;
+            }
+            return;
+        }
+        if f.contains(Flags::ACK) {
+            self.on_ack_field(now, pkt);
+            if self.is_closed() {
+                return;
+            }
+        }
+        if f.contains(Flags::DATA) {
+            self.on_data(now, pkt);
+        } else if f.contains(Flags::FIN) {
+            self.on_fin(now, pkt);
+        }
+        self.check_done(now);
+    }
+
+    fn on_rst(&mut self, pkt: &Packet<&[u8]>) {
+        let ok = match self.state {
+            // A refusal of our SYN names our initial sequence number.
+            State::SynSent => pkt.ack() == self.iss,
+            _ if self.is_client && !self.confirmed => {
+                // Before the server proved it holds state, only a refusal of the packet that
+                // carries the cookie (sequence iss+1) counts: RSTs to later packets answer
+                // datagrams that overtook it, and go-back-N will resend them.
+                pkt.src_cid() == self.remote_cid && pkt.ack() == self.iss.wrapping_add(1)
+            }
+            // An abort by the peer's connection (RST|ACK) names our identifier.
+            _ if pkt.flags().contains(Flags::ACK) => pkt.src_cid() == self.remote_cid,
+            // The peer endpoint holds no state for us: believe it only for packets sent after
+            // it had shown it held state.
+            _ => pkt.src_cid() == self.remote_cid && seq_le(self.confirm_seq, pkt.ack()),
+        };
+        if ok {
+            self.close_with(CloseReason::Reset);
+        }
+    }
+
+    fn on_ack_field(&mut self, now: u64, pkt: &Packet<&[u8]>) {
+        let f = pkt.flags();
+        let a = pkt.ack();
+        self.peer_window = u32::from(pkt.window()) << 10;
+        let mut newly = 0u32;
+        if seq_lt(self.snd_una, a) && seq_le(a, self.snd_max) {
+            newly = a.wrapping_sub(self.snd_una);
+            let data_end = self.snd_una.wrapping_add(self.sbuf.len() as u32);
+            if self.close_requested && seq_lt(data_end, a) {
+                // Everything up to and including our FIN is acknowledged (possibly a FIN
+                // that go-back-N had queued again: it is no longer owed).
+                self.fin_sent = true;
+                self.fin_acked = true;
+            }
+            let data_acked = (newly as usize).min(self.sbuf.len());
+            self.sbuf.drain(..data_acked);
+            self.snd_una = a;
+            if seq_lt(self.snd_nxt, a) {
+                self.snd_nxt = a;
+            }
+            self.retries = 0;
+            self.rto_at = None;
+            self.stats.acks_received += 1;
+            if self.want_writable && self.sbuf.len() < self.cfg.send_buffer {
+                self.want_writable = false;
+                self.events.push_back(Event::Writable);
+            }
+        }
+        if f.contains(Flags::NACK) {
+            self.stats.nacks_received += 1;
+            let recent = a == self.last_gbn_seq
+                && now.saturating_sub(self.last_gbn_at) < self.srtt.max(self.cfg.delayed_ack_ns);
+            if seq_le(self.snd_una, a) && seq_lt(a, self.snd_nxt) && !recent {
+                // Go-back-N from the missing byte.
+                self.snd_nxt = a;
+                if self.fin_sent && !self.fin_acked {
+                    self.fin_sent = false;
+                }
+                self.last_gbn_seq = a;
+                self.last_gbn_at = now;
+                self.cc.on_nack();
+                self.refresh_rate();
+            }
+        } else if newly > 0 && !f.contains(Flags::DATA) {
+            // A pure ACK acknowledging new data: one STT sample, one RTT sample.
+            let stt = pkt.echo_stt();
+            let rtt = u64::from(stt.wrapping_add(ts32(now).wrapping_sub(pkt.tx_ts())));
+            if rtt < 1 << 31 {
+                self.rtt_sample(rtt);
+            }
+            self.cc.on_ack(AckSample { stt, acked: newly });
+            self.refresh_rate();
+            self.stats.stt_min = Some(match self.stats.stt_min {
+                Some(m) if (stt.wrapping_sub(m) as i32) >= 0 => m,
+                _ => stt,
+            });
+            let m = self.stats.stt_min.unwrap_or(stt);
+            self.stats
+                .queue_delay
+                .record(u64::from(stt.wrapping_sub(m)));
+        }
+        self.arm_rto(now);
+    }
+
+    fn rtt_sample(&mut self, rtt: u64) {
+        // Jacobson/Karels with shifts: srtt += (rtt - srtt)/8, rttvar += (|err| - rttvar)/4.
+        if !self.have_rtt {
+            self.srtt = rtt;
+            self.rttvar = rtt / 2;
+            self.have_rtt = true;
+        } else {
+            let err = rtt.abs_diff(self.srtt);
+            self.rttvar = self.rttvar - (self.rttvar >> 2) + (err >> 2);
+            self.srtt = self.srtt - (self.srtt >> 3) + (rtt >> 3);
+        }
+        self.stats.srtt_ns = self.srtt;
+        self.rto_ns = self.rto_base();
+    }
+
+    fn window_bytes(&self) -> u32 {
+        self.cfg.recv_buffer.saturating_sub(self.rbuf.len()) as u32
+    }
+
+    fn on_data(&mut self, now: u64, pkt: &Packet<&[u8]>) {
+        let seq = pkt.seq();
+        let payload = pkt.payload();
+        let len = payload.len() as u32;
+        let stt = ts32(now).wrapping_sub(pkt.tx_ts());
+        if seq == self.rcv_nxt && !self.peer_fin {
+            if payload.len() > self.cfg.recv_buffer - self.rbuf.len() {
+                // No room: drop; the sender exceeded our window. The ACK repeats the window.
+                self.ack_now = true;
+                return;
+            }
+            let was_empty = self.rbuf.is_empty();
+            self.rbuf.extend(payload);
+            if was_empty {
+                self.events.push_back(Event::Readable);
+            }
+            self.rcv_nxt = self.rcv_nxt.wrapping_add(len);
+            self.stats.bytes_received += u64::from(len);
+            self.unacked_bytes = self.unacked_bytes.saturating_add(len);
+            self.stt_last = stt;
+            self.stt_seg_min = Some(match self.stt_seg_min {
+                Some(m) if (stt.wrapping_sub(m) as i32) >= 0 => m,
+                _ => stt,
+            });
+            // The gap (if any) is filled.
+            self.nack_at = None;
+            self.nack_now = false;
+            self.ooo_since_nack = false;
+            if self.unacked_bytes >= self.cfg.ack_interval || pkt.flags().contains(Flags::PSH) {
+                self.ack_now = true;
+            } else if self.delack_at.is_none() {
+                self.delack_at = Some(now + self.cfg.delayed_ack_ns);
+            }
+        } else if seq_lt(seq, self.rcv_nxt) {
+            // Bytes we already have (a go-back-N resend): acknowledge like new data so the
+            // sender moves on, but without delivering them again.
+            self.stats.duplicates += 1;
+            self.unacked_bytes = self.unacked_bytes.saturating_add(len);
+            if self.unacked_bytes >= self.cfg.ack_interval || pkt.flags().contains(Flags::PSH) {
+                self.ack_now = true;
+            } else if self.delack_at.is_none() {
+                self.delack_at = Some(now + self.cfg.delayed_ack_ns);
+            }
+        } else {
+            self.on_gap(now);
+        }
+    }
+
+    fn on_gap(&mut self, now: u64) {
+        self.stats.out_of_order_dropped += 1;
+        if self.nack_seq != self.rcv_nxt
+            || (self.nack_at.is_none() && !self.nack_now && !self.ooo_since_nack)
+        {
+            // One NACK per gap.
+            self.nack_seq = self.rcv_nxt;
+            self.nack_now = true;
+            self.ooo_since_nack = false;
+            self.nack_at = Some(now + self.cfg.nack_retry_ns);
+        } else {
+            self.ooo_since_nack = true;
+            if self.nack_at.is_none() {
+                self.nack_at = Some(now + self.cfg.nack_retry_ns);
+            }
+        }
+    }
+
+    fn on_fin(&mut self, now: u64, pkt: &Packet<&[u8]>) {
+        let seq = pkt.seq();
+        if seq == self.rcv_nxt && !self.peer_fin {
+            self.peer_fin = true;
+            self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
+            self.ack_now = true;
+            self.delack_at = None;
+            self.nack_at = None;
+            self.events.push_back(Event::Readable);
+        } else if seq_lt(seq, self.rcv_nxt) {
+            self.ack_now = true; // a retransmitted FIN: our ACK was lost
+        } else {
+            self.on_gap(now);
+        }
+    }
+
+    fn check_done(&mut self, now: u64) {
+        if self.state == State::Established && self.fin_acked && self.peer_fin && !self.ack_now {
+            self.state = State::Linger;
+            self.linger_until = now + self.cfg.linger_ns;
+            self.rto_at = None;
+            self.delack_at = None;
+            self.nack_at = None;
+        }
+    }
+
+    // ------------------------------------------------------------------ output
+
+    fn pending_data(&self) -> u32 {
+        let end = self.snd_una.wrapping_add(self.sbuf.len() as u32);
+        if seq_lt(self.snd_nxt, end) {
+            end.wrapping_sub(self.snd_nxt)
+        } else {
+            0
+        }
+    }
+
+    fn window_room(&self) -> u32 {
+        let limit = self.snd_una.wrapping_add(self.peer_window);
+        if seq_lt(self.snd_nxt, limit) {
+            limit.wrapping_sub(self.snd_nxt)
+        } else {
+            0
+        }
+    }
+
+    /// Whether a DATA or FIN packet is waiting for the pacer (not for window or buffer).
+    fn data_ready(&self) -> bool {
+        self.state == State::Established
+            && ((self.pending_data() > 0 && self.window_room() > 0) || self.fin_due())
+    }
+
+    fn fin_due(&self) -> bool {
+        self.close_requested && !self.fin_sent && self.pending_data() == 0
+    }
+
+    fn header(&self, flags: Flags, now: u64) -> Header {
+        let mut h = Header::new(
+            flags,
+            self.remote_cid,
+            self.local_cid,
+            self.snd_nxt,
+            self.rcv_nxt,
+            ts32(now),
+        );
+        h.window = (self.window_bytes() >> 10).min(0xffff) as u16;
+        h
+    }
+
+    fn finish(&mut self, now: u64, h: &mut Header, buf: &mut [u8]) -> usize {
+        self.last_adv_window = u32::from(h.window) << 10;
+        h.emit(buf).expect("caller checked buffer size");
+        self.stats.packets_sent += 1;
+        self.last_tx = now;
+        HEADER_LEN + usize::from(h.payload_len)
+    }
+
+    /// Writes the next datagram to send at `now` into `buf` (at least 32 + `max_payload`
+    /// bytes) and returns its length, or None when nothing may be sent now.
+    pub fn poll_transmit(&mut self, now: u64, buf: &mut [u8]) -> Option<usize> {
+        assert!(buf.len() >= HEADER_LEN + usize::from(self.cfg.max_payload));
+        if self.rst_now {
+            self.rst_now = false;
+            let mut h = self.header(Flags::RST | Flags::ACK, now);
+            return Some(self.finish(now, &mut h, buf));
+        }
+        match self.state {
+            State::Closed(_) => return None,
+            State::SynSent => {
+                if self.syn_due {
+                    self.syn_due = false;
+                    let mut h = Header::new(Flags::SYN, 0, self.local_cid, self.iss, 0, ts32(now));
+                    h.window = (self.window_bytes() >> 10).min(0xffff) as u16;
+                    return Some(self.finish(now, &mut h, buf));
+                }
+                return None;
+            }
+            State::Linger => {
+                if self.ack_now {
+                    self.ack_now = false;
+                    let mut h = self.header(Flags::ACK, now);
+                    h.seq = self.snd_max;
+                    self.stats.acks_sent += 1;
+                    return Some(self.finish(now, &mut h, buf));
+                }
+                return None;
+            }
+            State::Established => {}
+        }
+        if self.nack_now {
+            self.nack_now = false;
+            let mut h = self.header(Flags::ACK | Flags::NACK, now);
+            h.echo_stt = self.stt_last;
+            h.seq = self.snd_max;
+            self.stats.nacks_sent += 1;
+            return Some(self.finish(now, &mut h, buf));
+        }
+        if self.ack_now {
+            self.ack_now = false;
+            self.delack_at = None;
+            self.unacked_bytes = 0;
+            let mut h = self.header(Flags::ACK, now);
+            h.seq = if self.is_client && !self.confirmed {
+                self.iss.wrapping_add(1)
+            } else {
+                self.snd_max
+            };
+            h.echo_stt = match self.cfg.echo {
+                EchoPolicy::Last => self.stt_last,
+                EchoPolicy::Min => self.stt_seg_min.unwrap_or(self.stt_last),
+            };
+            self.stt_seg_min = None;
+            self.stats.acks_sent += 1;
+            let n = self.finish(now, &mut h, buf);
+            self.check_done(now);
+            return Some(n);
+        }
+        if self.data_ready() && now >= self.next_send {
+            let pending = self.pending_data();
+            if pending > 0 {
+                let len = pending
+                    .min(self.window_room())
+                    .min(u32::from(self.cfg.max_payload));
+                let mut flags = Flags::DATA | Flags::ACK;
+                if len == pending {
+                    flags = flags | Flags::PSH;
+                }
+                let mut h = self.header(flags, now);
+                h.payload_len = len as u16;
+                let off = self.snd_nxt.wrapping_sub(self.snd_una) as usize;
+                let (a, b) = self.sbuf.as_slices();
+                let dst = &mut buf[HEADER_LEN..HEADER_LEN + len as usize];
+                let mut copied = 0;
+                if off < a.len() {
+                    let n = (a.len() - off).min(len as usize);
+                    dst[..n].copy_from_slice(&a[off..off + n]);
+                    copied = n;
+                }
+                if copied < len as usize {
+                    let boff = off + copied - a.len();
+                    dst[copied..].copy_from_slice(&b[boff..boff + len as usize - copied]);
+                }
+                if seq_lt(self.snd_nxt, self.snd_max) {
+                    self.stats.retransmitted_packets += 1;
+                }
+                self.stats.data_packets_sent += 1;
+                self.stats.bytes_sent += u64::from(len);
+                self.snd_nxt = self.snd_nxt.wrapping_add(len);
+                if seq_lt(self.snd_max, self.snd_nxt) {
+                    self.snd_max = self.snd_nxt;
+                }
+                self.pace(now, HEADER_LEN as u64 + u64::from(len));
+                self.arm_rto(now);
+                return Some(self.finish(now, &mut h, buf));
+            }
+            // FIN
+            let mut h = self.header(Flags::FIN | Flags::ACK, now);
+            self.fin_sent = true;
+            self.snd_nxt = self.snd_nxt.wrapping_add(1);
+            if seq_lt(self.snd_max, self.snd_nxt) {
+                self.snd_max = self.snd_nxt;
+            }
+            self.arm_rto(now);
+            return Some(self.finish(now, &mut h, buf));
+        }
+        if now >= self.last_tx + self.cfg.idle_timeout_ns / 4 {
+            // Keepalive.
+            let mut h = self.header(Flags::ACK, now);
+            h.seq = self.snd_max;
+            return Some(self.finish(now, &mut h, buf));
+        }
+        None
+    }
+
+    fn pace(&mut self, now: u64, bytes: u64) {
+        // Token bucket kept as a virtual departure time: an idle sender may burst
+        // `burst_bytes`; each packet then costs bytes * ns_per_byte (a multiply, no divide).
+        let floor = now.saturating_sub(self.burst_ns);
+        let cost = (bytes * self.ns_per_byte_fp) >> RATE_FRAC_BITS;
+        self.next_send = self.next_send.max(floor) + cost;
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("state", &self.state)
+            .field("local_cid", &self.local_cid)
+            .field("remote_cid", &self.remote_cid)
+            .field("snd_una", &self.snd_una)
+            .field("snd_nxt", &self.snd_nxt)
+            .field("snd_max", &self.snd_max)
+            .field("rcv_nxt", &self.rcv_nxt)
+            .field("sbuf", &self.sbuf.len())
+            .field("rbuf", &self.rbuf.len())
+            .finish()
+    }
+}

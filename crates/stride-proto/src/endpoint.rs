@@ -1,0 +1,486 @@
+//! An endpoint: many connections behind one address. Routes datagrams by connection identifier,
+//! answers SYNs statelessly with a cookie, creates a connection only when the handshake's third
+//! packet returns a valid cookie, and answers unknown identifiers with a rate-limited RST.
+
+use crate::config::Config;
+use crate::conn::{Connection, Event};
+use crate::vectors::SplitMix;
+use crate::wire::{Flags, Header, Packet, HEADER_LEN};
+use siphasher::sip::SipHasher13;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::Hasher;
+use std::net::{IpAddr, SocketAddr};
+
+/// Identifies a connection of an endpoint (its local connection identifier).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnHandle(pub u32);
+
+/// A datagram to send: `len` bytes of the caller's buffer to `remote`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Destination.
+    pub remote: SocketAddr,
+    /// Bytes written into the buffer.
+    pub len: usize,
+}
+
+/// Endpoint-wide counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Datagrams handed to [`Endpoint::handle`].
+    pub datagrams_in: u64,
+    /// Datagrams that failed to parse (counted and dropped).
+    pub malformed: u64,
+    /// SYNs received.
+    pub syns: u64,
+    /// SYN-ACKs sent (statelessly).
+    pub syn_acks_sent: u64,
+    /// Packets to unknown identifiers whose cookie did not verify.
+    pub bad_cookies: u64,
+    /// Packets for unknown identifiers.
+    pub unknown: u64,
+    /// RSTs sent.
+    pub rsts_sent: u64,
+    /// RSTs not sent because of the rate limit.
+    pub rsts_suppressed: u64,
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Handshakes refused because the connection table was full.
+    pub refused_full: u64,
+}
+
+/// Errors of endpoint calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndpointError {
+    /// `max_connections` reached.
+    TooManyConnections,
+    /// No such connection.
+    UnknownConnection,
+}
+
+impl std::fmt::Display for EndpointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndpointError::TooManyConnections => f.write_str("too many connections"),
+            EndpointError::UnknownConnection => f.write_str("unknown connection"),
+        }
+    }
+}
+
+impl std::error::Error for EndpointError {}
+
+struct Entry {
+    conn: Connection,
+    remote: SocketAddr,
+    queued: bool,
+    timer_at: Option<u64>,
+}
+
+/// Cookie lifetime: a SYN-ACK's cookie verifies during its 2^32 ns slot and the next one.
+const COOKIE_SLOT_SHIFT: u32 = 32;
+
+/// Many connections behind one address. See the module documentation.
+pub struct Endpoint {
+    cfg: Config,
+    key: (u64, u64),
+    rng: SplitMix,
+    listening: bool,
+    conns: HashMap<u32, Entry>,
+    ready: VecDeque<u32>,
+    timers: BinaryHeap<Reverse<(u64, u32)>>,
+    ctrl: VecDeque<(SocketAddr, [u8; HEADER_LEN])>,
+    events: VecDeque<(ConnHandle, Event)>,
+    rst_tokens: u64,
+    rst_last: u64,
+    stats: EndpointStats,
+}
+
+impl Endpoint {
+    /// A new endpoint. `secret` keys the SYN cookies (keep it private and random); `rng_seed`
+    /// seeds connection identifiers and initial sequence numbers.
+    pub fn new(cfg: Config, secret: [u8; 16], rng_seed: u64) -> Self {
+        if let Err((f, why)) = cfg.validate() {
+            panic!("invalid configuration field {f}: {why}");
+        }
+        let k0 = u64::from_le_bytes(secret[..8].try_into().expect("8 bytes"));
+        let k1 = u64::from_le_bytes(secret[8..].try_into().expect("8 bytes"));
+        let burst = u64::from(cfg.rst_per_sec);
+        Endpoint {
+            cfg,
+            key: (k0, k1),
+            rng: SplitMix::new(rng_seed),
+            listening: false,
+            conns: HashMap::new(),
+            ready: VecDeque::new(),
+            timers: BinaryHeap::new(),
+            ctrl: VecDeque::new(),
+            events: VecDeque::new(),
+            rst_tokens: burst,
+            rst_last: 0,
+            stats: EndpointStats::default(),
+        }
+    }
+
+    /// Accept incoming connections (answer SYNs).
+    pub fn listen(&mut self, on: bool) {
+        self.listening = on;
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Endpoint counters.
+    pub fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    /// Live connections.
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// A connection, if it exists.
+    pub fn conn(&self, h: ConnHandle) -> Option<&Connection> {
+        self.conns.get(&h.0).map(|e| &e.conn)
+    }
+
+    /// The peer address of a connection.
+    pub fn remote(&self, h: ConnHandle) -> Option<SocketAddr> {
+        self.conns.get(&h.0).map(|e| e.remote)
+    }
+
+    fn fresh_cid(&mut self) -> u32 {
+        loop {
+            let c = self.rng.next_u64() as u32;
+            if c != 0 && !self.conns.contains_key(&c) {
+                return c;
+            }
+        }
+    }
+
+    /// Opens a connection to `remote`; the SYN leaves on the next `poll_transmit`.
+    pub fn connect(&mut self, now: u64, remote: SocketAddr) -> Result<ConnHandle, EndpointError> {
+        if self.conns.len() >= self.cfg.max_connections {
+            return Err(EndpointError::TooManyConnections);
+        }
+        let cid = self.fresh_cid();
+        let iss = self.rng.next_u64() as u32;
+        let conn = Connection::client(self.cfg.clone(), now, cid, iss);
+        self.conns.insert(
+            cid,
+            Entry {
+                conn,
+                remote,
+                queued: false,
+                timer_at: None,
+            },
+        );
+        self.touch(cid);
+        Ok(ConnHandle(cid))
+    }
+
+    fn cookie(&self, slot: u64, remote: SocketAddr, peer_cid: u32, peer_iss: u32) -> (u32, u32) {
+        let mut h = SipHasher13::new_with_keys(self.key.0, self.key.1);
+        h.write_u64(slot);
+        match remote.ip() {
+            IpAddr::V4(a) => h.write(&a.octets()),
+            IpAddr::V6(a) => h.write(&a.octets()),
+        }
+        h.write_u16(remote.port());
+        h.write_u32(peer_cid);
+        h.write_u32(peer_iss);
+        let v = h.finish();
+        let cid = (v as u32).max(1);
+        (cid, (v >> 32) as u32)
+    }
+
+    fn push_ctrl(&mut self, remote: SocketAddr, h: Header) {
+        let mut b = [0u8; HEADER_LEN];
+        h.emit(&mut b).expect("32 bytes");
+        self.ctrl.push_back((remote, b));
+    }
+
+    fn maybe_rst(&mut self, now: u64, remote: SocketAddr, p: &Packet<&[u8]>) {
+        if p.flags().contains(Flags::RST) {
+            return; // never answer a RST
+        }
+        // Token bucket: rst_per_sec tokens per second, burst of the same size.
+        let rate = u64::from(self.cfg.rst_per_sec);
+        let elapsed = now.saturating_sub(self.rst_last);
+        let add = (u128::from(elapsed) * u128::from(rate) / 1_000_000_000) as u64;
+        if add > 0 {
+            self.rst_tokens = (self.rst_tokens + add).min(rate);
+            self.rst_last = now;
+        }
+        if self.rst_tokens == 0 {
+            self.stats.rsts_suppressed += 1;
+            return;
+        }
+        self.rst_tokens -= 1;
+        self.stats.rsts_sent += 1;
+        let h = Header::new(Flags::RST, p.src_cid(), p.dst_cid(), 0, p.seq(), now as u32);
+        self.push_ctrl(remote, h);
+    }
+
+    /// Handles one received datagram. `now` should be the receive timestamp.
+    pub fn handle(&mut self, now: u64, remote: SocketAddr, data: &[u8]) {
+        self.stats.datagrams_in += 1;
+        let p = match Packet::new_checked(data) {
+            Ok(p) => p,
+            Err(_) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        let f = p.flags();
+        let dst = p.dst_cid();
+        if let Some(e) = self.conns.get_mut(&dst) {
+            if e.remote == remote {
+                e.conn.handle(now, &p);
+                self.touch(dst);
+                return;
+            }
+        }
+        if f.contains(Flags::SYN) && !f.contains(Flags::ACK) {
+            self.stats.syns += 1;
+            if !self.listening {
+                let h = Header::new(Flags::RST, p.src_cid(), 0, 0, p.seq(), now as u32);
+                self.stats.rsts_sent += 1;
+                self.push_ctrl(remote, h);
+                return;
+            }
+            if self.conns.len() >= self.cfg.max_connections {
+                self.stats.refused_full += 1;
+                return;
+            }
+            // Stateless: the identifier and initial sequence number we would use are a keyed
+            // hash of the peer and the time slot; nothing is stored.
+            let (cid, iss) = self.cookie(now >> COOKIE_SLOT_SHIFT, remote, p.src_cid(), p.seq());
+            let mut h = Header::new(
+                Flags::SYN | Flags::ACK,
+                p.src_cid(),
+                cid,
+                iss,
+                p.seq().wrapping_add(1),
+                now as u32,
+            );
+            h.window = (self.cfg.recv_buffer >> 10).min(0xffff) as u16;
+            self.stats.syn_acks_sent += 1;
+            self.push_ctrl(remote, h);
+            return;
+        }
+        self.stats.unknown += 1;
+        if self.listening
+            && f.contains(Flags::ACK)
+            && !f.contains(Flags::RST)
+            && !f.contains(Flags::SYN)
+        {
+            let peer_iss = p.seq().wrapping_sub(1);
+            let slot = now >> COOKIE_SLOT_SHIFT;
+            let ok = [slot, slot.wrapping_sub(1)].into_iter().any(|s| {
+                let (cid, iss) = self.cookie(s, remote, p.src_cid(), peer_iss);
+                cid == dst && iss.wrapping_add(1) == p.ack()
+            });
+            if ok && !self.conns.contains_key(&dst) {
+                if self.conns.len() >= self.cfg.max_connections {
+                    self.stats.refused_full += 1;
+                    self.maybe_rst(now, remote, &p);
+                    return;
+                }
+                let iss = p.ack().wrapping_sub(1);
+                let conn = Connection::server(
+                    self.cfg.clone(),
+                    now,
+                    dst,
+                    iss,
+                    p.src_cid(),
+                    peer_iss,
+                    p.window(),
+                );
+                self.conns.insert(
+                    dst,
+                    Entry {
+                        conn,
+                        remote,
+                        queued: false,
+                        timer_at: None,
+                    },
+                );
+                self.stats.accepted += 1;
+                let e = self.conns.get_mut(&dst).expect("just inserted");
+                e.conn.handle(now, &p);
+                self.touch(dst);
+                return;
+            }
+            self.stats.bad_cookies += 1;
+        }
+        self.maybe_rst(now, remote, &p);
+    }
+
+    /// Marks a connection for a look at the next `poll_transmit` and collects its events.
+    fn touch(&mut self, cid: u32) {
+        let Some(e) = self.conns.get_mut(&cid) else {
+            return;
+        };
+        while let Some(ev) = e.conn.poll_event() {
+            self.events.push_back((ConnHandle(cid), ev));
+        }
+        if !e.queued {
+            e.queued = true;
+            self.ready.push_back(cid);
+        }
+    }
+
+    /// Schedules the connection's next deadline (or removes it when it is finished).
+    fn park(&mut self, cid: u32) {
+        let Some(e) = self.conns.get_mut(&cid) else {
+            return;
+        };
+        while let Some(ev) = e.conn.poll_event() {
+            self.events.push_back((ConnHandle(cid), ev));
+        }
+        if e.conn.is_closed() {
+            if e.conn.readable() == 0 {
+                self.conns.remove(&cid);
+            }
+            return;
+        }
+        if let Some(t) = e.conn.poll_timeout() {
+            if e.timer_at != Some(t) {
+                e.timer_at = Some(t);
+                self.timers.push(Reverse((t, cid)));
+            }
+        }
+    }
+
+    /// Writes the next datagram into `buf` (at least 32 + `max_payload` bytes).
+    pub fn poll_transmit(&mut self, now: u64, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some((remote, b)) = self.ctrl.pop_front() {
+            buf[..HEADER_LEN].copy_from_slice(&b);
+            return Some(Transmit {
+                remote,
+                len: HEADER_LEN,
+            });
+        }
+        while let Some(cid) = self.ready.pop_front() {
+            let Some(e) = self.conns.get_mut(&cid) else {
+                continue;
+            };
+            e.queued = false;
+            if e.conn.wants_transmit(now) {
+                if let Some(len) = e.conn.poll_transmit(now, buf) {
+                    let remote = e.remote;
+                    // Round robin: go to the back of the queue if it has more to send.
+                    if e.conn.wants_transmit(now) {
+                        e.queued = true;
+                        self.ready.push_back(cid);
+                    } else {
+                        self.park(cid);
+                    }
+                    return Some(Transmit { remote, len });
+                }
+            }
+            self.park(cid);
+        }
+        None
+    }
+
+    /// When to call [`Endpoint::handle_timeout`] next; a value of 0 means "poll now"
+    /// (something is ready to send).
+    pub fn poll_timeout(&mut self) -> Option<u64> {
+        if !self.ctrl.is_empty() || !self.ready.is_empty() {
+            return Some(0);
+        }
+        while let Some(&Reverse((t, cid))) = self.timers.peek() {
+            match self.conns.get(&cid) {
+                Some(e) if e.timer_at == Some(t) => return Some(t),
+                _ => {
+                    self.timers.pop();
+                }
+            }
+        }
+        None
+    }
+
+    /// Runs every connection timer due at `now`.
+    pub fn handle_timeout(&mut self, now: u64) {
+        while let Some(&Reverse((t, cid))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(e) = self.conns.get_mut(&cid) else {
+                continue;
+            };
+            if e.timer_at != Some(t) {
+                continue;
+            }
+            e.timer_at = None;
+            e.conn.handle_timeout(now);
+            self.touch(cid);
+        }
+    }
+
+    /// Next application event.
+    pub fn poll_event(&mut self) -> Option<(ConnHandle, Event)> {
+        self.events.pop_front()
+    }
+
+    /// Queues bytes on a connection; returns how many were taken.
+    pub fn write(&mut self, h: ConnHandle, data: &[u8]) -> Result<usize, EndpointError> {
+        let e = self
+            .conns
+            .get_mut(&h.0)
+            .ok_or(EndpointError::UnknownConnection)?;
+        let n = e.conn.write(data);
+        self.touch(h.0);
+        Ok(n)
+    }
+
+    /// Reads delivered bytes. `Ok(0)` with [`Endpoint::is_eof`] true means end of stream.
+    pub fn read(&mut self, h: ConnHandle, buf: &mut [u8]) -> Result<usize, EndpointError> {
+        let e = self
+            .conns
+            .get_mut(&h.0)
+            .ok_or(EndpointError::UnknownConnection)?;
+        let n = e.conn.read(buf);
+        if e.conn.is_closed() {
+            self.park(h.0);
+        } else {
+            self.touch(h.0);
+        }
+        Ok(n)
+    }
+
+    /// Whether the peer finished its stream and every byte was read (or the connection is gone).
+    pub fn is_eof(&self, h: ConnHandle) -> bool {
+        self.conns.get(&h.0).is_none_or(|e| e.conn.is_eof())
+    }
+
+    /// Ends our direction after the buffered bytes (FIN).
+    pub fn close(&mut self, h: ConnHandle) -> Result<(), EndpointError> {
+        let e = self
+            .conns
+            .get_mut(&h.0)
+            .ok_or(EndpointError::UnknownConnection)?;
+        e.conn.close();
+        self.touch(h.0);
+        Ok(())
+    }
+
+    /// Aborts with RST; the connection's unread data is discarded.
+    pub fn abort(&mut self, h: ConnHandle) -> Result<(), EndpointError> {
+        let e = self
+            .conns
+            .get_mut(&h.0)
+            .ok_or(EndpointError::UnknownConnection)?;
+        e.conn.abort();
+        let mut sink = [0u8; 4096];
+        while e.conn.read(&mut sink) > 0 {}
+        self.touch(h.0);
+        Ok(())
+    }
+}

@@ -1,0 +1,147 @@
+//! Per-connection counters and a small log-linear histogram of queueing delay.
+
+/// Log-linear histogram of non-negative values (8 sub-buckets per power of two, so any
+/// percentile is reported within 12.5 %), fixed size, no allocation per sample.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    buckets: [u32; 256],
+    count: u64,
+    max: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            buckets: [0; 256],
+            count: 0,
+            max: 0,
+        }
+    }
+}
+
+fn bucket_of(v: u64) -> usize {
+    if v < 8 {
+        return v as usize;
+    }
+    let p = 63 - v.leading_zeros() as usize; // >= 3
+    let sub = ((v >> (p - 3)) & 7) as usize;
+    ((p - 2) * 8 + sub).min(255)
+}
+
+fn bucket_low(i: usize) -> u64 {
+    if i < 8 {
+        return i as u64;
+    }
+    let p = i / 8 + 2;
+    let sub = (i % 8) as u64;
+    (8 + sub) << (p - 3)
+}
+
+impl Histogram {
+    /// Adds one value.
+    pub fn record(&mut self, v: u64) {
+        self.buckets[bucket_of(v)] += 1;
+        self.count += 1;
+        self.max = self.max.max(v);
+    }
+    /// Number of values.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+    /// Largest value.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+    /// Adds another histogram's values.
+    pub fn merge(&mut self, o: &Histogram) {
+        for (a, b) in self.buckets.iter_mut().zip(o.buckets.iter()) {
+            *a += b;
+        }
+        self.count += o.count;
+        self.max = self.max.max(o.max);
+    }
+    /// The lower edge of the bucket holding quantile `q` in `0.0..=1.0`; 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0u64;
+        for (i, &c) in self.buckets.iter().enumerate() {
+            seen += u64::from(c);
+            if seen >= rank {
+                return bucket_low(i).min(self.max);
+            }
+        }
+        self.max
+    }
+}
+
+/// Counters of one connection.
+#[derive(Clone, Debug, Default)]
+pub struct ConnStats {
+    /// Datagrams sent (all kinds).
+    pub packets_sent: u64,
+    /// DATA packets sent.
+    pub data_packets_sent: u64,
+    /// DATA packets that resent bytes already sent once.
+    pub retransmitted_packets: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Datagrams received and accepted by this connection.
+    pub packets_received: u64,
+    /// In-order payload bytes delivered to the receive buffer.
+    pub bytes_received: u64,
+    /// ACKs sent (NACKs not included).
+    pub acks_sent: u64,
+    /// NACKs sent.
+    pub nacks_sent: u64,
+    /// ACKs received that acknowledged new data.
+    pub acks_received: u64,
+    /// NACKs received (each restarts sending from its sequence number).
+    pub nacks_received: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// DATA packets dropped because they were beyond a gap.
+    pub out_of_order_dropped: u64,
+    /// DATA packets that carried bytes already received.
+    pub duplicates: u64,
+    /// Smallest STT echoed to this sender (raw, includes any clock offset).
+    pub stt_min: Option<u32>,
+    /// Smoothed RTT estimate (ns).
+    pub srtt_ns: u64,
+    /// Queueing delay (echoed STT minus the controller's windowed minimum) per ACK, ns.
+    pub queue_delay: Histogram,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_monotonic_and_tight() {
+        let mut last = 0;
+        for v in 0..100_000u64 {
+            let b = bucket_of(v);
+            assert!(b >= last);
+            last = b;
+            let lo = bucket_low(b);
+            assert!(lo <= v, "v {v} bucket {b} low {lo}");
+            assert!(v - lo <= v / 8 + 1, "v {v} low {lo}");
+        }
+    }
+
+    #[test]
+    fn quantiles() {
+        let mut h = Histogram::default();
+        for v in 1..=1000u64 {
+            h.record(v * 1000);
+        }
+        let p50 = h.quantile(0.5);
+        assert!((440_000..=500_000).contains(&p50), "{p50}");
+        let p99 = h.quantile(0.99);
+        assert!((860_000..=990_000).contains(&p99), "{p99}");
+        assert_eq!(h.max(), 1_000_000);
+        assert_eq!(Histogram::default().quantile(0.5), 0);
+    }
+}

@@ -1,0 +1,241 @@
+//! An in-memory network for tests and benchmarks: two endpoints joined by a link model with
+//! delay, random loss, reordering and duplication, driven by a deterministic virtual clock.
+
+use crate::conn::{CloseReason, Event};
+use crate::endpoint::{ConnHandle, Endpoint};
+use crate::vectors::SplitMix;
+use crate::Config;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::SocketAddr;
+
+/// Link impairments (probabilities in parts per million).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Link {
+    /// One-way propagation delay, ns.
+    pub delay_ns: u64,
+    /// Drop probability, ppm.
+    pub loss_ppm: u32,
+    /// Probability that a packet is held back by up to `reorder_ns` (reordering), ppm.
+    pub reorder_ppm: u32,
+    /// Extra delay of a reordered packet, ns (uniform in 0..reorder_ns).
+    pub reorder_ns: u64,
+    /// Duplication probability, ppm.
+    pub dup_ppm: u32,
+}
+
+/// Outcome of [`transfer`].
+#[derive(Debug)]
+pub struct Outcome {
+    /// Bytes the server received from the client.
+    pub at_server: Vec<u8>,
+    /// Bytes the client received from the server.
+    pub at_client: Vec<u8>,
+    /// How the client's connection ended.
+    pub client_close: Option<CloseReason>,
+    /// How the server's connection ended.
+    pub server_close: Option<CloseReason>,
+    /// Connections still held by the client endpoint at the end.
+    pub client_conns_left: usize,
+    /// Connections still held by the server endpoint at the end.
+    pub server_conns_left: usize,
+    /// Virtual time at the end, ns.
+    pub end_ns: u64,
+    /// Datagrams the link carried (duplicates included).
+    pub datagrams: u64,
+    /// Client-side data packets sent, retransmitted, NACKs received, timeouts.
+    pub client_stats: crate::ConnStats,
+}
+
+struct Flight {
+    at: u64,
+    seq: u64,
+    to_server: bool,
+    data: Vec<u8>,
+}
+impl PartialEq for Flight {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Flight {}
+impl PartialOrd for Flight {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Flight {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// Opens a connection from a client to a server across `link` (both directions impaired
+/// alike), sends `up` from client to server and `down` from server to client, closes both
+/// directions, and runs until both endpoints hold no connection or `limit_ns` of virtual time
+/// passes.
+pub fn transfer(
+    cfg: Config,
+    link: Link,
+    seed: u64,
+    up: &[u8],
+    down: &[u8],
+    limit_ns: u64,
+) -> Outcome {
+    let a: SocketAddr = "10.0.0.1:1000".parse().expect("addr");
+    let b: SocketAddr = "10.0.0.2:2000".parse().expect("addr");
+    let mut rng = SplitMix::new(seed);
+    let mut client = Endpoint::new(
+        cfg.clone(),
+        rng.next_u64()
+            .to_le_bytes()
+            .repeat(2)
+            .try_into()
+            .expect("16"),
+        rng.next_u64(),
+    );
+    let mut server = Endpoint::new(
+        cfg.clone(),
+        rng.next_u64()
+            .to_le_bytes()
+            .repeat(2)
+            .try_into()
+            .expect("16"),
+        rng.next_u64(),
+    );
+    server.listen(true);
+    let mut now: u64 = 1_000_000;
+    let ch = client.connect(now, b).expect("connect");
+    let mut sh: Option<ConnHandle> = None;
+    let (mut up_off, mut down_off) = (0usize, 0usize);
+    let (mut up_closed, mut down_closed) = (false, false);
+    let mut out = Outcome {
+        at_server: Vec::new(),
+        at_client: Vec::new(),
+        client_close: None,
+        server_close: None,
+        client_conns_left: 0,
+        server_conns_left: 0,
+        end_ns: 0,
+        datagrams: 0,
+        client_stats: Default::default(),
+    };
+    let mut air: BinaryHeap<Reverse<Flight>> = BinaryHeap::new();
+    let mut fseq = 0u64;
+    let mut buf = vec![0u8; 65_536];
+    let mut rbuf = vec![0u8; 65_536];
+    let mut iterations = 0u64;
+    let chance = |rng: &mut SplitMix, ppm: u32| ppm > 0 && rng.below(1_000_000) < u64::from(ppm);
+    loop {
+        // Applications.
+        while let Some((h, ev)) = client.poll_event() {
+            if let Event::Closed(r) = ev {
+                out.client_close = Some(r);
+            }
+            let _ = h;
+        }
+        while let Some((h, ev)) = server.poll_event() {
+            match ev {
+                Event::Accepted => sh = Some(h),
+                Event::Closed(r) => out.server_close = Some(r),
+                _ => {}
+            }
+        }
+        if let Some(c) = client.conn(ch) {
+            out.client_stats = c.stats().clone();
+            let established = c.state() == crate::State::Established;
+            if up_off < up.len() {
+                up_off += client.write(ch, &up[up_off..]).unwrap_or(0);
+            }
+            if up_off == up.len() && !up_closed && established {
+                up_closed = client.close(ch).is_ok();
+            }
+            while let Ok(n) = client.read(ch, &mut rbuf) {
+                if n == 0 {
+                    break;
+                }
+                out.at_client.extend_from_slice(&rbuf[..n]);
+            }
+        }
+        if let Some(s) = sh {
+            if server.conn(s).is_some() {
+                if down_off < down.len() {
+                    down_off += server.write(s, &down[down_off..]).unwrap_or(0);
+                }
+                if down_off == down.len() && !down_closed {
+                    down_closed = server.close(s).is_ok();
+                }
+                while let Ok(n) = server.read(s, &mut rbuf) {
+                    if n == 0 {
+                        break;
+                    }
+                    out.at_server.extend_from_slice(&rbuf[..n]);
+                }
+            }
+        }
+        // Transmit everything that may leave now.
+        for (ep, to_server) in [(&mut client, true), (&mut server, false)] {
+            while let Some(t) = ep.poll_transmit(now, &mut buf) {
+                out.datagrams += 1;
+                if chance(&mut rng, link.loss_ppm) {
+                    continue;
+                }
+                let copies = if chance(&mut rng, link.dup_ppm) { 2 } else { 1 };
+                for _ in 0..copies {
+                    let mut at = now + link.delay_ns;
+                    if link.reorder_ns > 0 && chance(&mut rng, link.reorder_ppm) {
+                        at += rng.below(link.reorder_ns);
+                    }
+                    fseq += 1;
+                    air.push(Reverse(Flight {
+                        at,
+                        seq: fseq,
+                        to_server,
+                        data: buf[..t.len].to_vec(),
+                    }));
+                }
+            }
+        }
+        if client.connection_count() == 0 && server.connection_count() == 0 && sh.is_some() {
+            break;
+        }
+        // Advance to the next event.
+        let mut next = u64::MAX;
+        if let Some(Reverse(f)) = air.peek() {
+            next = next.min(f.at);
+        }
+        for t in [client.poll_timeout(), server.poll_timeout()]
+            .into_iter()
+            .flatten()
+        {
+            next = next.min(t.max(now));
+        }
+        iterations += 1;
+        if next == u64::MAX || next > limit_ns || iterations > 20_000_000 {
+            break;
+        }
+        let progressed = next > now;
+        now = next;
+        while let Some(Reverse(f)) = air.peek() {
+            if f.at > now {
+                break;
+            }
+            let Reverse(f) = air.pop().expect("peeked");
+            if f.to_server {
+                server.handle(now, a, &f.data);
+            } else {
+                client.handle(now, b, &f.data);
+            }
+        }
+        client.handle_timeout(now);
+        server.handle_timeout(now);
+        if !progressed {
+            // Guard against a livelock at one instant: time must move eventually.
+            now += 1;
+        }
+    }
+    out.client_conns_left = client.connection_count();
+    out.server_conns_left = server.connection_count();
+    out.end_ns = now;
+    out
+}
