@@ -1,0 +1,235 @@
+//! Hostile input: arbitrary datagrams never panic, a SYN flood allocates no state, sequence
+//! numbers wrap.
+use proptest::prelude::*;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use stride_proto::vectors::SplitMix;
+use stride_proto::wire::{Flags, Header, Packet, HEADER_LEN};
+use stride_proto::{Config, Connection, Endpoint, Event, State};
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
+fn addr(i: u64) -> SocketAddr {
+    SocketAddr::new(
+        IpAddr::V4(Ipv4Addr::from((i as u32) | 0x0a00_0000)),
+        (i >> 32) as u16 | 1,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn parser_never_panics(data in proptest::collection::vec(any::<u8>(), 0..200)) {
+        if let Ok(p) = Packet::new_checked(&data[..]) {
+            // Whatever parses re-emits to the same header bytes.
+            let mut b = [0u8; HEADER_LEN];
+            p.header().emit(&mut b).unwrap();
+            prop_assert_eq!(&b[..], &data[..HEADER_LEN]);
+            prop_assert_eq!(p.payload().len(), usize::from(p.payload_len()));
+        }
+    }
+
+    #[test]
+    fn endpoint_survives_arbitrary_datagrams(
+        seed in any::<u64>(),
+        datagrams in proptest::collection::vec(
+            (proptest::collection::vec(any::<u8>(), 0..120), any::<u8>(), any::<u32>(), any::<u32>(), any::<u32>()), 1..60),
+    ) {
+        // A live connection pair plus garbage aimed at both, including well-formed headers
+        // with forged identifiers and sequence numbers.
+        let mut cfg = Config::default();
+        cfg.rst_per_sec = 10;
+        let mut server = Endpoint::new(cfg.clone(), [1; 16], seed);
+        server.listen(true);
+        let mut client = Endpoint::new(cfg, [2; 16], seed ^ 1);
+        let (a, b) = (addr(1), addr(2));
+        let mut now = 1_000;
+        let h = client.connect(now, b).unwrap();
+        let mut buf = vec![0u8; 2048];
+        let mut pump = |client: &mut Endpoint, server: &mut Endpoint, now: u64| {
+            for _ in 0..50 {
+                let mut moved = false;
+                while let Some(t) = client.poll_transmit(now, &mut buf) { server.handle(now, a, &buf[..t.len].to_vec()); moved = true; }
+                while let Some(t) = server.poll_transmit(now, &mut buf) { client.handle(now, b, &buf[..t.len].to_vec()); moved = true; }
+                if !moved { break; }
+            }
+        };
+        pump(&mut client, &mut server, now);
+        let _ = client.write(h, &[7u8; 5000]);
+        for (raw, flags, x, y, z) in datagrams {
+            now += 1_000;
+            let mut d = raw.clone();
+            if flags & 1 == 0 && d.len() >= HEADER_LEN {
+                // A well-formed header with forged fields.
+                let fl = Flags::from_bits(flags & 0x7f).unwrap_or(Flags::ACK);
+                let mut hd = Header::new(fl, x, y, z, x ^ z, y);
+                hd.payload_len = (d.len() - HEADER_LEN) as u16;
+                hd.emit(&mut d).unwrap();
+            }
+            server.handle(now, addr(u64::from(y)), &d);
+            client.handle(now, b, &d);
+            server.handle_timeout(now);
+            client.handle_timeout(now);
+            pump(&mut client, &mut server, now);
+        }
+        prop_assert!(server.connection_count() <= 1);
+        while client.poll_event().is_some() {}
+    }
+}
+
+#[test]
+fn syn_flood_allocates_no_state() {
+    let mut server = Endpoint::new(Config::default(), [9; 16], 1);
+    server.listen(true);
+    let mut rng = SplitMix::new(42);
+    let mut buf = vec![0u8; 2048];
+    let mut replies = 0;
+    for i in 0..100_000u64 {
+        let mut h = Header::new(
+            Flags::SYN,
+            0,
+            rng.next_u64() as u32,
+            rng.next_u64() as u32,
+            0,
+            0,
+        );
+        h.window = 64;
+        let mut d = [0u8; HEADER_LEN];
+        h.emit(&mut d).unwrap();
+        server.handle(i * 100, addr(rng.next_u64()), &d);
+        while server.poll_transmit(i * 100, &mut buf).is_some() {
+            replies += 1;
+        }
+    }
+    assert_eq!(
+        server.connection_count(),
+        0,
+        "SYNs must not create connections"
+    );
+    assert_eq!(server.stats().syns, 100_000);
+    assert_eq!(replies, 100_000, "every SYN gets a stateless SYN-ACK");
+    // Forged third packets (guessed cookies) are refused too.
+    for i in 0..10_000u64 {
+        let h = Header::new(
+            Flags::ACK,
+            rng.next_u64() as u32,
+            rng.next_u64() as u32,
+            rng.next_u64() as u32,
+            rng.next_u64() as u32,
+            0,
+        );
+        let mut d = [0u8; HEADER_LEN];
+        h.emit(&mut d).unwrap();
+        server.handle(10_000_000 + i, addr(rng.next_u64()), &d);
+    }
+    assert_eq!(server.connection_count(), 0);
+    assert_eq!(server.stats().bad_cookies, 10_000);
+    // RST answers are rate limited (1000/s default; these 10k arrived within 10 ms).
+    assert!(
+        server.stats().rsts_sent <= 1_010,
+        "rsts {}",
+        server.stats().rsts_sent
+    );
+    assert!(server.stats().rsts_suppressed >= 8_990);
+}
+
+#[test]
+fn cookie_expires_after_two_slots() {
+    let mut server = Endpoint::new(Config::default(), [3; 16], 1);
+    server.listen(true);
+    let mut client = Endpoint::new(Config::default(), [4; 16], 2);
+    let (a, b) = (addr(1), addr(2));
+    let _h = client.connect(0, b).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let t = client.poll_transmit(0, &mut buf).unwrap();
+    server.handle(0, a, &buf[..t.len].to_vec());
+    let t = server.poll_transmit(0, &mut buf).unwrap();
+    client.handle(0, b, &buf[..t.len].to_vec());
+    let t = client.poll_transmit(0, &mut buf).unwrap(); // the third packet
+    let third = buf[..t.len].to_vec();
+    // Replayed three slots later: refused, no state.
+    server.handle(3 << 32, a, &third);
+    assert_eq!(server.connection_count(), 0);
+    assert_eq!(server.stats().bad_cookies, 1);
+    // In time: accepted.
+    server.handle(1 << 20, a, &third);
+    assert_eq!(server.connection_count(), 1);
+    assert!(matches!(server.poll_event(), Some((_, Event::Accepted))));
+}
+
+/// Drives two raw Connections (no endpoint) whose sequence numbers start just below 2^32.
+#[test]
+fn sequence_numbers_wrap() {
+    let cfg = Config::default();
+    let c_iss = u32::MAX - 3000;
+    let s_iss = u32::MAX - 10;
+    let mut c = Connection::client(cfg.clone(), 0, 11, c_iss);
+    let mut s = Connection::server(cfg, 0, 22, s_iss, 11, c_iss, 4096);
+    // Hand the client a SYN-ACK from the server's numbers.
+    let mut sa = Header::new(
+        Flags::SYN | Flags::ACK,
+        11,
+        22,
+        s_iss,
+        c_iss.wrapping_add(1),
+        0,
+    );
+    sa.window = 4096;
+    let mut d = [0u8; HEADER_LEN];
+    sa.emit(&mut d).unwrap();
+    c.handle(10, &Packet::new_checked(&d[..]).unwrap());
+    assert_eq!(c.state(), State::Established);
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let back: Vec<u8> = (0..200_000u32).map(|i| (i % 241) as u8).collect();
+    let (mut off_c, mut off_s) = (0, 0);
+    let (mut got_s, mut got_c) = (Vec::new(), Vec::new());
+    let mut buf = vec![0u8; 2048];
+    let mut rb = vec![0u8; 65536];
+    let mut now = 100;
+    for _ in 0..200_000 {
+        off_c += c.write(&data[off_c..]);
+        off_s += s.write(&back[off_s..]);
+        if off_c == data.len() {
+            c.close();
+        }
+        if off_s == back.len() {
+            s.close();
+        }
+        while let Some(n) = c.poll_transmit(now, &mut buf) {
+            s.handle(now, &Packet::new_checked(&buf[..n]).unwrap());
+        }
+        while let Some(n) = s.poll_transmit(now, &mut buf) {
+            c.handle(now, &Packet::new_checked(&buf[..n]).unwrap());
+        }
+        loop {
+            let n = s.read(&mut rb);
+            if n == 0 {
+                break;
+            }
+            got_s.extend_from_slice(&rb[..n]);
+        }
+        loop {
+            let n = c.read(&mut rb);
+            if n == 0 {
+                break;
+            }
+            got_c.extend_from_slice(&rb[..n]);
+        }
+        if c.state() == State::Linger && s.state() == State::Linger {
+            break;
+        }
+        now += 500;
+        c.handle_timeout(now);
+        s.handle_timeout(now);
+    }
+    assert!(got_s == data, "server got {} bytes", got_s.len());
+    assert!(got_c == back, "client got {} bytes", got_c.len());
+    assert!(c.is_eof() && s.is_eof());
+    assert_eq!(c.state(), State::Linger);
+    assert_eq!(s.state(), State::Linger);
+}
