@@ -42,8 +42,7 @@ proptest! {
     ) {
         // A live connection pair plus garbage aimed at both, including well-formed headers
         // with forged identifiers and sequence numbers.
-        let mut cfg = Config::default();
-        cfg.rst_per_sec = 10;
+        let cfg = Config { rst_per_sec: 10, ..Config::default() };
         let mut server = Endpoint::new(cfg.clone(), [1; 16], seed);
         server.listen(true);
         let mut client = Endpoint::new(cfg, [2; 16], seed ^ 1);
@@ -54,8 +53,8 @@ proptest! {
         let mut pump = |client: &mut Endpoint, server: &mut Endpoint, now: u64| {
             for _ in 0..50 {
                 let mut moved = false;
-                while let Some(t) = client.poll_transmit(now, &mut buf) { server.handle(now, a, &buf[..t.len].to_vec()); moved = true; }
-                while let Some(t) = server.poll_transmit(now, &mut buf) { client.handle(now, b, &buf[..t.len].to_vec()); moved = true; }
+                while let Some(t) = client.poll_transmit(now, &mut buf) { server.handle(now, a, &buf[..t.len]); moved = true; }
+                while let Some(t) = server.poll_transmit(now, &mut buf) { client.handle(now, b, &buf[..t.len]); moved = true; }
                 if !moved { break; }
             }
         };
@@ -147,9 +146,9 @@ fn cookie_expires_after_two_slots() {
     let _h = client.connect(0, b).unwrap();
     let mut buf = vec![0u8; 2048];
     let t = client.poll_transmit(0, &mut buf).unwrap();
-    server.handle(0, a, &buf[..t.len].to_vec());
+    server.handle(0, a, &buf[..t.len]);
     let t = server.poll_transmit(0, &mut buf).unwrap();
-    client.handle(0, b, &buf[..t.len].to_vec());
+    client.handle(0, b, &buf[..t.len]);
     let t = client.poll_transmit(0, &mut buf).unwrap(); // the third packet
     let third = buf[..t.len].to_vec();
     // Replayed three slots later: refused, no state.
