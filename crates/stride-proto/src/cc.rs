@@ -251,6 +251,7 @@ impl Stride {
         self.rate = self.rate.clamp(self.p.rate_min, self.p.rate_max);
     }
 
+    // BEGIN UPDATE PATH: shifts, adds, subtracts and compares only (checked by a test).
     /// One STT sample (Algorithm 1, lines 3-24).
     pub fn on_sample(&mut self, s: u32) {
         if !self.init {
@@ -311,6 +312,7 @@ impl Stride {
         self.branch = Branch::Timeout;
         self.clamp();
     }
+    // END UPDATE PATH
 }
 
 impl RateController for Stride {
@@ -537,6 +539,29 @@ mod tests {
         assert!(StrideParams::for_line_rate(rate_from_gbps(10.0))
             .validate()
             .is_ok());
+    }
+
+    #[test]
+    fn update_path_has_no_multiply_or_divide() {
+        let src = include_str!("cc.rs");
+        let begin = src.find("// BEGIN UPDATE PATH").expect("begin marker");
+        let end = src.find("// END UPDATE PATH").expect("end marker");
+        assert!(end > begin);
+        let mut code_lines = 0;
+        for line in src[begin..end].lines().skip(1) {
+            let code = line.split("//").next().unwrap_or("");
+            assert!(
+                !code.contains('*') && !code.contains('/') && !code.contains('%'),
+                "arithmetic beyond shift/add/subtract in the update path: {line}"
+            );
+            if !code.trim().is_empty() {
+                code_lines += 1;
+            }
+        }
+        assert!(
+            code_lines > 30,
+            "the marked region must hold the update code"
+        );
     }
 
     #[test]
