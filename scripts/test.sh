@@ -9,9 +9,19 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 echo "== cargo test"
-cargo test --workspace
+cargo test --workspace 2>&1 | tee "$log"
 if [ -f hw/Makefile ]; then
   echo "== hardware tests"
-  make -C hw test
+  make -C hw test 2>&1 | tee -a "$log"
 fi
+# One closing line over every runner: cargo's "test result" lines and pytest's summary.
+sum() { awk -v f="$1" '{s+=$f} END {print s+0}'; }
+passed=$({ grep -Eo '(ok|FAILED)\. [0-9]+ passed' "$log" || true; } | sum 2)
+failed=$({ grep -Eo '[0-9]+ passed; [0-9]+ failed' "$log" || true; } | sum 3)
+py_passed=$({ grep -E '^=+ .*[0-9]+ passed' "$log" || true; } | { grep -Eo '[0-9]+ passed' || true; } | sum 1)
+py_failed=$({ grep -E '^=+ .*[0-9]+ failed' "$log" || true; } | { grep -Eo '[0-9]+ failed' || true; } | sum 1)
+echo
+echo "total: $((passed + py_passed)) passed, $((failed + py_failed)) failed"
