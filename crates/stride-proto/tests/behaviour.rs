@@ -1,0 +1,266 @@
+//! Specific protocol rules of docs/spec.md, each observed on a controlled link.
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use stride_proto::wire::{Flags, Packet};
+use stride_proto::{CloseReason, Config, ConnHandle, Endpoint, Event};
+
+const DELAY: u64 = 10_000;
+
+struct Pair {
+    c: Endpoint,
+    s: Endpoint,
+    ch: ConnHandle,
+    sh: Option<ConnHandle>,
+    now: u64,
+    air: VecDeque<(u64, bool, Vec<u8>)>,
+    c_events: Vec<Event>,
+    s_events: Vec<Event>,
+    sent_by_client: Vec<(u64, Flags, u32, usize)>,
+    sent_by_server: Vec<(u64, Flags, u32, usize)>,
+}
+
+fn a() -> SocketAddr {
+    "10.0.0.1:1".parse().unwrap()
+}
+fn b() -> SocketAddr {
+    "10.0.0.2:2".parse().unwrap()
+}
+
+impl Pair {
+    fn new(cfg: Config) -> Pair {
+        let c = Endpoint::new(cfg.clone(), [1; 16], 11);
+        let mut s = Endpoint::new(cfg, [2; 16], 22);
+        s.listen(true);
+        let mut p = Pair {
+            c,
+            s,
+            ch: ConnHandle(0),
+            sh: None,
+            now: 1_000,
+            air: VecDeque::new(),
+            c_events: vec![],
+            s_events: vec![],
+            sent_by_client: vec![],
+            sent_by_server: vec![],
+        };
+        p.ch = p.c.connect(p.now, b()).unwrap();
+        p
+    }
+
+    /// Runs until `until` ns; `drop` decides, per datagram (from client?, header), to lose it.
+    fn run(&mut self, until: u64, drop: &mut dyn FnMut(bool, &Packet<&[u8]>) -> bool) {
+        let mut buf = vec![0u8; 70_000];
+        loop {
+            for from_client in [true, false] {
+                let ep = if from_client {
+                    &mut self.c
+                } else {
+                    &mut self.s
+                };
+                while let Some(t) = ep.poll_transmit(self.now, &mut buf) {
+                    let d = buf[..t.len].to_vec();
+                    let p = Packet::new_checked(&d[..]).unwrap();
+                    let rec = (self.now, p.flags(), p.ack(), p.payload().len());
+                    if from_client {
+                        self.sent_by_client.push(rec);
+                    } else {
+                        self.sent_by_server.push(rec);
+                    }
+                    if !drop(from_client, &p) {
+                        self.air.push_back((self.now + DELAY, from_client, d));
+                    }
+                }
+            }
+            while let Some((h, e)) = self.c.poll_event() {
+                assert_eq!(h, self.ch);
+                self.c_events.push(e);
+            }
+            while let Some((h, e)) = self.s.poll_event() {
+                if e == Event::Accepted {
+                    self.sh = Some(h);
+                }
+                self.s_events.push(e);
+            }
+            let mut next = self.air.front().map_or(u64::MAX, |f| f.0);
+            for t in [self.c.poll_timeout(), self.s.poll_timeout()]
+                .into_iter()
+                .flatten()
+            {
+                next = next.min(t.max(self.now + 1));
+            }
+            if next > until {
+                self.now = until;
+                return;
+            }
+            self.now = next;
+            while self.air.front().is_some_and(|f| f.0 <= self.now) {
+                let (_, from_client, d) = self.air.pop_front().unwrap();
+                if from_client {
+                    self.s.handle(self.now, a(), &d);
+                } else {
+                    self.c.handle(self.now, b(), &d);
+                }
+            }
+            self.c.handle_timeout(self.now);
+            self.s.handle_timeout(self.now);
+        }
+    }
+
+    fn read_server(&mut self) -> Vec<u8> {
+        let mut out = vec![];
+        let mut buf = vec![0u8; 1 << 16];
+        if let Some(h) = self.sh {
+            while let Ok(n) = self.s.read(h, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&buf[..n]);
+            }
+        }
+        out
+    }
+}
+
+fn nodrop(_: bool, _: &Packet<&[u8]>) -> bool {
+    false
+}
+
+#[test]
+fn handshake_takes_one_round_trip_and_short_flow_is_acked_at_once() {
+    let mut p = Pair::new(Config::default());
+    p.run(2 * DELAY + 1_000, &mut nodrop);
+    assert!(p.c_events.contains(&Event::Connected));
+    p.c.write(p.ch, &[5u8; 1000]).unwrap();
+    let t0 = p.now;
+    p.run(t0 + 2 * DELAY + 1_000, &mut nodrop);
+    assert_eq!(p.read_server().len(), 1000);
+    // PSH made the receiver acknowledge immediately: nothing is outstanding one RTT later,
+    // long before the 50 us delayed-ACK timer could have fired.
+    assert_eq!(p.c.conn(p.ch).unwrap().unacked(), 0);
+}
+
+#[test]
+fn one_nack_per_gap_then_go_back_n() {
+    let mut p = Pair::new(Config::default());
+    p.run(100_000, &mut nodrop);
+    p.c.write(p.ch, &vec![9u8; 200_000]).unwrap();
+    let mut dropped = false;
+    let mut data_seen = 0;
+    p.run(5_000_000, &mut |from_client, pk| {
+        // Lose exactly one DATA packet: the fifth.
+        if from_client && pk.flags().contains(Flags::DATA) && !dropped {
+            data_seen += 1;
+            if data_seen == 5 {
+                dropped = true;
+                return true;
+            }
+        }
+        false
+    });
+    assert!(dropped);
+    let got = p.read_server();
+    assert_eq!(got.len(), 200_000);
+    let s = p.s.conn(p.sh.unwrap()).unwrap().stats().clone();
+    assert_eq!(s.nacks_sent, 1, "exactly one NACK for one gap");
+    assert!(
+        s.out_of_order_dropped > 1,
+        "packets behind the gap were dropped"
+    );
+    let c = p.c.conn(p.ch).unwrap().stats().clone();
+    assert_eq!(c.nacks_received, 1);
+    assert_eq!(c.timeouts, 0, "the NACK, not the timer, repaired the loss");
+    assert!(c.retransmitted_packets >= 1);
+}
+
+#[test]
+fn ack_per_64k_on_bulk() {
+    let mut p = Pair::new(Config::default());
+    p.run(100_000, &mut nodrop);
+    p.c.write(p.ch, &vec![1u8; 4 << 20]).unwrap();
+    p.run(50_000_000, &mut nodrop);
+    assert_eq!(p.read_server().len(), 4 << 20);
+    let acks = p
+        .sent_by_server
+        .iter()
+        .filter(|r| r.1 == Flags::ACK)
+        .count();
+    // 64 segments of 64 KiB, plus the PSH-triggered tail ACK.
+    assert!((64..=70).contains(&acks), "server sent {acks} ACKs");
+}
+
+#[test]
+fn unreachable_peer_times_out_after_retries() {
+    let cfg = Config {
+        initial_rto_ns: 1_000_000,
+        max_retries: 4,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg);
+    p.run(10_000_000_000, &mut |_, _| true); // everything is lost
+    assert_eq!(
+        p.c_events.last(),
+        Some(&Event::Closed(CloseReason::TimedOut))
+    );
+    let syns = p
+        .sent_by_client
+        .iter()
+        .filter(|r| r.1 == Flags::SYN)
+        .count();
+    assert_eq!(syns, 5, "first SYN and 4 retries");
+    // back-off: 1 + 2 + 4 + 8 + 16 ms before giving up
+    assert_eq!(p.c.connection_count(), 0);
+}
+
+#[test]
+fn silent_peer_idles_out_and_abort_resets_peer() {
+    let cfg = Config {
+        idle_timeout_ns: 50_000_000,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg.clone());
+    p.run(1_000_000, &mut nodrop);
+    let sh = p.sh.unwrap();
+    // Keepalives hold an idle but healthy connection open well past the idle timeout.
+    p.run(200_000_000, &mut nodrop);
+    assert!(p.c.conn(p.ch).is_some() && p.s.conn(sh).is_some());
+    // Now the client goes silent (all its packets lost): the server idles out.
+    p.run(400_000_000, &mut |from_client, _| from_client);
+    assert!(p
+        .s_events
+        .contains(&Event::Closed(CloseReason::IdleTimeout)));
+
+    let mut q = Pair::new(cfg);
+    q.run(1_000_000, &mut nodrop);
+    q.c.abort(q.ch).unwrap();
+    q.run(2_000_000, &mut nodrop);
+    assert!(q.c_events.contains(&Event::Closed(CloseReason::Aborted)));
+    assert!(q.s_events.contains(&Event::Closed(CloseReason::Reset)));
+    assert_eq!(q.s.connection_count(), 0);
+}
+
+#[test]
+fn receiver_window_stops_and_resumes_the_sender() {
+    let cfg = Config {
+        recv_buffer: 100_000,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg);
+    p.run(100_000, &mut nodrop);
+    p.c.write(p.ch, &vec![3u8; 1_000_000]).unwrap();
+    p.run(20_000_000, &mut nodrop);
+    let s = p.s.conn(p.sh.unwrap()).unwrap();
+    assert!(
+        s.readable() <= 100_000,
+        "receiver buffered {} > its buffer",
+        s.readable()
+    );
+    assert!(s.readable() > 90_000);
+    let mut total = 0;
+    for _ in 0..100 {
+        total += p.read_server().len();
+        let t = p.now;
+        p.run(t + 5_000_000, &mut nodrop);
+    }
+    total += p.read_server().len();
+    assert_eq!(total, 1_000_000);
+}
