@@ -89,6 +89,24 @@ impl StrideParams {
         }
     }
 
+    /// The small parameter set of the hand-computed unit tests and of the branch vectors in
+    /// `vectors/cc/`, chosen so every branch is reachable with round numbers.
+    pub fn hand_checked() -> Self {
+        StrideParams {
+            alpha_shift: 2,
+            beta: 100,
+            wbeta: 500,
+            t_low: 1_000,
+            t_high: 10_000,
+            md_shift: 3,
+            norm_shift: 10,
+            rate_min: 1_000,
+            rate_max: 1_000_000,
+            rate_init: 80_000,
+            min_window: 4,
+        }
+    }
+
     /// Checks ranges; returns the name of the first bad field and why.
     pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
         if self.alpha_shift > 15 {
@@ -368,19 +386,7 @@ mod tests {
     use super::*;
 
     fn params() -> StrideParams {
-        StrideParams {
-            alpha_shift: 2,
-            beta: 100,
-            wbeta: 500,
-            t_low: 1_000,
-            t_high: 10_000,
-            md_shift: 3,
-            norm_shift: 10,
-            rate_min: 1_000,
-            rate_max: 1_000_000,
-            rate_init: 80_000,
-            min_window: 4,
-        }
+        StrideParams::hand_checked()
     }
 
     #[test]

@@ -85,24 +85,16 @@ pub fn transfer(
     let a: SocketAddr = "10.0.0.1:1000".parse().expect("addr");
     let b: SocketAddr = "10.0.0.2:2000".parse().expect("addr");
     let mut rng = SplitMix::new(seed);
-    let mut client = Endpoint::new(
-        cfg.clone(),
-        rng.next_u64()
-            .to_le_bytes()
-            .repeat(2)
-            .try_into()
-            .expect("16"),
-        rng.next_u64(),
-    );
-    let mut server = Endpoint::new(
-        cfg.clone(),
-        rng.next_u64()
-            .to_le_bytes()
-            .repeat(2)
-            .try_into()
-            .expect("16"),
-        rng.next_u64(),
-    );
+    let endpoint = |rng: &mut SplitMix| {
+        let key = rng.next_u64().to_le_bytes().repeat(2);
+        Endpoint::new(
+            cfg.clone(),
+            key.try_into().expect("16 bytes"),
+            rng.next_u64(),
+        )
+    };
+    let mut client = endpoint(&mut rng);
+    let mut server = endpoint(&mut rng);
     server.listen(true);
     let mut now: u64 = 1_000_000;
     let ch = client.connect(now, b).expect("connect");

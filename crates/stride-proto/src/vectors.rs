@@ -92,19 +92,7 @@ pub fn cc_case_line(name: &str, p: &StrideParams, events: &[CcEvent]) -> String 
 }
 
 fn base_params() -> StrideParams {
-    StrideParams {
-        alpha_shift: 2,
-        beta: 100,
-        wbeta: 500,
-        t_low: 1_000,
-        t_high: 10_000,
-        md_shift: 3,
-        norm_shift: 10,
-        rate_min: 1_000,
-        rate_max: 1_000_000,
-        rate_init: 80_000,
-        min_window: 4,
-    }
+    StrideParams::hand_checked()
 }
 
 /// Random events around a base STT, with occasional NACKs, timeouts and wild jumps.
