@@ -235,17 +235,22 @@ module stride_cc #(
     // ---- stage F: the rate (recurrence) -------------------------------------------------------
     reg  [31:0] rate;
     assign out_rate = rate; // updated at the edge that raises out_valid
+    // The stored rate always lies in [rate_min, rate_max], so an increase can only reach the
+    // maximum and a decrease only the minimum: each path clamps on its own side. The decrease
+    // clamp compares the cut with (rate - rate_min), computed beside the barrel shifter, so the
+    // loop holds one carry chain after the shifter instead of two.
     wire        is_inc   = (e_branch == BR_LOW) || (e_branch == BR_GRAD_INC);
     wire [31:0] inc      = (e_branch == BR_LOW) ? cfg_beta : cfg_wbeta;
     wire [32:0] sum      = {1'b0, rate} + {1'b0, inc};
-    wire [31:0] sat      = sum[32] ? 32'hFFFF_FFFF : sum[31:0];
+    wire        over     = sum[32] || (sum[31:0] > cfg_rate_max);
+    wire [31:0] inc_rate = over ? cfg_rate_max : sum[31:0];
     wire [31:0] cut      = (e_branch == BR_GRAD_DEC) ? (rate >> e_sh)
                          : (e_branch == BR_TIMEOUT)  ? (rate >> 1)
                          : (rate >> MD_SHIFT);
-    wire [31:0] dec      = rate - cut;
-    wire [31:0] unclamped = is_inc ? sat : dec;
-    wire [31:0] clamped  = (unclamped < cfg_rate_min) ? cfg_rate_min
-                         : (unclamped > cfg_rate_max) ? cfg_rate_max : unclamped;
+    wire [31:0] headroom = rate - cfg_rate_min;
+    wire        under    = cut > headroom;
+    wire [31:0] dec_rate = under ? cfg_rate_min : (rate - cut);
+    wire [31:0] clamped  = is_inc ? inc_rate : dec_rate;
     always @(posedge clk) begin
         if (rst) begin
             rate      <= cfg_rate_init;
