@@ -21,7 +21,9 @@ fi
 sum() { awk -v f="$1" '{s+=$f} END {print s+0}'; }
 passed=$({ grep -Eo '(ok|FAILED)\. [0-9]+ passed' "$log" || true; } | sum 2)
 failed=$({ grep -Eo '[0-9]+ passed; [0-9]+ failed' "$log" || true; } | sum 3)
-py_passed=$({ grep -E '^=+ .*[0-9]+ passed' "$log" || true; } | { grep -Eo '[0-9]+ passed' || true; } | sum 1)
-py_failed=$({ grep -E '^=+ .*[0-9]+ failed' "$log" || true; } | { grep -Eo '[0-9]+ failed' || true; } | sum 1)
+# pytest -q ends with e.g. "24 passed in 39.30s" or "1 failed, 23 passed in 40.1s"
+pylines() { grep -E '^=*[ ]*([0-9]+ (passed|failed)(, )?)+.* in [0-9.]+s' "$log" || true; }
+py_passed=$(pylines | { grep -Eo '[0-9]+ passed' || true; } | sum 1)
+py_failed=$(pylines | { grep -Eo '[0-9]+ failed' || true; } | sum 1)
 echo
 echo "total: $((passed + py_passed)) passed, $((failed + py_failed)) failed"
