@@ -1,0 +1,778 @@
+//! The tokio endpoint: one UDP socket, one driver task, many connections.
+//!
+//! # Design
+//!
+//! The sans-IO [`stride_proto::Endpoint`] lives in a [`Mutex`] shared by the driver task and the
+//! application handles ([`Endpoint`], [`Stream`]). Application calls lock it, act (write, read,
+//! close) and wake the driver with a [`Notify`]; the driver wakes application tasks through the
+//! `Waker`s they left in per-connection slots when the core reports events.
+//!
+//! The driver loop: receive a batch (`recvmmsg`, kernel `SO_TIMESTAMPNS` receive stamps when
+//! available, else the clock read right after the call) and feed it to the core; run due timers;
+//! ask the core for datagrams (it paces: `None` means nothing may leave yet) and send them as
+//! one batch (`sendmmsg`), each stamped by `poll_transmit` just before the call. Then wait for
+//! the earliest of: socket readable, an application wake-up, the core's next deadline.
+//!
+//! Pacing below tokio's 1 ms timer resolution: when the next deadline is less than
+//! [`SPIN_NS`] away the driver does not sleep but yields to the scheduler
+//! (`tokio::task::yield_now`) and polls again, so other tasks still run while it spins; longer
+//! waits use a tokio timer (which may fire up to ~1 ms late; the pacer's burst allowance absorbs
+//! that lateness).
+
+use crate::error::{Error, Result};
+use crate::sys::{self, RxBatch, TxBatch};
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+use stride_proto::{CloseReason, ConnHandle, ConnStats, Event};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::net::UdpSocket;
+use tokio::sync::Notify;
+
+pub use stride_proto::{Config, EndpointStats};
+
+/// Deadlines closer than this are waited for by yielding, not by a timer.
+pub const SPIN_NS: u64 = 100_000;
+/// Socket buffer size requested each way.
+pub const SOCKET_BUFFER: usize = 4 << 20;
+
+/// Driver-level counters (next to the core's [`EndpointStats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// Datagrams received from the socket.
+    pub datagrams_in: u64,
+    /// Datagrams sent.
+    pub datagrams_out: u64,
+    /// Receive calls that returned data.
+    pub rx_calls: u64,
+    /// Send calls.
+    pub tx_calls: u64,
+    /// Received datagrams that carried a kernel timestamp.
+    pub kernel_rx_stamps: u64,
+    /// Datagrams dropped for being too long.
+    pub truncated: u64,
+    /// Send errors other than "would block" (the datagram was dropped).
+    pub send_errors: u64,
+}
+
+/// What the socket ended up with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SocketInfo {
+    /// Local address.
+    pub local: SocketAddr,
+    /// Receive buffer the kernel granted (bytes).
+    pub recv_buffer: usize,
+    /// Send buffer the kernel granted (bytes).
+    pub send_buffer: usize,
+    /// Whether kernel receive timestamps are on.
+    pub kernel_timestamps: bool,
+}
+
+#[derive(Default)]
+struct Slot {
+    read: Option<Waker>,
+    write: Option<Waker>,
+    connect: Option<Waker>,
+    connected: bool,
+    closed: Option<CloseReason>,
+    detached: bool,
+    shutdown_wait: bool,
+    last_stats: Option<Box<ConnStats>>,
+}
+
+struct State {
+    ep: stride_proto::Endpoint,
+    slots: HashMap<ConnHandle, Slot>,
+    accept_q: VecDeque<ConnHandle>,
+    accept_waker: Option<Waker>,
+    shutdown_waiters: Vec<ConnHandle>,
+    io: IoStats,
+    driver_gone: bool,
+}
+
+impl State {
+    /// Moves the core's events into the slots and wakes whoever waits for them.
+    fn dispatch(&mut self) {
+        while let Some((h, ev)) = self.ep.poll_event() {
+            match ev {
+                Event::Accepted => {
+                    self.slots.insert(
+                        h,
+                        Slot {
+                            connected: true,
+                            ..Slot::default()
+                        },
+                    );
+                    self.accept_q.push_back(h);
+                    if let Some(w) = self.accept_waker.take() {
+                        w.wake();
+                    }
+                }
+                Event::Connected => {
+                    if let Some(s) = self.slots.get_mut(&h) {
+                        s.connected = true;
+                        if let Some(w) = s.connect.take() {
+                            w.wake();
+                        }
+                    }
+                }
+                Event::Readable => {
+                    let detached = self.slots.get(&h).is_some_and(|s| s.detached);
+                    if detached {
+                        let mut sink = [0u8; 4096];
+                        while matches!(self.ep.read(h, &mut sink), Ok(n) if n > 0) {}
+                    } else if let Some(w) = self.slots.get_mut(&h).and_then(|s| s.read.take()) {
+                        w.wake();
+                    }
+                }
+                Event::Writable => {
+                    if let Some(w) = self.slots.get_mut(&h).and_then(|s| s.write.take()) {
+                        w.wake();
+                    }
+                }
+                Event::Closed(r) => {
+                    let stats = self.ep.conn(h).map(|c| Box::new(c.stats().clone()));
+                    let remove = match self.slots.get_mut(&h) {
+                        Some(s) => {
+                            s.closed = Some(r);
+                            if stats.is_some() {
+                                s.last_stats = stats;
+                            }
+                            for w in [s.read.take(), s.write.take(), s.connect.take()]
+                                .into_iter()
+                                .flatten()
+                            {
+                                w.wake();
+                            }
+                            s.detached
+                        }
+                        None => false,
+                    };
+                    if remove {
+                        self.slots.remove(&h);
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_shutdowns(&mut self) {
+        if self.shutdown_waiters.is_empty() {
+            return;
+        }
+        let mut i = 0;
+        while i < self.shutdown_waiters.len() {
+            let h = self.shutdown_waiters[i];
+            let done = self
+                .ep
+                .conn(h)
+                .is_none_or(|c| c.unacked() == 0 || c.is_closed());
+            if done {
+                self.shutdown_waiters.swap_remove(i);
+                if let Some(s) = self.slots.get_mut(&h) {
+                    s.shutdown_wait = false;
+                    if let Some(w) = s.write.take() {
+                        w.wake();
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake_driver: Notify,
+    fd: RawFd,
+    info: SocketInfo,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Options of [`Endpoint::bind_with`].
+#[derive(Clone, Debug)]
+pub struct EndpointConfig {
+    /// Protocol configuration.
+    pub proto: Config,
+    /// Accept incoming connections.
+    pub listen: bool,
+    /// Socket buffer size requested each way.
+    pub socket_buffer: usize,
+    /// Use kernel receive timestamps when the kernel offers them.
+    pub kernel_timestamps: bool,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            proto: Config::default(),
+            listen: true,
+            socket_buffer: SOCKET_BUFFER,
+            kernel_timestamps: true,
+        }
+    }
+}
+
+/// A STRIDE endpoint on one UDP socket. Cheap to clone; the driver task runs until every
+/// handle (endpoint and streams) is dropped and no connection is left, or [`Endpoint::shutdown`].
+#[derive(Clone)]
+pub struct Endpoint {
+    shared: Arc<Shared>,
+    _guard: Arc<HandleGuard>,
+}
+
+struct HandleGuard(Arc<Shared>);
+impl Drop for HandleGuard {
+    fn drop(&mut self) {
+        self.0.wake_driver.notify_one();
+    }
+}
+
+impl Endpoint {
+    /// Binds `addr` with default options (listening for connections). Must be called inside a
+    /// tokio runtime.
+    pub fn bind(addr: SocketAddr) -> Result<Endpoint> {
+        Endpoint::bind_with(addr, EndpointConfig::default())
+    }
+
+    /// Binds `addr` as a client only (incoming handshakes are refused).
+    pub fn client(addr: SocketAddr) -> Result<Endpoint> {
+        Endpoint::bind_with(
+            addr,
+            EndpointConfig {
+                listen: false,
+                ..EndpointConfig::default()
+            },
+        )
+    }
+
+    /// Binds `addr` with `opts`.
+    pub fn bind_with(addr: SocketAddr, opts: EndpointConfig) -> Result<Endpoint> {
+        if let Err((f, why)) = opts.proto.validate() {
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("invalid configuration field {f}: {why}"),
+            )));
+        }
+        let domain = socket2::Domain::for_address(addr);
+        let sock =
+            socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+        if addr.is_ipv6() {
+            let _ = sock.set_only_v6(false);
+        }
+        sys::set_buffers(&sock, opts.socket_buffer);
+        sock.set_nonblocking(true)?;
+        sock.bind(&addr.into())?;
+        let fd = sock.as_raw_fd();
+        let kernel_timestamps = opts.kernel_timestamps && sys::enable_rx_timestamps(fd);
+        let info = SocketInfo {
+            local: sock
+                .local_addr()?
+                .as_socket()
+                .ok_or_else(|| std::io::Error::other("not an IP socket"))?,
+            recv_buffer: sock.recv_buffer_size().unwrap_or(0),
+            send_buffer: sock.send_buffer_size().unwrap_or(0),
+            kernel_timestamps,
+        };
+        let std_sock: std::net::UdpSocket = sock.into();
+        let udp = UdpSocket::from_std(std_sock)?;
+        let secret = sys::random16();
+        let seed = u64::from_le_bytes(sys::random16()[..8].try_into().expect("8"));
+        let mut ep = stride_proto::Endpoint::new(opts.proto, secret, seed);
+        ep.listen(opts.listen);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                ep,
+                slots: HashMap::new(),
+                accept_q: VecDeque::new(),
+                accept_waker: None,
+                shutdown_waiters: Vec::new(),
+                io: IoStats::default(),
+                driver_gone: false,
+            }),
+            wake_driver: Notify::new(),
+            fd,
+            info,
+        });
+        let guard = Arc::new(HandleGuard(shared.clone()));
+        let weak = Arc::downgrade(&guard);
+        tokio::spawn(drive(shared.clone(), udp, weak));
+        Ok(Endpoint {
+            shared,
+            _guard: guard,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.info.local
+    }
+
+    /// Socket facts (granted buffer sizes, timestamps).
+    pub fn socket_info(&self) -> SocketInfo {
+        self.shared.info.clone()
+    }
+
+    /// The core's counters (malformed datagrams, SYNs, cookies, RSTs...).
+    pub fn stats(&self) -> EndpointStats {
+        self.shared.lock().ep.stats().clone()
+    }
+
+    /// The driver's I/O counters.
+    pub fn io_stats(&self) -> IoStats {
+        self.shared.lock().io.clone()
+    }
+
+    /// Live connections.
+    pub fn connection_count(&self) -> usize {
+        self.shared.lock().ep.connection_count()
+    }
+
+    /// Whether batched system calls are in use.
+    pub fn batching(&self) -> bool {
+        sys::batching()
+    }
+
+    /// Opens a connection to `remote` and waits for the handshake. Fails with
+    /// [`Error::Unreachable`] when nothing answers (after the core's SYN retries) or
+    /// [`Error::Reset`] when the peer refuses.
+    pub async fn connect(&self, remote: SocketAddr) -> Result<Stream> {
+        let h = {
+            let mut st = self.shared.lock();
+            if st.driver_gone {
+                return Err(Error::EndpointClosed);
+            }
+            let h = st
+                .ep
+                .connect(sys::now_ns(), remote)
+                .map_err(|_| Error::TooManyConnections)?;
+            st.slots.insert(h, Slot::default());
+            h
+        };
+        self.shared.wake_driver.notify_one();
+        let stream = Stream::new(self.shared.clone(), self._guard.clone(), h, remote);
+        std::future::poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            if st.driver_gone {
+                return Poll::Ready(Err(Error::EndpointClosed));
+            }
+            let Some(s) = st.slots.get_mut(&h) else {
+                return Poll::Ready(Err(Error::EndpointClosed));
+            };
+            if let Some(r) = s.closed {
+                return Poll::Ready(Err(Error::from_close(r).unwrap_or(Error::Reset)));
+            }
+            if s.connected {
+                return Poll::Ready(Ok(()));
+            }
+            s.connect = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await?;
+        Ok(stream)
+    }
+
+    /// [`Endpoint::connect`] bounded by `limit`; on expiry the attempt is aborted.
+    pub async fn connect_timeout(&self, remote: SocketAddr, limit: Duration) -> Result<Stream> {
+        match tokio::time::timeout(limit, self.connect(remote)).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::ConnectTimeout(limit)),
+        }
+    }
+
+    /// Waits for the next incoming connection.
+    pub async fn accept(&self) -> Result<Stream> {
+        let (h, remote) = std::future::poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            if st.driver_gone {
+                return Poll::Ready(Err(Error::EndpointClosed));
+            }
+            if let Some(h) = st.accept_q.pop_front() {
+                let remote = st
+                    .ep
+                    .remote(h)
+                    .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+                return Poll::Ready(Ok((h, remote)));
+            }
+            st.accept_waker = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await?;
+        Ok(Stream::new(
+            self.shared.clone(),
+            self._guard.clone(),
+            h,
+            remote,
+        ))
+    }
+
+    /// Waits until no connection is left (every one closed and lingered) or `limit` passes;
+    /// returns whether the endpoint became idle.
+    pub async fn wait_idle(&self, limit: Duration) -> bool {
+        let end = tokio::time::Instant::now() + limit;
+        loop {
+            if self.connection_count() == 0 {
+                return true;
+            }
+            if tokio::time::Instant::now() >= end {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("local", &self.shared.info.local)
+            .finish()
+    }
+}
+
+/// One connection: a reliable, ordered byte stream each way. Implements tokio's
+/// [`AsyncRead`] and [`AsyncWrite`]. `poll_shutdown` sends FIN after the buffered bytes and
+/// completes once every written byte is acknowledged. Dropping a stream closes it gracefully
+/// (FIN) and discards whatever the peer still sends; use [`Stream::abort`] to reset it.
+pub struct Stream {
+    shared: Arc<Shared>,
+    _guard: Arc<HandleGuard>,
+    h: ConnHandle,
+    remote: SocketAddr,
+    shut: bool,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("id", &self.h.0)
+            .field("remote", &self.remote)
+            .finish()
+    }
+}
+
+impl Stream {
+    fn new(
+        shared: Arc<Shared>,
+        guard: Arc<HandleGuard>,
+        h: ConnHandle,
+        remote: SocketAddr,
+    ) -> Self {
+        Stream {
+            shared,
+            _guard: guard,
+            h,
+            remote,
+            shut: false,
+        }
+    }
+
+    /// The peer's address.
+    pub fn remote_addr(&self) -> SocketAddr {
+        self.remote
+    }
+
+    /// The local connection identifier.
+    pub fn id(&self) -> u32 {
+        self.h.0
+    }
+
+    /// The connection's counters (the last snapshot once it is gone).
+    pub fn stats(&self) -> Option<ConnStats> {
+        let mut st = self.shared.lock();
+        if let Some(c) = st.ep.conn(self.h) {
+            let s = c.stats().clone();
+            if let Some(slot) = st.slots.get_mut(&self.h) {
+                slot.last_stats = Some(Box::new(s.clone()));
+            }
+            return Some(s);
+        }
+        st.slots
+            .get(&self.h)
+            .and_then(|s| s.last_stats.as_deref().cloned())
+    }
+
+    /// How the connection ended, if it did.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.shared.lock().slots.get(&self.h).and_then(|s| s.closed)
+    }
+
+    /// Resets the connection (RST); unread data is discarded.
+    pub fn abort(&mut self) {
+        {
+            let mut st = self.shared.lock();
+            let _ = st.ep.abort(self.h);
+            st.dispatch();
+        }
+        self.shared.wake_driver.notify_one();
+    }
+
+    fn closed_error(st: &State, h: ConnHandle) -> Option<Error> {
+        match st.slots.get(&h) {
+            Some(s) => s.closed.and_then(Error::from_close),
+            None => Some(Error::EndpointClosed),
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let mut st = this.shared.lock();
+        let dst = buf.initialize_unfilled();
+        let n = st.ep.read(this.h, dst).unwrap_or(0);
+        if n > 0 {
+            buf.advance(n);
+            st.dispatch();
+            drop(st);
+            this.shared.wake_driver.notify_one();
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(e) = Stream::closed_error(&st, this.h) {
+            return Poll::Ready(Err(e.into_io()));
+        }
+        if st.ep.is_eof(this.h) {
+            return Poll::Ready(Ok(()));
+        }
+        if st.driver_gone {
+            return Poll::Ready(Err(Error::EndpointClosed.into_io()));
+        }
+        if let Some(s) = st.slots.get_mut(&this.h) {
+            s.read = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if data.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let mut st = this.shared.lock();
+        if let Some(e) = Stream::closed_error(&st, this.h) {
+            return Poll::Ready(Err(e.into_io()));
+        }
+        if this.shut {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "write after shutdown",
+            )));
+        }
+        if st.driver_gone {
+            return Poll::Ready(Err(Error::EndpointClosed.into_io()));
+        }
+        match st.ep.write(this.h, data) {
+            Ok(n) if n > 0 => {
+                st.dispatch();
+                drop(st);
+                this.shared.wake_driver.notify_one();
+                Poll::Ready(Ok(n))
+            }
+            Ok(_) => {
+                if let Some(s) = st.slots.get_mut(&this.h) {
+                    s.write = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            Err(_) => Poll::Ready(Err(Stream::closed_error(&st, this.h)
+                .unwrap_or(Error::Reset)
+                .into_io())),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let mut st = this.shared.lock();
+        if !this.shut {
+            this.shut = true;
+            let _ = st.ep.close(this.h);
+            st.dispatch();
+            this.shared.wake_driver.notify_one();
+        }
+        if let Some(e) = Stream::closed_error(&st, this.h) {
+            return Poll::Ready(Err(e.into_io()));
+        }
+        let done = st.ep.conn(this.h).is_none_or(|c| c.unacked() == 0);
+        if done {
+            return Poll::Ready(Ok(()));
+        }
+        if st.driver_gone {
+            return Poll::Ready(Err(Error::EndpointClosed.into_io()));
+        }
+        let h = this.h;
+        if let Some(s) = st.slots.get_mut(&h) {
+            s.write = Some(cx.waker().clone());
+            if !s.shutdown_wait {
+                s.shutdown_wait = true;
+                st.shutdown_waiters.push(h);
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        let h = self.h;
+        let _ = st.ep.close(h);
+        let mut sink = [0u8; 4096];
+        while matches!(st.ep.read(h, &mut sink), Ok(n) if n > 0) {}
+        st.dispatch();
+        let gone = match st.slots.get_mut(&h) {
+            Some(s) => {
+                s.detached = true;
+                s.closed.is_some() || st.ep.conn(h).is_none()
+            }
+            None => false,
+        };
+        if gone {
+            st.slots.remove(&h);
+        }
+        drop(st);
+        self.shared.wake_driver.notify_one();
+    }
+}
+
+/// The driver task. See the module documentation.
+async fn drive(shared: Arc<Shared>, sock: UdpSocket, handles: std::sync::Weak<HandleGuard>) {
+    let fd = shared.fd;
+    let mut rx = RxBatch::new();
+    let mut tx = TxBatch::new();
+    let mut need_writable = false;
+    let mut spins: u32 = 0;
+    loop {
+        // 1. Receive what is queued (a few batches at most, so sending is not starved).
+        let mut got_any = false;
+        for _ in 0..4 {
+            match sock.try_io(Interest::READABLE, || rx.recv(fd)) {
+                Ok(n) => {
+                    let fallback_now = sys::now_ns();
+                    let mut st = shared.lock();
+                    st.io.rx_calls += 1;
+                    st.io.truncated = rx.truncated;
+                    for i in 0..n {
+                        let r = rx.got[i];
+                        st.io.datagrams_in += 1;
+                        if r.len == 0 {
+                            continue;
+                        }
+                        let now = match r.kernel_ts {
+                            Some(t) => {
+                                st.io.kernel_rx_stamps += 1;
+                                t
+                            }
+                            None => fallback_now,
+                        };
+                        st.ep.handle(now, r.from, rx.data(i));
+                    }
+                    st.dispatch();
+                    st.check_shutdowns();
+                    got_any = true;
+                    if n < sys::BATCH {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => break, // e.g. ICMP errors reported on the socket; nothing to do
+            }
+        }
+        // 2. Timers and transmissions.
+        let deadline;
+        let exit;
+        {
+            let mut st = shared.lock();
+            let now = sys::now_ns();
+            st.ep.handle_timeout(now);
+            if tx.is_empty() {
+                while !tx.is_full() {
+                    let now = sys::now_ns();
+                    match st.ep.poll_transmit(now, tx.next_buf()) {
+                        Some(t) => tx.commit(t.remote, t.len),
+                        None => break,
+                    }
+                }
+            }
+            st.dispatch();
+            st.check_shutdowns();
+            deadline = st.ep.poll_timeout();
+            exit = handles.strong_count() == 0 && st.ep.connection_count() == 0;
+            if exit {
+                st.driver_gone = true;
+            }
+        }
+        if exit && tx.is_empty() {
+            return;
+        }
+        // 3. Send.
+        let mut sent_full = false;
+        if !tx.is_empty() {
+            let queued = tx.len();
+            match sock.try_io(Interest::WRITABLE, || tx.send(fd)) {
+                Ok(n) => {
+                    let mut st = shared.lock();
+                    st.io.tx_calls += 1;
+                    st.io.datagrams_out += n as u64;
+                    need_writable = false;
+                    sent_full = n == queued && queued == sys::BATCH;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => need_writable = true,
+                Err(_) => {
+                    shared.lock().io.send_errors += 1;
+                }
+            }
+        }
+        if got_any || sent_full || (!tx.is_empty() && !need_writable) {
+            spins = spins.wrapping_add(1);
+            if spins & 7 == 0 {
+                tokio::task::yield_now().await;
+            }
+            continue;
+        }
+        // 4. Wait.
+        let now = sys::now_ns();
+        let wait = deadline.map(|t| t.saturating_sub(now));
+        if let Some(w) = wait {
+            if w < SPIN_NS {
+                tokio::task::yield_now().await;
+                continue;
+            }
+        }
+        let sleep = async {
+            match wait {
+                Some(w) => tokio::time::sleep(Duration::from_nanos(w)).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            r = sock.readable() => { if r.is_err() { tokio::time::sleep(Duration::from_millis(1)).await; } }
+            _ = shared.wake_driver.notified() => {}
+            _ = sleep => {}
+            r = sock.writable(), if need_writable => { if r.is_err() { need_writable = false; } }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! The endpoint over real loopback sockets.
+
+use std::time::{Duration, Instant};
+use stride::{Endpoint, Error};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7) as u8 ^ seed)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfer_both_ways_and_close() {
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let up = pattern(3_000_000, 1);
+    let down = pattern(100_001, 2);
+    let addr = server.local_addr();
+    let down2 = down.clone();
+    let srv = tokio::spawn(async move {
+        let mut s = server.accept().await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        s.write_all(&down2).await.unwrap();
+        s.shutdown().await.unwrap();
+        (got, server.stats())
+    });
+    let mut c = client.connect(addr).await.unwrap();
+    c.write_all(&up).await.unwrap();
+    c.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).await.unwrap();
+    assert!(got == down, "down stream differs");
+    let (at_server, _) = srv.await.unwrap();
+    assert!(at_server == up, "up stream differs");
+    let st = c.stats().unwrap();
+    assert!(st.packets_sent > 2000);
+    let info = client.socket_info();
+    assert!(info.recv_buffer >= 4 << 20, "{info:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_to_nobody_fails_fast() {
+    // A bound but silent socket: datagrams vanish.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let t = Instant::now();
+    let r = client.connect(silent.local_addr().unwrap()).await;
+    assert!(matches!(r, Err(Error::Unreachable)), "{r:?}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_by_non_listener() {
+    let other = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let r = client.connect(other.local_addr()).await;
+    assert!(matches!(r, Err(Error::Reset)), "{r:?}");
+}
