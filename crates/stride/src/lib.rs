@@ -21,6 +21,7 @@
 
 pub mod endpoint;
 pub mod error;
+pub mod relay;
 pub mod sys;
 
 pub use endpoint::{Endpoint, EndpointConfig, IoStats, SocketInfo, Stream};

@@ -58,3 +58,40 @@ async fn refused_by_non_listener() {
     let r = client.connect(other.local_addr()).await;
     assert!(matches!(r, Err(Error::Reset)), "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_impaired_relay() {
+    use stride::relay::{Relay, RelayConfig};
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut rc = RelayConfig::new("127.0.0.1:0".parse().unwrap(), server.local_addr());
+    rc.rate_bps = 1_000_000_000;
+    rc.delay_ns = 20_000;
+    rc.queue_bytes = 256 << 10;
+    rc.loss = 0.05;
+    rc.reorder = 0.01;
+    rc.dup = 0.01;
+    rc.seed = 7;
+    let relay = Relay::spawn(rc).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let up = pattern(2_000_000, 3);
+    let srv = tokio::spawn(async move {
+        let mut s = server.accept().await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        got
+    });
+    let t = Instant::now();
+    let mut c = client.connect(relay.local_addr()).await.unwrap();
+    c.write_all(&up).await.unwrap();
+    c.shutdown().await.unwrap();
+    let got = srv.await.unwrap();
+    let el = t.elapsed();
+    assert!(got == up, "stream differs");
+    let rs = relay.stop();
+    let cs = c.stats().unwrap();
+    eprintln!(
+        "{el:?} relay {rs:?} retx {} nacks {} to {}",
+        cs.retransmitted_packets, cs.nacks_received, cs.timeouts
+    );
+    assert!(rs.random_drops > 0 && cs.retransmitted_packets > 0);
+}
