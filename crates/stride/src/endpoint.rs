@@ -502,6 +502,15 @@ impl Stream {
             .and_then(|s| s.last_stats.as_deref().cloned())
     }
 
+    /// Bytes written but not yet acknowledged by the peer (0 once the connection is gone).
+    pub fn unacked(&self) -> usize {
+        self.shared
+            .lock()
+            .ep
+            .conn(self.h)
+            .map_or(0, |c| c.unacked())
+    }
+
     /// How the connection ended, if it did.
     pub fn close_reason(&self) -> Option<CloseReason> {
         self.shared.lock().slots.get(&self.h).and_then(|s| s.closed)
