@@ -44,7 +44,17 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     rc.delay_ns = a.delay;
     rc.queue_bytes = a.queue;
     let relay = Relay::spawn(rc)?;
-    let sender = Endpoint::client(lo)?;
+    // The sender's NIC "runs at" the bottleneck rate: the controller's ceiling and start rate.
+    let mut proto = stride::Config::for_line_rate_gbps(a.rate as f64 / 1e9);
+    proto.min_rto_ns = 5_000_000;
+    let sender = Endpoint::bind_with(
+        lo,
+        stride::EndpointConfig {
+            proto,
+            listen: false,
+            ..stride::EndpointConfig::default()
+        },
+    )?;
     if !a.json {
         println!(
             "STRIDE demo: sender {} -> relay {} ({:.2} Gbit/s, {} one way, {} KiB queue) -> receiver {}",

@@ -325,9 +325,7 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
             Ok(ep) => ep,
             Err(e) => fail("recv", format!("cannot listen on {}: {e}", a.listen)),
         };
-        if !a.json {
-            eprintln!("listening on {}", ep.local_addr());
-        }
+        eprintln!("listening on {}", ep.local_addr());
         let dir = std::sync::Arc::new(a.out.clone());
         loop {
             let s = match ep.accept().await {

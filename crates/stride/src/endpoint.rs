@@ -215,7 +215,14 @@ pub struct EndpointConfig {
 impl Default for EndpointConfig {
     fn default() -> Self {
         EndpointConfig {
-            proto: Config::default(),
+            proto: {
+                let mut c = Config::default();
+                c.min_rto_ns = std::env::var("STRIDE_MIN_RTO_US")
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .map_or(c.min_rto_ns, |v| v * 1000);
+                c
+            },
             listen: true,
             socket_buffer: SOCKET_BUFFER,
             kernel_timestamps: true,
@@ -767,6 +774,9 @@ async fn drive(shared: Arc<Shared>, sock: UdpSocket, handles: std::sync::Weak<Ha
         let wait = deadline.map(|t| t.saturating_sub(now));
         if let Some(w) = wait {
             if w < SPIN_NS {
+                // Let the OS run other threads too (the machine may have fewer cores than
+                // busy threads), then let tokio run other tasks.
+                std::thread::yield_now();
                 tokio::task::yield_now().await;
                 continue;
             }
