@@ -301,3 +301,60 @@ fn existing_file_is_not_overwritten_without_force() {
     let _ = std::fs::remove_dir_all(&src);
     let _ = std::fs::remove_dir_all(&dst);
 }
+
+/// Speaks the file-transfer protocol by hand: header, data, a given hash; returns the status.
+async fn raw_send(to: SocketAddr, name: &str, data: &[u8], hash: [u8; 32]) -> (u8, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ep = stride::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let mut s = ep.connect(to).await.expect("connect");
+    let mut b = b"STRF\x01".to_vec();
+    b.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    b.extend_from_slice(name.as_bytes());
+    b.extend_from_slice(&(data.len() as u64).to_be_bytes());
+    b.extend_from_slice(data);
+    b.extend_from_slice(&hash);
+    // The receiver may refuse before reading everything: ignore write errors, read the status.
+    let _ = s.write_all(&b).await;
+    let _ = s.shutdown().await;
+    let code = s.read_u8().await.expect("status");
+    let len = s.read_u16().await.expect("len");
+    let mut m = vec![0u8; len as usize];
+    s.read_exact(&mut m).await.expect("msg");
+    (code, String::from_utf8_lossy(&m).into_owned())
+}
+
+#[test]
+fn checksum_mismatch_and_bad_names_leave_no_file() {
+    let dst = tempdir("bad-dst");
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        dst.to_str().expect("utf8"),
+    ]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let data = random_bytes(300_000, 9);
+    let good = *blake3::hash(&data).as_bytes();
+    let mut bad = good;
+    bad[0] ^= 1;
+    let (code, msg) = rt.block_on(raw_send(raddr, "bad.bin", &data, bad));
+    assert_eq!(code, 1, "{msg}");
+    assert!(msg.contains("checksum"), "{msg}");
+    assert!(!dst.join("bad.bin").exists());
+    assert!(!dst.join("bad.bin.part").exists());
+    for name in ["../escape.bin", "a/b.bin", "..", ""] {
+        let (code, msg) = rt.block_on(raw_send(raddr, name, b"x", *blake3::hash(b"x").as_bytes()));
+        assert_eq!(code, 2, "{name:?}: {msg}");
+    }
+    assert!(!dst.parent().expect("parent").join("escape.bin").exists());
+    let (code, msg) = rt.block_on(raw_send(raddr, "good.bin", &data, good));
+    assert_eq!(code, 0, "{msg}");
+    assert_eq!(std::fs::read(dst.join("good.bin")).expect("read"), data);
+    drop(recv);
+    let _ = std::fs::remove_dir_all(&dst);
+}
