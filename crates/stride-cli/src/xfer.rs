@@ -437,7 +437,13 @@ async fn send_one(
             }
             st = &mut status => {
                 match st {
-                    Ok((Status::Ok, _)) => return Err("receiver confirmed before the data ended".into()),
+                    // The confirmation can overtake our own notice that the last bytes were
+                // acknowledged: the writer finishes right after.
+                Ok((Status::Ok, m)) => match tokio::time::timeout(Duration::from_secs(5), &mut writer).await {
+                    Ok(Ok(h)) => (h, Ok((Status::Ok, m))),
+                    Ok(Err(e)) => return Err(e),
+                    Err(_) => return Err("receiver confirmed before the data ended".into()),
+                },
                     Ok((_, msg)) => return Err(format!("receiver: {msg}")),
                     Err(e) => return Err(transfer_error(&e)),
                 }

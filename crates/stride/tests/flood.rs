@@ -81,7 +81,7 @@ async fn transfer_survives_garbage_and_syn_flood() {
             let s = &socks[(r >> 40) as usize % socks.len()];
             let _ = s.send_to(&buf, target);
             sent += 1;
-            if sent % 64 == 0 {
+            if sent & 63 == 0 {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }
         }
