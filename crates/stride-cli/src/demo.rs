@@ -25,6 +25,12 @@ pub struct DemoArgs {
     /// Queue of the relay.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "256KiB")]
     pub queue: u64,
+    /// Override the controller's T_low (queueing delay below which the sender speeds up).
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
+    pub t_low: Option<u64>,
+    /// Override the controller's T_high (queueing delay above which it slows down).
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
+    pub t_high: Option<u64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -47,6 +53,17 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     // The sender's NIC "runs at" the bottleneck rate: the controller's ceiling and start rate.
     let mut proto = stride::Config::for_line_rate_gbps(a.rate as f64 / 1e9);
     proto.min_rto_ns = 5_000_000;
+    if let stride::proto::cc::CcConfig::Stride(p) = &mut proto.cc {
+        if let Some(t) = a.t_low {
+            p.t_low = t.min(i32::MAX as u64) as u32;
+        }
+        if let Some(t) = a.t_high {
+            p.t_high = t.min(i32::MAX as u64) as u32;
+        }
+        if p.t_low > p.t_high {
+            anyhow::bail!("--t-low must not exceed --t-high");
+        }
+    }
     let sender = Endpoint::bind_with(
         lo,
         stride::EndpointConfig {

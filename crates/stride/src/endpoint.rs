@@ -14,10 +14,13 @@
 //! the earliest of: socket readable, an application wake-up, the core's next deadline.
 //!
 //! Pacing below tokio's 1 ms timer resolution: when the next deadline is less than
-//! [`SPIN_NS`] away the driver does not sleep but yields to the scheduler
-//! (`tokio::task::yield_now`) and polls again, so other tasks still run while it spins; longer
-//! waits use a tokio timer (which may fire up to ~1 ms late; the pacer's burst allowance absorbs
-//! that lateness).
+//! [`SPIN_NS`] away the driver spins: each turn it gives the core away once (`sched_yield`,
+//! so a peer or relay sharing a small machine still runs), yields to tokio (`yield_now`) so the
+//! application's tasks run, and polls the socket and the core again. Longer waits use a tokio
+//! timer raced against socket readiness and application wake-ups (it may fire up to ~1 ms late;
+//! the pacer's burst allowance absorbs that lateness). Blocking the worker in `ppoll` with a
+//! nanosecond timeout for short waits was tried and measured slower on 2 cores (it stalls the
+//! application tasks that share the worker).
 
 use crate::error::{Error, Result};
 use crate::sys::{self, RxBatch, TxBatch};
@@ -215,14 +218,7 @@ pub struct EndpointConfig {
 impl Default for EndpointConfig {
     fn default() -> Self {
         EndpointConfig {
-            proto: {
-                let mut c = Config::default();
-                c.min_rto_ns = std::env::var("STRIDE_MIN_RTO_US")
-                    .ok()
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .map_or(c.min_rto_ns, |v| v * 1000);
-                c
-            },
+            proto: Config::default(),
             listen: true,
             socket_buffer: SOCKET_BUFFER,
             kernel_timestamps: true,
@@ -774,8 +770,9 @@ async fn drive(shared: Arc<Shared>, sock: UdpSocket, handles: std::sync::Weak<Ha
         let wait = deadline.map(|t| t.saturating_sub(now));
         if let Some(w) = wait {
             if w < SPIN_NS {
-                // Let the OS run other threads too (the machine may have fewer cores than
-                // busy threads), then let tokio run other tasks.
+                // Too short for a tokio timer: give the core away once (`sched_yield`, so a
+                // peer or relay on the same small machine can run), let tokio run other tasks,
+                // and look again.
                 std::thread::yield_now();
                 tokio::task::yield_now().await;
                 continue;
