@@ -26,6 +26,9 @@ pub enum Role {
         /// One JSON object per connection.
         #[arg(long)]
         json: bool,
+        /// Serve kernel TCP instead of STRIDE (same harness, for comparison).
+        #[arg(long)]
+        tcp: bool,
     },
     /// Send a fixed amount of data or for a fixed time and report goodput every second.
     Client {
@@ -41,6 +44,9 @@ pub enum Role {
         /// Only the final report, as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Use kernel TCP instead of STRIDE (same harness, for comparison).
+        #[arg(long)]
+        tcp: bool,
     },
 }
 
@@ -49,12 +55,21 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
     let rt = runtime()?;
     let code = rt.block_on(async move {
         match a.role {
-            Role::Server { listen, json } => server(listen, json).await,
+            Role::Server { listen, json, tcp } if tcp => tcp_server(listen, json).await,
+            Role::Server { listen, json, .. } => server(listen, json).await,
             Role::Client {
                 to,
                 bytes,
                 time,
                 json,
+                tcp,
+            } if tcp => tcp_client(to, bytes, time, json).await,
+            Role::Client {
+                to,
+                bytes,
+                time,
+                json,
+                ..
             } => client(to, bytes, time, json).await,
         }
     });
@@ -67,9 +82,7 @@ async fn server(listen: SocketAddr, json_out: bool) -> i32 {
         Ok(ep) => ep,
         Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
     };
-    if !json_out {
-        eprintln!("perf server listening on {}", ep.local_addr());
-    }
+    eprintln!("perf server listening on {}", ep.local_addr());
     loop {
         let mut s = match ep.accept().await {
             Ok(s) => s,
@@ -192,5 +205,86 @@ async fn client(to: SocketAddr, bytes: Option<u64>, time: Option<f64>, json_out:
         while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
     })
     .await;
+    0
+}
+
+async fn tcp_server(listen: SocketAddr, json_out: bool) -> i32 {
+    let l = match tokio::net::TcpListener::bind(listen).await {
+        Ok(l) => l,
+        Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
+    };
+    if let Ok(a) = l.local_addr() {
+        eprintln!("perf server (tcp) listening on {a}");
+    }
+    loop {
+        let (mut s, remote) = match l.accept().await {
+            Ok(s) => s,
+            Err(e) => fail("perf server", e),
+        };
+        tokio::spawn(async move {
+            let t = Instant::now();
+            let mut buf = vec![0u8; 256 * 1024];
+            let mut total = 0u64;
+            while let Ok(n) = s.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
+            let _ = s.write_all(b"k").await;
+            let secs = t.elapsed().as_secs_f64();
+            let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"remote": remote.to_string(), "bytes": total, "seconds": secs, "goodput_gbps": gbps})
+                );
+            } else {
+                println!("{remote}: received {total} bytes in {secs:.3} s = {gbps:.3} Gbit/s");
+            }
+        });
+    }
+}
+
+/// The TCP twin of `client`: same chunking and timing; the end is the server's one-byte
+/// confirmation after it read everything (TCP has no "all acknowledged" signal).
+async fn tcp_client(to: SocketAddr, bytes: Option<u64>, time: Option<f64>, json_out: bool) -> i32 {
+    let mut s = match tokio::net::TcpStream::connect(to).await {
+        Ok(s) => s,
+        Err(e) => fail("perf client", format!("cannot connect to {to}: {e}")),
+    };
+    let chunk = vec![0u8; 256 * 1024];
+    let start = Instant::now();
+    let limit = time.map(Duration::from_secs_f64);
+    let mut written = 0u64;
+    loop {
+        if limit.is_some_and(|l| start.elapsed() >= l) {
+            break;
+        }
+        let n = match bytes {
+            Some(b) if written >= b => break,
+            Some(b) => (b - written).min(chunk.len() as u64) as usize,
+            None => chunk.len(),
+        };
+        if let Err(e) = s.write_all(&chunk[..n]).await {
+            fail("perf client", format!("transfer failed: {e}"));
+        }
+        written += n as u64;
+    }
+    let _ = s.shutdown().await;
+    let mut k = [0u8; 1];
+    if let Err(e) = s.read_exact(&mut k).await {
+        fail("perf client", format!("no confirmation: {e}"));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let gbps = written as f64 * 8.0 / secs / 1e9;
+    if json_out {
+        println!(
+            "{}",
+            json!({"bytes": written, "seconds": secs, "goodput_gbps": gbps, "transport": "tcp"})
+        );
+    } else {
+        println!("total: {written} bytes in {secs:.3} s = {gbps:.3} Gbit/s (tcp)");
+    }
     0
 }

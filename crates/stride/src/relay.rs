@@ -7,8 +7,9 @@
 //! finished the previous one), the propagation delay, and random reordering (a packet is held
 //! back by up to `reorder_ns` more). Server-to-client datagrams only get the propagation delay.
 //!
-//! The relay runs on its own thread and sleeps in `ppoll` with nanosecond timeouts (timer slack
-//! set to 1 µs), so departures are scheduled to within the kernel's wake-up latency.
+//! The relay runs on its own thread. It sleeps in `ppoll` with nanosecond timeouts (timer slack
+//! set to 1 µs) when the next departure is far, and spins (polling with `sched_yield`) when it
+//! is closer than [`RELAY_SPIN_NS`], so departures are not delayed by wake-up latency.
 
 use crate::sys::{self, RxBatch};
 use std::cmp::Reverse;
@@ -21,6 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use stride_proto::vectors::SplitMix;
 use stride_proto::Histogram;
+
+/// Waits for the next departure shorter than this are spun rather than slept.
+pub const RELAY_SPIN_NS: u64 = 100_000;
 
 /// Relay settings.
 #[derive(Clone, Debug)]
@@ -239,7 +243,13 @@ fn run(cfg: RelayConfig, sock: UdpSocket, stop: Arc<AtomicBool>, shared: Arc<Mut
                 revents: 0,
             })
             .collect();
-        if wait > 0 {
+        if wait > 0 && wait < RELAY_SPIN_NS {
+            // Short waits are spun: a sleep-and-wake would add tens of µs of jitter that the
+            // endpoints would read as queueing delay.
+            std::thread::yield_now();
+            // SAFETY: as below, zero timeout.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        } else if wait > 0 {
             let ts = libc::timespec {
                 tv_sec: (wait / 1_000_000_000) as libc::time_t,
                 tv_nsec: (wait % 1_000_000_000) as libc::c_long,
