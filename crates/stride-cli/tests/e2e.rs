@@ -90,6 +90,10 @@ fn same(a: &Path, b: &Path) -> bool {
 }
 
 fn sizes_through_relay(tag: &str, loss: &str, seed: u64) {
+    sizes_through_relay_with(tag, loss, seed, &[])
+}
+
+fn sizes_through_relay_with(tag: &str, loss: &str, seed: u64, extra: &[usize]) {
     let src = tempdir(&format!("{tag}-src"));
     let dst = tempdir(&format!("{tag}-dst"));
     let sizes = [
@@ -104,7 +108,7 @@ fn sizes_through_relay(tag: &str, loss: &str, seed: u64) {
         10_000_000,
     ];
     let mut files = Vec::new();
-    for (i, &n) in sizes.iter().enumerate() {
+    for (i, &n) in sizes.iter().chain(extra).enumerate() {
         let p = src.join(format!("f{i}-{n}.bin"));
         std::fs::write(&p, random_bytes(n, seed + i as u64)).expect("write");
         files.push(p);
@@ -199,6 +203,12 @@ fn sizes_one_percent_loss() {
 #[test]
 fn sizes_five_percent_loss() {
     sizes_through_relay("loss5", "5%", 33);
+}
+
+/// 100 MB (plus the size matrix) at 1 % loss with reordering and duplication: about 4 s here.
+#[test]
+fn hundred_megabytes_one_percent_loss() {
+    sizes_through_relay_with("loss1-100m", "1%", 44, &[100_000_000]);
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! STRIDE over UDP sockets, on tokio.
 //!
-//! An [`Endpoint`] owns one UDP socket and serves many connections through one driver task;
+//! An [`Endpoint`] owns one UDP socket and serves many connections through one driver thread;
 //! [`Endpoint::connect`] and [`Endpoint::accept`] give [`Stream`]s, which implement tokio's
 //! `AsyncRead` and `AsyncWrite`. See [`endpoint`] for the driver's design (batched I/O, kernel
-//! receive timestamps, sub-millisecond pacing).
+//! receive timestamps, sub-millisecond pacing). [`relay`] is a userspace bottleneck for tests
+//! and demonstrations.
 //!
 //! ```no_run
 //! # async fn demo() -> stride::Result<()> {
