@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Loopback goodput of STRIDE (stride perf) against kernel TCP (stride perf --tcp): same harness,
-# same bytes, one run each, printed as a ratio; then STRIDE through the userspace relay
+# same bytes, one run each, printed as a ratio; then `stride demo` through the userspace relay
 # (1 Gbit/s, 20 us, 256 KiB queue) with the bottleneck's utilisation and queueing delay.
 # Usage: bash bench/udp_vs_tcp.sh [BYTES]   (default 1GB)
 set -euo pipefail
@@ -25,10 +25,15 @@ echo "stride: $S"
 echo "tcp:    $T"
 python3 -c "print(f'loopback goodput: STRIDE {float($sg):.3f} Gbit/s, TCP {float($tg):.3f} Gbit/s, ratio STRIDE/TCP = {float($sg)/float($tg):.3f}')"
 
-P3=$(port); "$B" relay --listen 127.0.0.1:$P3 --to 127.0.0.1:$P1 --rate 1gbit --delay 20us --queue 256KiB --json >/tmp/stride-bench-relay.$$ 2>/dev/null & RP=$!
-sleep 0.3
-R=$("$B" perf client --to 127.0.0.1:$P3 --bytes "$BYTES" --json)
-kill -INT $RP; wait $RP || true
-echo "stride via relay: $R"
-echo "relay:  $(cat /tmp/stride-bench-relay.$$)"
-rm -f /tmp/stride-bench-relay.$$
+# The bottleneck figures come from `stride demo` (receiver, 1 Gbit/s / 20 us / 256 KiB relay
+# and sender in one process; the sender's controller is set for a 1 Gbit/s line).
+D=$("$B" demo --bytes "$BYTES" --json)
+echo "demo:   $D"
+python3 - "$D" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1]); r = d["relay"]
+print(f"via 1 Gbit/s relay: goodput {d['goodput_gbps']:.3f} Gbit/s, bottleneck utilization {100*r['utilization']:.1f} %, "
+      f"relay queueing delay p50/p99/max {r['queue_delay_p50_ns']/1e3:.1f}/{r['queue_delay_p99_ns']/1e3:.1f}/{r['queue_delay_max_ns']/1e3:.1f} us, "
+      f"queue drops {r['queue_drops']}, STT queueing delay p50/p99 {d['queue_delay_p50_ns']/1e3:.1f}/{d['queue_delay_p99_ns']/1e3:.1f} us, "
+      f"retransmitted {d['retransmitted_packets']}, timeouts {d['timeouts']}")
+PY

@@ -285,6 +285,17 @@ impl Endpoint {
                 format!("invalid configuration field {f}: {why}"),
             )));
         }
+        if usize::from(opts.proto.max_payload) + stride_proto::wire::HEADER_LEN > sys::DATAGRAM_ROOM
+        {
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "max_payload {} does not fit the driver's {}-byte datagram buffers",
+                    opts.proto.max_payload,
+                    sys::DATAGRAM_ROOM
+                ),
+            )));
+        }
         let domain = socket2::Domain::for_address(addr);
         let sock =
             socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
