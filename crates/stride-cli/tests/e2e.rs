@@ -368,3 +368,49 @@ fn checksum_mismatch_and_bad_names_leave_no_file() {
     drop(recv);
     let _ = std::fs::remove_dir_all(&dst);
 }
+
+#[test]
+fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
+    let src = tempdir("die-src");
+    let dst = tempdir("die-dst");
+    let f = src.join("big.bin");
+    std::fs::write(&f, random_bytes(30_000_000, 77)).expect("write");
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        dst.to_str().expect("utf8"),
+    ]);
+    // A slow bottleneck so the transfer is still running when the receiver dies.
+    let (_relay, laddr) = Proc::start(&[
+        "relay",
+        "--listen",
+        "127.0.0.1:0",
+        "--to",
+        &raddr.to_string(),
+        "--rate",
+        "100mbit",
+    ]);
+    let t = Instant::now();
+    let child = Command::new(BIN)
+        .args(["send", "--to", &laddr.to_string()])
+        .arg(&f)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn send");
+    std::thread::sleep(Duration::from_millis(700));
+    drop(recv); // SIGKILL
+    let out = child.wait_with_output().expect("wait");
+    let el = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "send succeeded?");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("big.bin"), "{err}");
+    assert!(el < Duration::from_secs(20), "{el:?}");
+    assert!(!dst.join("big.bin").exists());
+    eprintln!("sender gave up after {el:?}: {err}");
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&dst);
+}
