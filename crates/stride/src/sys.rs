@@ -120,6 +120,35 @@ fn from_storage(st: &libc::sockaddr_storage) -> Option<SocketAddr> {
 }
 
 static NO_MMSG: AtomicBool = AtomicBool::new(false);
+static NO_GSO: AtomicBool = AtomicBool::new(false);
+/// Most datagrams in one GSO message.
+const GSO_MAX_SEGMENTS: usize = 32;
+
+fn gso_refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::ENOPROTOOPT) | Some(libc::EOPNOTSUPP)
+    )
+}
+
+fn same_addr(a: &libc::sockaddr_storage, b: &libc::sockaddr_storage, len: libc::socklen_t) -> bool {
+    let n = (len as usize).min(size_of::<libc::sockaddr_storage>());
+    // SAFETY: both are live sockaddr_storage values of at least n bytes.
+    unsafe {
+        std::slice::from_raw_parts(a as *const _ as *const u8, n)
+            == std::slice::from_raw_parts(b as *const _ as *const u8, n)
+    }
+}
+
+/// Turns UDP GSO off for this process (the fallback path; also for tests).
+pub fn disable_gso() {
+    NO_GSO.store(true, Ordering::Relaxed);
+}
+
+/// Whether UDP GSO is in use (false after the kernel refused it once).
+pub fn gso() -> bool {
+    !NO_GSO.load(Ordering::Relaxed)
+}
 
 fn mmsg_unsupported(e: &io::Error) -> bool {
     matches!(
@@ -336,37 +365,88 @@ impl TxBatch {
 
     /// Sends what is queued (non-blocking); returns how many left. On an error other than
     /// `WouldBlock` the first datagram is discarded so one bad destination cannot wedge the queue.
+    ///
+    /// With UDP GSO (Linux `UDP_SEGMENT`), runs of datagrams to one destination whose sizes are
+    /// equal (the last may be shorter) leave as one message that the kernel splits; the first
+    /// refusal turns GSO off for the process and the batch is sent datagram by datagram.
     pub fn send(&mut self, fd: RawFd) -> io::Result<usize> {
         if self.is_empty() {
             return Ok(0);
         }
-        let n = self.end - self.start;
+        let gso = !NO_GSO.load(Ordering::Relaxed) && !NO_MMSG.load(Ordering::Relaxed);
         let base = self.bufs.as_mut_ptr();
         // SAFETY: zero is a valid iovec/mmsghdr.
         let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
         let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
-        for k in 0..n {
-            let i = self.start + k;
-            iov[k] = libc::iovec {
-                // SAFETY: inside bufs.
-                iov_base: unsafe { base.add(i * DATAGRAM_ROOM) } as *mut libc::c_void,
-                iov_len: self.lens[i],
-            };
-            let m = &mut hdrs[k].msg_hdr;
+        let mut ctrl = [[0u64; 4]; BATCH];
+        // groups[m] = datagrams carried by message m.
+        let mut groups = [0usize; BATCH];
+        let mut msgs = 0;
+        let mut i = self.start;
+        while i < self.end {
+            let mut j = i + 1;
+            if gso {
+                let seg = self.lens[i];
+                let mut total = seg;
+                while j < self.end
+                    && self.names[j].1 == self.names[i].1
+                    && same_addr(&self.names[j].0, &self.names[i].0, self.names[i].1)
+                    && self.lens[j] <= seg
+                    && self.lens[j - 1] == seg
+                    && total + self.lens[j] <= 60_000
+                    && j - i < GSO_MAX_SEGMENTS
+                {
+                    total += self.lens[j];
+                    j += 1;
+                }
+            }
+            for k in i..j {
+                iov[k - self.start] = libc::iovec {
+                    // SAFETY: inside bufs.
+                    iov_base: unsafe { base.add(k * DATAGRAM_ROOM) } as *mut libc::c_void,
+                    iov_len: self.lens[k],
+                };
+            }
+            let m = &mut hdrs[msgs].msg_hdr;
             m.msg_name = &mut self.names[i].0 as *mut _ as *mut libc::c_void;
             m.msg_namelen = self.names[i].1;
-            m.msg_iov = &mut iov[k];
-            m.msg_iovlen = 1;
+            m.msg_iov = &mut iov[i - self.start];
+            m.msg_iovlen = (j - i) as _;
+            if j - i > 1 {
+                m.msg_control = ctrl[msgs].as_mut_ptr() as *mut libc::c_void;
+                // SAFETY: CMSG_SPACE is a pure size computation.
+                m.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as _;
+                // SAFETY: the control buffer is 32 bytes, enough for one u16 option.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(m);
+                    (*c).cmsg_level = libc::SOL_UDP;
+                    (*c).cmsg_type = libc::UDP_SEGMENT;
+                    (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut u16, self.lens[i] as u16);
+                }
+            }
+            groups[msgs] = j - i;
+            msgs += 1;
+            i = j;
         }
         let r = if !NO_MMSG.load(Ordering::Relaxed) {
-            // SAFETY: n initialised headers pointing at live buffers.
+            // SAFETY: msgs initialised headers pointing at live buffers.
             let r = unsafe {
-                libc::sendmmsg(fd, hdrs.as_mut_ptr(), n as libc::c_uint, libc::MSG_DONTWAIT)
+                libc::sendmmsg(
+                    fd,
+                    hdrs.as_mut_ptr(),
+                    msgs as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
             };
             if r < 0 {
                 let e = io::Error::last_os_error();
                 if mmsg_unsupported(&e) {
                     NO_MMSG.store(true, Ordering::Relaxed);
+                    return self.send(fd);
+                }
+                if gso && msgs < self.len() && gso_refused(&e) {
+                    NO_GSO.store(true, Ordering::Relaxed);
                     return self.send(fd);
                 }
             }
@@ -383,12 +463,13 @@ impl TxBatch {
         if r < 0 {
             let e = io::Error::last_os_error();
             if e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted {
-                self.advance(1);
+                self.advance(groups[0]);
             }
             return Err(e);
         }
-        self.advance(r as usize);
-        Ok(r as usize)
+        let sent: usize = groups[..r as usize].iter().sum();
+        self.advance(sent);
+        Ok(sent)
     }
 
     fn advance(&mut self, k: usize) {
