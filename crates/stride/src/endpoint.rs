@@ -92,7 +92,7 @@ struct State {
     ep: stride_proto::Endpoint,
     slots: HashMap<ConnHandle, Slot>,
     accept_q: VecDeque<ConnHandle>,
-    accept_waker: Option<Waker>,
+    accept_wakers: Vec<Waker>,
     shutdown_waiters: Vec<ConnHandle>,
     io: IoStats,
     driver_gone: bool,
@@ -112,7 +112,7 @@ impl State {
                         },
                     );
                     self.accept_q.push_back(h);
-                    if let Some(w) = self.accept_waker.take() {
+                    for w in self.accept_wakers.drain(..) {
                         w.wake();
                     }
                 }
@@ -332,7 +332,7 @@ impl Endpoint {
                 ep,
                 slots: HashMap::new(),
                 accept_q: VecDeque::new(),
-                accept_waker: None,
+                accept_wakers: Vec::new(),
                 shutdown_waiters: Vec::new(),
                 io: IoStats::default(),
                 driver_gone: false,
@@ -443,7 +443,9 @@ impl Endpoint {
                     .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
                 return Poll::Ready(Ok((h, remote)));
             }
-            st.accept_waker = Some(cx.waker().clone());
+            if !st.accept_wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                st.accept_wakers.push(cx.waker().clone());
+            }
             Poll::Pending
         })
         .await?;
