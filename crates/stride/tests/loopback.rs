@@ -95,3 +95,61 @@ async fn through_impaired_relay() {
     );
     assert!(rs.random_drops > 0 && cs.retransmitted_packets > 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_connections_share_one_socket_each_side() {
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = server.local_addr();
+    const N: usize = 16;
+    let srv = tokio::spawn(async move {
+        let mut tasks = Vec::new();
+        for _ in 0..N {
+            let mut s = server.accept().await.unwrap();
+            tasks.push(tokio::spawn(async move {
+                // Echo the first 8 bytes (the stream's tag) back, then the length.
+                let mut got = Vec::new();
+                s.read_to_end(&mut got).await.unwrap();
+                s.write_all(&got[..8]).await.unwrap();
+                s.write_all(&(got.len() as u64).to_be_bytes())
+                    .await
+                    .unwrap();
+                s.shutdown().await.unwrap();
+                got
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.push(t.await.unwrap());
+        }
+        (all, server)
+    });
+    let mut jobs = Vec::new();
+    for k in 0..N {
+        let client = client.clone();
+        jobs.push(tokio::spawn(async move {
+            let mut data = (k as u64).to_be_bytes().to_vec();
+            data.extend(pattern(100_000 + k * 12_345, k as u8));
+            let mut s = client.connect(addr).await.unwrap();
+            s.write_all(&data).await.unwrap();
+            s.shutdown().await.unwrap();
+            let mut back = Vec::new();
+            s.read_to_end(&mut back).await.unwrap();
+            assert_eq!(&back[..8], &data[..8]);
+            assert_eq!(
+                u64::from_be_bytes(back[8..16].try_into().unwrap()),
+                data.len() as u64
+            );
+            data
+        }));
+    }
+    let mut sent = Vec::new();
+    for j in jobs {
+        sent.push(j.await.unwrap());
+    }
+    let (mut got, server) = srv.await.unwrap();
+    got.sort();
+    sent.sort();
+    assert!(got == sent, "some stream differs");
+    assert_eq!(server.stats().accepted, N as u64);
+}
