@@ -135,6 +135,9 @@ impl Relay {
         sock.bind(&cfg.listen.into())?;
         sock.set_nonblocking(true)?;
         let sock: UdpSocket = sock.into();
+        // Kernel arrival stamps: the bottleneck model starts from when a packet really arrived,
+        // not from when this thread got to it.
+        sys::enable_rx_timestamps(sock.as_raw_fd());
         let local = sock.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Mutex::new(RelayStats::default()));
@@ -274,12 +277,13 @@ fn run(cfg: RelayConfig, sock: UdpSocket, stop: Arc<AtomicBool>, shared: Arc<Mut
                     Ok(n) => n,
                     Err(_) => break,
                 };
-                let now = sys::now_ns();
+                let recv_now = sys::now_ns();
                 for i in 0..n {
                     let r = rx.got[i];
                     if r.len == 0 {
                         continue;
                     }
+                    let now = r.kernel_ts.unwrap_or(recv_now).min(recv_now);
                     st.fwd_in += 1;
                     let idx = match by_client.get(&r.from) {
                         Some(&k) => k,
