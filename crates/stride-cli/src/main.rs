@@ -16,13 +16,33 @@ struct Cli {
 enum Cmd {
     /// Regenerate or check the shared test vectors under vectors/.
     Vectors(vectors::Args),
+    /// Receive files sent with `stride send` (verified with BLAKE3, written atomically).
+    Recv(xfer::RecvArgs),
+    /// Send files to a `stride recv`; exits non-zero unless the receiver confirms each one.
+    Send(xfer::SendArgs),
+    /// Memory-to-memory throughput test (server and client), like iperf3.
+    Perf(perf::PerfArgs),
+    /// Userspace bottleneck: rate limit, drop-tail queue, delay, loss, reordering, duplication.
+    Relay(relay_cmd::RelayArgs),
+    /// Receiver, 1 Gbit/s relay and sender on loopback in one process, with live progress.
+    Demo(demo::DemoArgs),
 }
 
+mod demo;
+mod perf;
+mod relay_cmd;
+mod units;
 mod vectors;
+mod xfer;
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Vectors(a) => vectors::run(a),
+        Cmd::Recv(a) => xfer::run_recv(a),
+        Cmd::Send(a) => xfer::run_send(a),
+        Cmd::Perf(a) => perf::run(a),
+        Cmd::Relay(a) => relay_cmd::run(a),
+        Cmd::Demo(a) => demo::run(a),
     }
 }

@@ -1,2 +1,31 @@
-//! STRIDE over UDP sockets (tokio). See the transport issue.
+//! STRIDE over UDP sockets, on tokio.
+//!
+//! An [`Endpoint`] owns one UDP socket and serves many connections through one driver thread;
+//! [`Endpoint::connect`] and [`Endpoint::accept`] give [`Stream`]s, which implement tokio's
+//! `AsyncRead` and `AsyncWrite`. See [`endpoint`] for the driver's design (batched I/O, kernel
+//! receive timestamps, sub-millisecond pacing). [`relay`] is a userspace bottleneck for tests
+//! and demonstrations.
+//!
+//! ```no_run
+//! # async fn demo() -> stride::Result<()> {
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! let server = stride::Endpoint::bind("127.0.0.1:0".parse().unwrap())?;
+//! let client = stride::Endpoint::client("127.0.0.1:0".parse().unwrap())?;
+//! let mut s = client.connect(server.local_addr()).await?;
+//! s.write_all(b"hello").await?;
+//! s.shutdown().await?;
+//! let mut r = server.accept().await?;
+//! let mut got = Vec::new();
+//! r.read_to_end(&mut got).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod endpoint;
+pub mod error;
+pub mod relay;
+pub mod sys;
+
+pub use endpoint::{Endpoint, EndpointConfig, IoStats, SocketInfo, Stream};
+pub use error::{Error, Result};
 pub use stride_proto as proto;
+pub use stride_proto::{CloseReason, Config, ConnStats, EndpointStats};

@@ -1,0 +1,160 @@
+//! `stride demo`: receiver, bottleneck relay and sender in one process on loopback, with a live
+//! progress bar and a summary.
+
+use crate::relay_cmd::stats_human;
+use crate::units::{fmt_ns, human, parse_bytes, parse_duration_ns, parse_rate, report, runtime};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::time::{Duration, Instant};
+use stride::relay::{Relay, RelayConfig};
+use stride::Endpoint;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Arguments of `stride demo`.
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// How much to transfer.
+    #[arg(long, value_name = "N", value_parser = parse_bytes, default_value = "300MB")]
+    pub bytes: u64,
+    /// Bottleneck rate of the relay.
+    #[arg(long, value_name = "R", value_parser = parse_rate, default_value = "1gbit")]
+    pub rate: u64,
+    /// One-way delay of the relay.
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "20us")]
+    pub delay: u64,
+    /// Queue of the relay.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "256KiB")]
+    pub queue: u64,
+    /// Override the controller's T_low (queueing delay below which the sender speeds up).
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
+    pub t_low: Option<u64>,
+    /// Override the controller's T_high (queueing delay above which it slows down).
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
+    pub t_high: Option<u64>,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `stride demo`.
+pub fn run(a: DemoArgs) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    rt.block_on(demo(a))
+}
+
+async fn demo(a: DemoArgs) -> anyhow::Result<()> {
+    let lo = "127.0.0.1:0".parse().expect("addr");
+    let receiver = Endpoint::bind(lo)?;
+    let mut rc = RelayConfig::new(lo, receiver.local_addr());
+    rc.rate_bps = a.rate;
+    rc.delay_ns = a.delay;
+    rc.queue_bytes = a.queue;
+    let relay = Relay::spawn(rc)?;
+    // The sender's NIC "runs at" the bottleneck rate: the controller's ceiling and start rate.
+    let mut proto = stride::Config::for_line_rate_gbps(a.rate as f64 / 1e9);
+    proto.min_rto_ns = 5_000_000;
+    if let stride::proto::cc::CcConfig::Stride(p) = &mut proto.cc {
+        if let Some(t) = a.t_low {
+            p.t_low = t.min(i32::MAX as u64) as u32;
+        }
+        if let Some(t) = a.t_high {
+            p.t_high = t.min(i32::MAX as u64) as u32;
+        }
+        if p.t_low > p.t_high {
+            anyhow::bail!("--t-low must not exceed --t-high");
+        }
+    }
+    let sender = Endpoint::bind_with(
+        lo,
+        stride::EndpointConfig {
+            proto,
+            listen: false,
+            ..stride::EndpointConfig::default()
+        },
+    )?;
+    if !a.json {
+        println!(
+            "STRIDE demo: sender {} -> relay {} ({:.2} Gbit/s, {} one way, {} KiB queue) -> receiver {}",
+            sender.local_addr(),
+            relay.local_addr(),
+            a.rate as f64 / 1e9,
+            fmt_ns(a.delay),
+            a.queue / 1024,
+            receiver.local_addr()
+        );
+    }
+    let sink = tokio::spawn(async move {
+        let mut s = receiver.accept().await.map_err(stride::Error::into_io)?;
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut total = 0u64;
+        loop {
+            let n = s.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        s.shutdown().await?;
+        Ok::<u64, std::io::Error>(total)
+    });
+    let mut s = sender
+        .connect_timeout(relay.local_addr(), Duration::from_secs(3))
+        .await?;
+    let pb = if a.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(a.bytes)
+    };
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {elapsed_precise} [{bar:30.cyan/blue}] {bytes}/{total_bytes} {msg}",
+        )?
+        .progress_chars("=> "),
+    );
+    let chunk = vec![0x5au8; 256 * 1024];
+    let start = Instant::now();
+    let mut written = 0u64;
+    let mut last = (Instant::now(), 0u64);
+    while written < a.bytes {
+        let n = (a.bytes - written).min(chunk.len() as u64) as usize;
+        s.write_all(&chunk[..n]).await?;
+        written += n as u64;
+        if last.0.elapsed() >= Duration::from_millis(200) {
+            let acked = written - s.unacked() as u64;
+            let cs = s.stats().unwrap_or_default();
+            let rate = (acked - last.1) as f64 * 8.0 / last.0.elapsed().as_secs_f64() / 1e9;
+            pb.set_position(acked);
+            pb.set_message(format!(
+                "goodput {rate:.2} Gbit/s | queueing delay p50 {} p99 {} | retransmitted {}",
+                fmt_ns(cs.queue_delay.quantile(0.5)),
+                fmt_ns(cs.queue_delay.quantile(0.99)),
+                cs.retransmitted_packets
+            ));
+            last = (Instant::now(), acked);
+        }
+    }
+    s.shutdown().await?;
+    let secs = start.elapsed().as_secs_f64();
+    pb.set_position(a.bytes);
+    pb.finish_and_clear();
+    let got = sink.await??;
+    let cs = s.stats().unwrap_or_default();
+    let rs = relay.stop();
+    let mut m = report(written, secs, &cs);
+    if got != written {
+        anyhow::bail!("receiver got {got} of {written} bytes");
+    }
+    if a.json {
+        m.insert("relay".into(), crate::relay_cmd::stats_json(&rs));
+        println!("{}", serde_json::Value::Object(m));
+    } else {
+        println!("sender:  {}", human(&m));
+        println!("{}", stats_human(&rs));
+        println!(
+            "goodput is {:.1} % of the {:.2} Gbit/s bottleneck",
+            written as f64 * 8.0 / secs / a.rate as f64 * 100.0,
+            a.rate as f64 / 1e9
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! `stride relay`: a userspace bottleneck in front of a server (see `stride::relay`).
+
+use crate::units::{fmt_ns, parse_bytes, parse_duration_ns, parse_prob, parse_rate, runtime};
+use clap::Args;
+use serde_json::json;
+use std::net::SocketAddr;
+use stride::relay::{Relay, RelayConfig, RelayStats};
+
+/// Arguments of `stride relay`.
+#[derive(Args, Debug)]
+pub struct RelayArgs {
+    /// Address clients send to.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// The server to forward to.
+    #[arg(long, value_name = "ADDR")]
+    pub to: SocketAddr,
+    /// Bottleneck rate on the forward path (e.g. 1gbit, 500mbit; 0 = unlimited).
+    #[arg(long, value_name = "R", value_parser = parse_rate, default_value = "0")]
+    pub rate: u64,
+    /// One-way propagation delay, each direction (e.g. 20us, 1ms).
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "0us")]
+    pub delay: u64,
+    /// Drop-tail queue capacity (e.g. 256KiB).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "256KiB")]
+    pub queue: u64,
+    /// Forward-path loss probability (0.01 or 1%).
+    #[arg(long, value_name = "P", value_parser = parse_prob, default_value = "0")]
+    pub loss: f64,
+    /// Forward-path reordering probability: a packet is held back by up to --reorder-by.
+    #[arg(long, value_name = "P", value_parser = parse_prob, default_value = "0")]
+    pub reorder: f64,
+    /// Largest extra hold of a reordered packet.
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "100us")]
+    pub reorder_by: u64,
+    /// Forward-path duplication probability.
+    #[arg(long, value_name = "P", value_parser = parse_prob, default_value = "0")]
+    pub dup: f64,
+    /// Random seed.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Stop after this many seconds (default: until SIGINT/SIGTERM).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Print the final counters as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The relay's counters as JSON.
+pub fn stats_json(s: &RelayStats) -> serde_json::Value {
+    json!({
+        "sessions": s.sessions,
+        "forwarded_packets": s.fwd_out,
+        "forwarded_bytes": s.fwd_bytes,
+        "returned_packets": s.rev_out,
+        "queue_drops": s.queue_drops,
+        "random_drops": s.random_drops,
+        "duplicated": s.duplicated,
+        "reordered": s.reordered,
+        "utilization": (s.utilization() * 1e4).round() / 1e4,
+        "queue_delay_p50_ns": s.queue_delay.quantile(0.5),
+        "queue_delay_p99_ns": s.queue_delay.quantile(0.99),
+        "queue_delay_max_ns": s.queue_delay.max(),
+    })
+}
+
+/// A human summary of the relay's counters.
+pub fn stats_human(s: &RelayStats) -> String {
+    format!(
+        "relay: forwarded {} packets ({} bytes), drops: queue {} random {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay p50 {} p99 {} max {}",
+        s.fwd_out,
+        s.fwd_bytes,
+        s.queue_drops,
+        s.random_drops,
+        s.duplicated,
+        s.reordered,
+        s.utilization() * 100.0,
+        fmt_ns(s.queue_delay.quantile(0.5)),
+        fmt_ns(s.queue_delay.quantile(0.99)),
+        fmt_ns(s.queue_delay.max()),
+    )
+}
+
+/// Builds the relay settings from the arguments.
+pub fn config(a: &RelayArgs) -> RelayConfig {
+    RelayConfig {
+        listen: a.listen,
+        to: a.to,
+        rate_bps: a.rate,
+        delay_ns: a.delay,
+        queue_bytes: a.queue,
+        loss: a.loss,
+        reorder: a.reorder,
+        reorder_ns: a.reorder_by,
+        dup: a.dup,
+        seed: a.seed,
+    }
+}
+
+/// `stride relay`.
+pub fn run(a: RelayArgs) -> anyhow::Result<()> {
+    let relay = match Relay::spawn(config(&a)) {
+        Ok(r) => r,
+        Err(e) => crate::units::fail("relay", format!("cannot listen on {}: {e}", a.listen)),
+    };
+    eprintln!("relay {} -> {}", relay.local_addr(), a.to);
+    let rt = runtime()?;
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let dur = async {
+            match a.duration {
+                Some(d) => tokio::time::sleep(std::time::Duration::from_secs_f64(d)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+            _ = dur => {}
+        }
+        Ok::<_, std::io::Error>(())
+    })?;
+    let s = relay.stop();
+    if a.json {
+        println!("{}", stats_json(&s));
+    }
+    eprintln!("{}", stats_human(&s));
+    Ok(())
+}

@@ -1,0 +1,416 @@
+//! End-to-end tests of the `stride` binary on loopback: `recv`, `relay` and `send` as separate
+//! processes, files compared byte for byte.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stride");
+/// The protocol's default largest payload.
+const MSS: usize = 1440;
+
+struct Proc {
+    child: Child,
+}
+
+impl Proc {
+    /// Starts `stride ARGS` and returns it with the address it printed on its first stderr line
+    /// (the last word of that line).
+    fn start(args: &[&str]) -> (Proc, SocketAddr) {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn stride");
+        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        err.read_line(&mut line).expect("first line");
+        let addr = line
+            .split_whitespace()
+            .find_map(|w| w.parse::<SocketAddr>().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        // Keep draining stderr so the child never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            while err.read_line(&mut rest).map(|n| n > 0).unwrap_or(false) {}
+        });
+        (Proc { child }, addr)
+    }
+
+    /// SIGINT, then wait; returns stdout.
+    fn interrupt(mut self) -> String {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let out = std::mem::replace(&mut self.child, Command::new("true").spawn().expect("true"))
+            .wait_with_output()
+            .expect("wait");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("stride-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut v = Vec::with_capacity(n + 8);
+    while v.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+fn send(to: SocketAddr, files: &[PathBuf]) -> std::process::Output {
+    let mut c = Command::new(BIN);
+    c.args(["send", "--json", "--to", &to.to_string()]);
+    c.args(files);
+    c.output().expect("run send")
+}
+
+fn same(a: &Path, b: &Path) -> bool {
+    std::fs::read(a).ok() == std::fs::read(b).ok()
+}
+
+fn sizes_through_relay(tag: &str, loss: &str, seed: u64) {
+    sizes_through_relay_with(tag, loss, seed, &[])
+}
+
+fn sizes_through_relay_with(tag: &str, loss: &str, seed: u64, extra: &[usize]) {
+    let src = tempdir(&format!("{tag}-src"));
+    let dst = tempdir(&format!("{tag}-dst"));
+    let sizes = [
+        0,
+        1,
+        MSS - 1,
+        MSS,
+        MSS + 1,
+        65_535,
+        65_536,
+        65_537,
+        10_000_000,
+    ];
+    let mut files = Vec::new();
+    for (i, &n) in sizes.iter().chain(extra).enumerate() {
+        let p = src.join(format!("f{i}-{n}.bin"));
+        std::fs::write(&p, random_bytes(n, seed + i as u64)).expect("write");
+        files.push(p);
+    }
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        dst.to_str().expect("utf8"),
+        "--json",
+    ]);
+    let (relay, laddr) = Proc::start(&[
+        "relay",
+        "--listen",
+        "127.0.0.1:0",
+        "--to",
+        &raddr.to_string(),
+        "--rate",
+        "1gbit",
+        "--delay",
+        "20us",
+        "--queue",
+        "256KiB",
+        "--loss",
+        loss,
+        "--reorder",
+        "1%",
+        "--dup",
+        "1%",
+        "--seed",
+        &seed.to_string(),
+        "--json",
+    ]);
+    let t = Instant::now();
+    let out = send(laddr, &files);
+    let el = t.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "send failed: {stderr}\n{stdout}");
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(lines.len(), files.len(), "{stdout}");
+    for (f, l) in files.iter().zip(&lines) {
+        let name = f.file_name().expect("name");
+        assert!(same(f, &dst.join(name)), "{name:?} differs");
+        assert!(!dst
+            .join(format!("{}.part", name.to_string_lossy()))
+            .exists());
+        assert_eq!(
+            l["bytes"].as_u64(),
+            Some(std::fs::metadata(f).expect("meta").len())
+        );
+        for k in [
+            "seconds",
+            "goodput_gbps",
+            "packets_sent",
+            "retransmitted_packets",
+            "nacks_received",
+            "timeouts",
+            "queue_delay_p50_ns",
+            "queue_delay_p99_ns",
+            "checksum",
+            "stt_min_ns",
+        ] {
+            assert!(l.get(k).is_some(), "missing {k} in {l}");
+        }
+    }
+    let rs: serde_json::Value = serde_json::from_str(relay.interrupt().trim()).expect("relay json");
+    drop(recv);
+    eprintln!("{tag}: {el:?}, relay {rs}");
+    if loss != "0" {
+        assert!(rs["random_drops"].as_u64().unwrap_or(0) > 0, "{rs}");
+    }
+    assert!(rs["duplicated"].as_u64().unwrap_or(0) > 0, "{rs}");
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&dst);
+}
+
+#[test]
+fn sizes_no_loss() {
+    sizes_through_relay("loss0", "0", 11);
+}
+
+#[test]
+fn sizes_one_percent_loss() {
+    sizes_through_relay("loss1", "1%", 22);
+}
+
+#[test]
+fn sizes_five_percent_loss() {
+    sizes_through_relay("loss5", "5%", 33);
+}
+
+/// 100 MB (plus the size matrix) at 1 % loss with reordering and duplication: about 4 s here.
+#[test]
+fn hundred_megabytes_one_percent_loss() {
+    sizes_through_relay_with("loss1-100m", "1%", 44, &[100_000_000]);
+}
+
+#[test]
+fn thirty_two_concurrent_senders() {
+    let src = tempdir("c32-src");
+    let dst = tempdir("c32-dst");
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        dst.to_str().expect("utf8"),
+        "--json",
+    ]);
+    let mut kids = Vec::new();
+    let mut files = Vec::new();
+    for i in 0..32u64 {
+        let p = src.join(format!("c{i}.bin"));
+        std::fs::write(&p, random_bytes(200_000 + i as usize * 977, 100 + i)).expect("write");
+        kids.push(
+            Command::new(BIN)
+                .args(["send", "--json", "--to", &raddr.to_string()])
+                .arg(&p)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn"),
+        );
+        files.push(p);
+    }
+    for k in kids {
+        let o = k.wait_with_output().expect("wait");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for f in &files {
+        assert!(same(f, &dst.join(f.file_name().expect("name"))), "{f:?}");
+    }
+    drop(recv);
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&dst);
+}
+
+#[test]
+fn absent_receiver_fails_fast_and_clearly() {
+    let src = tempdir("absent");
+    let f = src.join("x.bin");
+    std::fs::write(&f, b"hello").expect("write");
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let t = Instant::now();
+    let out = send(silent.local_addr().expect("addr"), &[f]);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unreachable"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&src);
+}
+
+#[test]
+fn existing_file_is_not_overwritten_without_force() {
+    let src = tempdir("exists-src");
+    let dst = tempdir("exists-dst");
+    let f = src.join("same.bin");
+    std::fs::write(&f, random_bytes(50_000, 5)).expect("write");
+    std::fs::write(dst.join("same.bin"), b"precious").expect("write");
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        dst.to_str().expect("utf8"),
+    ]);
+    let out = send(raddr, std::slice::from_ref(&f));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(
+        std::fs::read(dst.join("same.bin")).expect("read"),
+        b"precious"
+    );
+    drop(recv);
+    // With --force it is replaced.
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        dst.to_str().expect("utf8"),
+        "--force",
+        "--once",
+    ]);
+    let out = send(raddr, std::slice::from_ref(&f));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(same(&f, &dst.join("same.bin")));
+    drop(recv);
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&dst);
+}
+
+/// Speaks the file-transfer protocol by hand: header, data, a given hash; returns the status.
+async fn raw_send(to: SocketAddr, name: &str, data: &[u8], hash: [u8; 32]) -> (u8, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ep = stride::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("bind");
+    let mut s = ep.connect(to).await.expect("connect");
+    let mut b = b"STRF\x01".to_vec();
+    b.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    b.extend_from_slice(name.as_bytes());
+    b.extend_from_slice(&(data.len() as u64).to_be_bytes());
+    b.extend_from_slice(data);
+    b.extend_from_slice(&hash);
+    // The receiver may refuse before reading everything: ignore write errors, read the status.
+    let _ = s.write_all(&b).await;
+    let _ = s.shutdown().await;
+    let code = s.read_u8().await.expect("status");
+    let len = s.read_u16().await.expect("len");
+    let mut m = vec![0u8; len as usize];
+    s.read_exact(&mut m).await.expect("msg");
+    (code, String::from_utf8_lossy(&m).into_owned())
+}
+
+#[test]
+fn checksum_mismatch_and_bad_names_leave_no_file() {
+    let dst = tempdir("bad-dst");
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        dst.to_str().expect("utf8"),
+    ]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let data = random_bytes(300_000, 9);
+    let good = *blake3::hash(&data).as_bytes();
+    let mut bad = good;
+    bad[0] ^= 1;
+    let (code, msg) = rt.block_on(raw_send(raddr, "bad.bin", &data, bad));
+    assert_eq!(code, 1, "{msg}");
+    assert!(msg.contains("checksum"), "{msg}");
+    assert!(!dst.join("bad.bin").exists());
+    assert!(!dst.join("bad.bin.part").exists());
+    for name in ["../escape.bin", "a/b.bin", "..", ""] {
+        let (code, msg) = rt.block_on(raw_send(raddr, name, b"x", *blake3::hash(b"x").as_bytes()));
+        assert_eq!(code, 2, "{name:?}: {msg}");
+    }
+    assert!(!dst.parent().expect("parent").join("escape.bin").exists());
+    let (code, msg) = rt.block_on(raw_send(raddr, "good.bin", &data, good));
+    assert_eq!(code, 0, "{msg}");
+    assert_eq!(std::fs::read(dst.join("good.bin")).expect("read"), data);
+    drop(recv);
+    let _ = std::fs::remove_dir_all(&dst);
+}
+
+#[test]
+fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
+    let src = tempdir("die-src");
+    let dst = tempdir("die-dst");
+    let f = src.join("big.bin");
+    std::fs::write(&f, random_bytes(30_000_000, 77)).expect("write");
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        dst.to_str().expect("utf8"),
+    ]);
+    // A slow bottleneck so the transfer is still running when the receiver dies.
+    let (_relay, laddr) = Proc::start(&[
+        "relay",
+        "--listen",
+        "127.0.0.1:0",
+        "--to",
+        &raddr.to_string(),
+        "--rate",
+        "100mbit",
+    ]);
+    let t = Instant::now();
+    let child = Command::new(BIN)
+        .args(["send", "--to", &laddr.to_string()])
+        .arg(&f)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn send");
+    std::thread::sleep(Duration::from_millis(700));
+    drop(recv); // SIGKILL
+    let out = child.wait_with_output().expect("wait");
+    let el = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "send succeeded?");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("big.bin"), "{err}");
+    assert!(el < Duration::from_secs(20), "{el:?}");
+    assert!(!dst.join("big.bin").exists());
+    eprintln!("sender gave up after {el:?}: {err}");
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&dst);
+}

@@ -1,0 +1,412 @@
+//! A userspace bottleneck between a client and a server, for tests and demonstrations.
+//!
+//! The relay listens on one address; every client address it hears from gets its own upstream
+//! socket towards the server (so the server sees one address per client). Client-to-server
+//! datagrams ("forward path") meet, in order: random loss, random duplication, a drop-tail FIFO
+//! drained at `rate_bps` (a token bucket one packet deep: each packet departs when the link has
+//! finished the previous one), the propagation delay, and random reordering (a packet is held
+//! back by up to `reorder_ns` more). Server-to-client datagrams only get the propagation delay.
+//!
+//! The relay runs on its own thread. It sleeps in `ppoll` with nanosecond timeouts (timer slack
+//! set to 1 µs) when the next departure is far, and spins (polling with `sched_yield`) when it
+//! is closer than [`RELAY_SPIN_NS`], so departures are not delayed by wake-up latency.
+
+use crate::sys::{self, RxBatch};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use stride_proto::vectors::SplitMix;
+use stride_proto::Histogram;
+
+/// Waits for the next departure shorter than this are spun rather than slept.
+pub const RELAY_SPIN_NS: u64 = 100_000;
+
+/// Relay settings.
+#[derive(Clone, Debug)]
+pub struct RelayConfig {
+    /// Address to listen on (clients send here).
+    pub listen: SocketAddr,
+    /// The server.
+    pub to: SocketAddr,
+    /// Bottleneck rate in bits per second (0: no bottleneck).
+    pub rate_bps: u64,
+    /// One-way propagation delay, ns (both directions).
+    pub delay_ns: u64,
+    /// Drop-tail queue capacity in bytes.
+    pub queue_bytes: u64,
+    /// Forward-path loss probability (0..1).
+    pub loss: f64,
+    /// Forward-path reordering probability (0..1).
+    pub reorder: f64,
+    /// Largest extra hold of a reordered packet, ns.
+    pub reorder_ns: u64,
+    /// Forward-path duplication probability (0..1).
+    pub dup: f64,
+    /// Random seed.
+    pub seed: u64,
+}
+
+impl RelayConfig {
+    /// A transparent relay (no rate limit, no impairment).
+    pub fn new(listen: SocketAddr, to: SocketAddr) -> Self {
+        RelayConfig {
+            listen,
+            to,
+            rate_bps: 0,
+            delay_ns: 0,
+            queue_bytes: 1 << 20,
+            loss: 0.0,
+            reorder: 0.0,
+            reorder_ns: 100_000,
+            dup: 0.0,
+            seed: 1,
+        }
+    }
+}
+
+/// Relay counters.
+#[derive(Clone, Debug, Default)]
+pub struct RelayStats {
+    /// Client addresses seen.
+    pub sessions: u64,
+    /// Datagrams received from clients.
+    pub fwd_in: u64,
+    /// Datagrams delivered to the server.
+    pub fwd_out: u64,
+    /// Bytes delivered to the server.
+    pub fwd_bytes: u64,
+    /// Datagrams delivered back to clients.
+    pub rev_out: u64,
+    /// Dropped by the full queue (drop-tail).
+    pub queue_drops: u64,
+    /// Dropped at random (`loss`).
+    pub random_drops: u64,
+    /// Duplicated.
+    pub duplicated: u64,
+    /// Held back for reordering.
+    pub reordered: u64,
+    /// Send failures (datagram lost).
+    pub send_errors: u64,
+    /// Wait in the bottleneck queue before serialisation, ns, per forwarded packet.
+    pub queue_delay: Histogram,
+    /// Time the bottleneck spent serialising, ns.
+    pub busy_ns: u64,
+    /// First forward arrival and last departure (ns, `CLOCK_REALTIME`).
+    pub first_ns: u64,
+    /// Last departure from the bottleneck.
+    pub last_ns: u64,
+}
+
+impl RelayStats {
+    /// Fraction of the time between the first arrival and the last departure during which the
+    /// bottleneck was busy.
+    pub fn utilization(&self) -> f64 {
+        let span = self.last_ns.saturating_sub(self.first_ns);
+        if span == 0 {
+            0.0
+        } else {
+            self.busy_ns as f64 / span as f64
+        }
+    }
+}
+
+/// A running relay; stop it with [`Relay::stop`] (or drop it).
+pub struct Relay {
+    local: SocketAddr,
+    stop: Arc<AtomicBool>,
+    stats: Arc<Mutex<RelayStats>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Relay {
+    /// Binds and starts the relay thread.
+    pub fn spawn(cfg: RelayConfig) -> io::Result<Relay> {
+        let sock = socket2::Socket::new(
+            socket2::Domain::for_address(cfg.listen),
+            socket2::Type::DGRAM,
+            None,
+        )?;
+        sys::set_buffers(&sock, crate::endpoint::SOCKET_BUFFER);
+        sock.bind(&cfg.listen.into())?;
+        sock.set_nonblocking(true)?;
+        let sock: UdpSocket = sock.into();
+        // Kernel arrival stamps: the bottleneck model starts from when a packet really arrived,
+        // not from when this thread got to it.
+        sys::enable_rx_timestamps(sock.as_raw_fd());
+        let local = sock.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(Mutex::new(RelayStats::default()));
+        let (s2, st2) = (stop.clone(), stats.clone());
+        let thread = std::thread::Builder::new()
+            .name("stride-relay".into())
+            .spawn(move || run(cfg, sock, s2, st2))?;
+        Ok(Relay {
+            local,
+            stop,
+            stats,
+            thread: Some(thread),
+        })
+    }
+
+    /// Where clients should send.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> RelayStats {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Stops the thread and returns the final counters.
+    pub fn stop(mut self) -> RelayStats {
+        self.halt();
+        self.stats()
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+struct Pending {
+    at: u64,
+    seq: u64,
+    /// Index of the upstream socket for forward packets; `None` for the way back.
+    upstream: Option<usize>,
+    client: SocketAddr,
+    data: Vec<u8>,
+}
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+fn ppm(p: f64) -> u64 {
+    (p.clamp(0.0, 1.0) * 1_000_000.0).round() as u64
+}
+
+fn run(cfg: RelayConfig, sock: UdpSocket, stop: Arc<AtomicBool>, shared: Arc<Mutex<RelayStats>>) {
+    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+    let mut rng = SplitMix::new(cfg.seed);
+    let (loss, dup, reorder) = (ppm(cfg.loss), ppm(cfg.dup), ppm(cfg.reorder));
+    let chance = |rng: &mut SplitMix, p: u64| p > 0 && rng.below(1_000_000) < p;
+    let mut ups: Vec<(UdpSocket, SocketAddr)> = Vec::new();
+    let mut by_client: HashMap<SocketAddr, usize> = HashMap::new();
+    let mut heap: BinaryHeap<Reverse<Pending>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut link_free_at = 0u64;
+    let mut st = RelayStats::default();
+    let mut rx = RxBatch::new();
+    let mut last_publish = 0u64;
+    let upstream_bind: SocketAddr = if cfg.to.is_ipv6() {
+        "[::]:0".parse().expect("addr")
+    } else {
+        "0.0.0.0:0".parse().expect("addr")
+    };
+    while !stop.load(Ordering::Relaxed) {
+        // Wait for input or the next departure.
+        let now = sys::now_ns();
+        let wait = match heap.peek() {
+            Some(Reverse(p)) => p.at.saturating_sub(now).min(50_000_000),
+            None => 50_000_000,
+        };
+        let mut fds: Vec<libc::pollfd> = std::iter::once(sock.as_raw_fd())
+            .chain(ups.iter().map(|u| u.0.as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if wait > 0 && wait < RELAY_SPIN_NS {
+            // Short waits are spun: a sleep-and-wake would add tens of µs of jitter that the
+            // endpoints would read as queueing delay.
+            std::thread::yield_now();
+            // SAFETY: as below, zero timeout.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        } else if wait > 0 {
+            let ts = libc::timespec {
+                tv_sec: (wait / 1_000_000_000) as libc::time_t,
+                tv_nsec: (wait % 1_000_000_000) as libc::c_long,
+            };
+            // SAFETY: fds is a live array of pollfd of the given length.
+            unsafe {
+                libc::ppoll(
+                    fds.as_mut_ptr(),
+                    fds.len() as libc::nfds_t,
+                    &ts,
+                    std::ptr::null(),
+                )
+            };
+        } else {
+            // SAFETY: as above, zero timeout.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        }
+        // Forward path: from clients.
+        if fds[0].revents & libc::POLLIN != 0 {
+            for _ in 0..8 {
+                let n = match rx.recv(sock.as_raw_fd()) {
+                    Ok(n) => n,
+                    Err(_) => break,
+                };
+                let recv_now = sys::now_ns();
+                for i in 0..n {
+                    let r = rx.got[i];
+                    if r.len == 0 {
+                        continue;
+                    }
+                    let now = r.kernel_ts.unwrap_or(recv_now).min(recv_now);
+                    st.fwd_in += 1;
+                    let idx = match by_client.get(&r.from) {
+                        Some(&k) => k,
+                        None => {
+                            let Ok(u) = UdpSocket::bind(upstream_bind) else {
+                                st.send_errors += 1;
+                                continue;
+                            };
+                            let _ = u.set_nonblocking(true);
+                            let s2 = socket2::SockRef::from(&u);
+                            sys::set_buffers(&s2, crate::endpoint::SOCKET_BUFFER);
+                            ups.push((u, r.from));
+                            by_client.insert(r.from, ups.len() - 1);
+                            st.sessions += 1;
+                            ups.len() - 1
+                        }
+                    };
+                    if chance(&mut rng, loss) {
+                        st.random_drops += 1;
+                        continue;
+                    }
+                    let copies = if chance(&mut rng, dup) {
+                        st.duplicated += 1;
+                        2
+                    } else {
+                        1
+                    };
+                    for _ in 0..copies {
+                        let len = r.len as u64;
+                        let mut depart = now;
+                        if cfg.rate_bps > 0 {
+                            let backlog_ns = link_free_at.saturating_sub(now);
+                            let backlog = (u128::from(backlog_ns) * u128::from(cfg.rate_bps)
+                                / 8_000_000_000) as u64;
+                            if backlog + len > cfg.queue_bytes {
+                                st.queue_drops += 1;
+                                continue;
+                            }
+                            let tx_ns =
+                                (u128::from(len) * 8_000_000_000 / u128::from(cfg.rate_bps)) as u64;
+                            st.queue_delay.record(backlog_ns);
+                            let start = link_free_at.max(now);
+                            depart = start + tx_ns;
+                            link_free_at = depart;
+                            st.busy_ns += tx_ns;
+                        }
+                        if st.first_ns == 0 {
+                            st.first_ns = now;
+                        }
+                        st.last_ns = st.last_ns.max(depart);
+                        let mut at = depart + cfg.delay_ns;
+                        if cfg.reorder_ns > 0 && chance(&mut rng, reorder) {
+                            st.reordered += 1;
+                            at += 1 + rng.below(cfg.reorder_ns);
+                        }
+                        seq += 1;
+                        heap.push(Reverse(Pending {
+                            at,
+                            seq,
+                            upstream: Some(idx),
+                            client: r.from,
+                            data: rx.data(i).to_vec(),
+                        }));
+                    }
+                }
+                if n < sys::BATCH {
+                    break;
+                }
+            }
+        }
+        // Way back: from the server, per client.
+        for (k, pfd) in fds.iter().enumerate().skip(1) {
+            if pfd.revents & libc::POLLIN == 0 {
+                continue;
+            }
+            let (ref u, client) = ups[k - 1];
+            for _ in 0..8 {
+                let n = match rx.recv(u.as_raw_fd()) {
+                    Ok(n) => n,
+                    Err(_) => break,
+                };
+                let now = sys::now_ns();
+                for i in 0..n {
+                    if rx.got[i].len == 0 {
+                        continue;
+                    }
+                    seq += 1;
+                    heap.push(Reverse(Pending {
+                        at: now + cfg.delay_ns,
+                        seq,
+                        upstream: None,
+                        client,
+                        data: rx.data(i).to_vec(),
+                    }));
+                }
+                if n < sys::BATCH {
+                    break;
+                }
+            }
+        }
+        // Deliver what is due.
+        let now = sys::now_ns();
+        while heap.peek().is_some_and(|Reverse(p)| p.at <= now) {
+            let Reverse(p) = heap.pop().expect("peeked");
+            let r = match p.upstream {
+                Some(k) => {
+                    st.fwd_out += 1;
+                    st.fwd_bytes += p.data.len() as u64;
+                    ups[k].0.send_to(&p.data, cfg.to)
+                }
+                None => {
+                    st.rev_out += 1;
+                    sock.send_to(&p.data, p.client)
+                }
+            };
+            if r.is_err() {
+                st.send_errors += 1;
+            }
+        }
+        if now.saturating_sub(last_publish) > 20_000_000 {
+            last_publish = now;
+            *shared.lock().unwrap_or_else(|p| p.into_inner()) = st.clone();
+        }
+    }
+    *shared.lock().unwrap_or_else(|p| p.into_inner()) = st;
+}

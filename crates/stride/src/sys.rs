@@ -1,0 +1,499 @@
+//! Linux socket plumbing: socket buffers, kernel receive timestamps (`SO_TIMESTAMPNS`) and
+//! batched datagram I/O (`recvmmsg`/`sendmmsg`) with a one-datagram fallback.
+//!
+//! Every function here works on a raw file descriptor in non-blocking mode; readiness is
+//! handled by the caller (tokio's `UdpSocket::try_io`).
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Room for one datagram: anything longer is truncated by the kernel and dropped by us.
+pub const DATAGRAM_ROOM: usize = 2048;
+/// Datagrams moved per system call at most.
+pub const BATCH: usize = 32;
+
+/// Nanoseconds of `CLOCK_REALTIME`, the clock `SO_TIMESTAMPNS` stamps with: one clock for tx
+/// stamps, rx stamps and timers.
+pub fn now_ns() -> u64 {
+    let mut ts: libc::timespec = unsafe { zeroed() };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn setsockopt_int(fd: RawFd, level: i32, name: i32, val: i32) -> io::Result<()> {
+    // SAFETY: a plain int option on a descriptor we own.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            &val as *const i32 as *const libc::c_void,
+            size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Asks for socket buffers of `bytes` each way: first with the `*FORCE` options (root may exceed
+/// `net.core.rmem_max`), then with the ordinary ones.
+pub fn set_buffers(sock: &socket2::Socket, bytes: usize) {
+    use std::os::fd::AsRawFd;
+    let fd = sock.as_raw_fd();
+    let v = bytes.min(i32::MAX as usize) as i32;
+    if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
+        let _ = sock.set_recv_buffer_size(bytes);
+    }
+    if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
+        let _ = sock.set_send_buffer_size(bytes);
+    }
+}
+
+/// Turns on kernel receive timestamps; false when the kernel refuses.
+pub fn enable_rx_timestamps(fd: RawFd) -> bool {
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
+}
+
+fn to_storage(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut st: libc::sockaddr_storage = unsafe { zeroed() };
+    match a {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
+            unsafe { std::ptr::write(&mut st as *mut _ as *mut libc::sockaddr_in, sin) };
+            (st, size_of::<libc::sockaddr_in>() as libc::socklen_t)
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: as above.
+            unsafe { std::ptr::write(&mut st as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            (st, size_of::<libc::sockaddr_in6>() as libc::socklen_t)
+        }
+    }
+}
+
+fn from_storage(st: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match i32::from(st.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says this is a sockaddr_in.
+            let sin = unsafe { &*(st as *const _ as *const libc::sockaddr_in) };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes()),
+                u16::from_be(sin.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this is a sockaddr_in6.
+            let sin6 = unsafe { &*(st as *const _ as *const libc::sockaddr_in6) };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(sin6.sin6_addr.s6_addr),
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+static NO_MMSG: AtomicBool = AtomicBool::new(false);
+static NO_GSO: AtomicBool = AtomicBool::new(false);
+/// Most datagrams in one GSO message.
+const GSO_MAX_SEGMENTS: usize = 32;
+
+fn gso_refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::ENOPROTOOPT) | Some(libc::EOPNOTSUPP)
+    )
+}
+
+fn same_addr(a: &libc::sockaddr_storage, b: &libc::sockaddr_storage, len: libc::socklen_t) -> bool {
+    let n = (len as usize).min(size_of::<libc::sockaddr_storage>());
+    // SAFETY: both are live sockaddr_storage values of at least n bytes.
+    unsafe {
+        std::slice::from_raw_parts(a as *const _ as *const u8, n)
+            == std::slice::from_raw_parts(b as *const _ as *const u8, n)
+    }
+}
+
+/// Turns UDP GSO off for this process (the fallback path; also for tests).
+pub fn disable_gso() {
+    NO_GSO.store(true, Ordering::Relaxed);
+}
+
+/// Whether UDP GSO is in use (false after the kernel refused it once).
+pub fn gso() -> bool {
+    !NO_GSO.load(Ordering::Relaxed)
+}
+
+fn mmsg_unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP)
+    )
+}
+
+/// Whether batched calls are in use (false after a fallback).
+pub fn batching() -> bool {
+    !NO_MMSG.load(Ordering::Relaxed)
+}
+
+/// One received datagram of a [`RxBatch`].
+#[derive(Clone, Copy, Debug)]
+pub struct Received {
+    /// Sender.
+    pub from: SocketAddr,
+    /// Length in the batch buffer.
+    pub len: usize,
+    /// Kernel receive timestamp (ns, `CLOCK_REALTIME`), when the kernel gave one.
+    pub kernel_ts: Option<u64>,
+}
+
+/// Buffers for receiving up to [`BATCH`] datagrams in one call.
+pub struct RxBatch {
+    bufs: Vec<u8>,
+    names: Vec<libc::sockaddr_storage>,
+    ctrl: Vec<[u64; 8]>,
+    iov: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+    /// What the last [`RxBatch::recv`] got.
+    pub got: Vec<Received>,
+    /// Datagrams dropped because they did not fit in [`DATAGRAM_ROOM`].
+    pub truncated: u64,
+}
+
+impl Default for RxBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RxBatch {
+    /// Empty buffers.
+    pub fn new() -> Self {
+        RxBatch {
+            bufs: vec![0; BATCH * DATAGRAM_ROOM],
+            // SAFETY: all-zero is valid for these C structs.
+            names: vec![unsafe { zeroed() }; BATCH],
+            ctrl: vec![[0; 8]; BATCH],
+            iov: vec![unsafe { zeroed() }; BATCH],
+            hdrs: vec![unsafe { zeroed() }; BATCH],
+            got: Vec::with_capacity(BATCH),
+            truncated: 0,
+        }
+    }
+
+    /// The payload of the `i`-th datagram of the last call.
+    pub fn data(&self, i: usize) -> &[u8] {
+        &self.bufs[i * DATAGRAM_ROOM..i * DATAGRAM_ROOM + self.got[i].len]
+    }
+
+    /// Receives what is queued (non-blocking); `WouldBlock` when nothing is.
+    pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.got.clear();
+        let base = self.bufs.as_mut_ptr();
+        for i in 0..BATCH {
+            self.iov[i] = libc::iovec {
+                // SAFETY: i * DATAGRAM_ROOM is inside bufs.
+                iov_base: unsafe { base.add(i * DATAGRAM_ROOM) } as *mut libc::c_void,
+                iov_len: DATAGRAM_ROOM,
+            };
+            // SAFETY: zero is a valid msghdr; every pointer set below outlives the call.
+            let mut m: libc::msghdr = unsafe { zeroed() };
+            m.msg_name = &mut self.names[i] as *mut _ as *mut libc::c_void;
+            m.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            m.msg_iov = &mut self.iov[i];
+            m.msg_iovlen = 1;
+            m.msg_control = self.ctrl[i].as_mut_ptr() as *mut libc::c_void;
+            m.msg_controllen = size_of::<[u64; 8]>() as _;
+            self.hdrs[i] = libc::mmsghdr {
+                msg_hdr: m,
+                msg_len: 0,
+            };
+        }
+        let n = if !NO_MMSG.load(Ordering::Relaxed) {
+            // SAFETY: hdrs holds BATCH initialised headers pointing at our buffers.
+            let r = unsafe {
+                libc::recvmmsg(
+                    fd,
+                    self.hdrs.as_mut_ptr(),
+                    BATCH as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if !mmsg_unsupported(&e) {
+                    return Err(e);
+                }
+                NO_MMSG.store(true, Ordering::Relaxed);
+                return self.recv(fd);
+            }
+            r as usize
+        } else {
+            // SAFETY: hdrs[0] is initialised and points at our buffers.
+            let r = unsafe { libc::recvmsg(fd, &mut self.hdrs[0].msg_hdr, libc::MSG_DONTWAIT) };
+            if r < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            self.hdrs[0].msg_len = r as libc::c_uint;
+            1
+        };
+        for i in 0..n {
+            let h = &self.hdrs[i];
+            let Some(from) = from_storage(&self.names[i]) else {
+                self.got.push(Received {
+                    from: SocketAddr::from(([0, 0, 0, 0], 0)),
+                    len: 0,
+                    kernel_ts: None,
+                });
+                continue;
+            };
+            let mut len = h.msg_len as usize;
+            if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                self.truncated += 1;
+                len = 0;
+            }
+            let mut kernel_ts = None;
+            // SAFETY: walking the control messages the kernel wrote into ctrl[i].
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
+                while !c.is_null() {
+                    if (*c).cmsg_level == libc::SOL_SOCKET
+                        && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
+                    {
+                        let ts: libc::timespec =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                        kernel_ts = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                    }
+                    c = libc::CMSG_NXTHDR(&h.msg_hdr, c);
+                }
+            }
+            self.got.push(Received {
+                from,
+                len,
+                kernel_ts,
+            });
+        }
+        Ok(n)
+    }
+}
+
+/// Datagrams waiting to be sent in one call.
+pub struct TxBatch {
+    bufs: Vec<u8>,
+    lens: Vec<usize>,
+    names: Vec<(libc::sockaddr_storage, libc::socklen_t)>,
+    start: usize,
+    end: usize,
+}
+
+impl Default for TxBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TxBatch {
+    /// Empty.
+    pub fn new() -> Self {
+        TxBatch {
+            bufs: vec![0; BATCH * DATAGRAM_ROOM],
+            lens: vec![0; BATCH],
+            // SAFETY: all-zero is a valid sockaddr_storage.
+            names: vec![(unsafe { zeroed() }, 0); BATCH],
+            start: 0,
+            end: 0,
+        }
+    }
+    /// Nothing queued.
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+    /// No room for another datagram.
+    pub fn is_full(&self) -> bool {
+        self.end == BATCH
+    }
+    /// Datagrams queued.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+    /// The buffer for the next datagram (call [`TxBatch::commit`] once it is written).
+    pub fn next_buf(&mut self) -> &mut [u8] {
+        &mut self.bufs[self.end * DATAGRAM_ROOM..(self.end + 1) * DATAGRAM_ROOM]
+    }
+    /// Queues the datagram written into [`TxBatch::next_buf`].
+    pub fn commit(&mut self, to: SocketAddr, len: usize) {
+        self.lens[self.end] = len;
+        self.names[self.end] = to_storage(&to);
+        self.end += 1;
+    }
+    /// Copies and queues a datagram (false when full).
+    pub fn push(&mut self, to: SocketAddr, data: &[u8]) -> bool {
+        if self.is_full() || data.len() > DATAGRAM_ROOM {
+            return false;
+        }
+        self.next_buf()[..data.len()].copy_from_slice(data);
+        self.commit(to, data.len());
+        true
+    }
+
+    /// Sends what is queued (non-blocking); returns how many left. On an error other than
+    /// `WouldBlock` the first datagram is discarded so one bad destination cannot wedge the queue.
+    ///
+    /// With UDP GSO (Linux `UDP_SEGMENT`), runs of datagrams to one destination whose sizes are
+    /// equal (the last may be shorter) leave as one message that the kernel splits; the first
+    /// refusal turns GSO off for the process and the batch is sent datagram by datagram.
+    pub fn send(&mut self, fd: RawFd) -> io::Result<usize> {
+        if self.is_empty() {
+            return Ok(0);
+        }
+        let gso = !NO_GSO.load(Ordering::Relaxed) && !NO_MMSG.load(Ordering::Relaxed);
+        let base = self.bufs.as_mut_ptr();
+        // SAFETY: zero is a valid iovec/mmsghdr.
+        let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
+        let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
+        let mut ctrl = [[0u64; 4]; BATCH];
+        // groups[m] = datagrams carried by message m.
+        let mut groups = [0usize; BATCH];
+        let mut msgs = 0;
+        let mut i = self.start;
+        while i < self.end {
+            let mut j = i + 1;
+            if gso {
+                let seg = self.lens[i];
+                let mut total = seg;
+                while j < self.end
+                    && self.names[j].1 == self.names[i].1
+                    && same_addr(&self.names[j].0, &self.names[i].0, self.names[i].1)
+                    && self.lens[j] <= seg
+                    && self.lens[j - 1] == seg
+                    && total + self.lens[j] <= 60_000
+                    && j - i < GSO_MAX_SEGMENTS
+                {
+                    total += self.lens[j];
+                    j += 1;
+                }
+            }
+            for k in i..j {
+                iov[k - self.start] = libc::iovec {
+                    // SAFETY: inside bufs.
+                    iov_base: unsafe { base.add(k * DATAGRAM_ROOM) } as *mut libc::c_void,
+                    iov_len: self.lens[k],
+                };
+            }
+            let m = &mut hdrs[msgs].msg_hdr;
+            m.msg_name = &mut self.names[i].0 as *mut _ as *mut libc::c_void;
+            m.msg_namelen = self.names[i].1;
+            m.msg_iov = &mut iov[i - self.start];
+            m.msg_iovlen = (j - i) as _;
+            if j - i > 1 {
+                m.msg_control = ctrl[msgs].as_mut_ptr() as *mut libc::c_void;
+                // SAFETY: CMSG_SPACE is a pure size computation.
+                m.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as _;
+                // SAFETY: the control buffer is 32 bytes, enough for one u16 option.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(m);
+                    (*c).cmsg_level = libc::SOL_UDP;
+                    (*c).cmsg_type = libc::UDP_SEGMENT;
+                    (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut u16, self.lens[i] as u16);
+                }
+            }
+            groups[msgs] = j - i;
+            msgs += 1;
+            i = j;
+        }
+        let r = if !NO_MMSG.load(Ordering::Relaxed) {
+            // SAFETY: msgs initialised headers pointing at live buffers.
+            let r = unsafe {
+                libc::sendmmsg(
+                    fd,
+                    hdrs.as_mut_ptr(),
+                    msgs as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if mmsg_unsupported(&e) {
+                    NO_MMSG.store(true, Ordering::Relaxed);
+                    return self.send(fd);
+                }
+                if gso && msgs < self.len() && gso_refused(&e) {
+                    NO_GSO.store(true, Ordering::Relaxed);
+                    return self.send(fd);
+                }
+            }
+            r
+        } else {
+            // SAFETY: header 0 is initialised.
+            let r = unsafe { libc::sendmsg(fd, &hdrs[0].msg_hdr, libc::MSG_DONTWAIT) };
+            if r < 0 {
+                r as libc::c_int
+            } else {
+                1
+            }
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted {
+                self.advance(groups[0]);
+            }
+            return Err(e);
+        }
+        let sent: usize = groups[..r as usize].iter().sum();
+        self.advance(sent);
+        Ok(sent)
+    }
+
+    fn advance(&mut self, k: usize) {
+        self.start += k;
+        if self.start >= self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+}
+
+/// Sixteen random bytes from the kernel (falls back to the clock).
+pub fn random16() -> [u8; 16] {
+    let mut b = [0u8; 16];
+    // SAFETY: getrandom writes at most 16 bytes into b.
+    let r = unsafe { libc::getrandom(b.as_mut_ptr() as *mut libc::c_void, 16, 0) };
+    if r != 16 {
+        let t = now_ns().to_le_bytes();
+        b[..8].copy_from_slice(&t);
+        b[8..].copy_from_slice(&(std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15).to_le_bytes());
+    }
+    b
+}
+
+// SAFETY: the raw pointers inside RxBatch point only into its own heap buffers and are
+// rewritten before every call; nothing is shared between threads.
+unsafe impl Send for RxBatch {}

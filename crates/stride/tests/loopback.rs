@@ -1,0 +1,155 @@
+//! The endpoint over real loopback sockets.
+
+use std::time::{Duration, Instant};
+use stride::{Endpoint, Error};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7) as u8 ^ seed)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfer_both_ways_and_close() {
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let up = pattern(3_000_000, 1);
+    let down = pattern(100_001, 2);
+    let addr = server.local_addr();
+    let down2 = down.clone();
+    let srv = tokio::spawn(async move {
+        let mut s = server.accept().await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        s.write_all(&down2).await.unwrap();
+        s.shutdown().await.unwrap();
+        (got, server.stats())
+    });
+    let mut c = client.connect(addr).await.unwrap();
+    c.write_all(&up).await.unwrap();
+    c.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).await.unwrap();
+    assert!(got == down, "down stream differs");
+    let (at_server, _) = srv.await.unwrap();
+    assert!(at_server == up, "up stream differs");
+    let st = c.stats().unwrap();
+    assert!(st.packets_sent > 2000);
+    let info = client.socket_info();
+    assert!(info.recv_buffer >= 4 << 20, "{info:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_to_nobody_fails_fast() {
+    // A bound but silent socket: datagrams vanish.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let t = Instant::now();
+    let r = client.connect(silent.local_addr().unwrap()).await;
+    assert!(matches!(r, Err(Error::Unreachable)), "{r:?}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_by_non_listener() {
+    let other = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let r = client.connect(other.local_addr()).await;
+    assert!(matches!(r, Err(Error::Reset)), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_impaired_relay() {
+    use stride::relay::{Relay, RelayConfig};
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut rc = RelayConfig::new("127.0.0.1:0".parse().unwrap(), server.local_addr());
+    rc.rate_bps = 1_000_000_000;
+    rc.delay_ns = 20_000;
+    rc.queue_bytes = 256 << 10;
+    rc.loss = 0.05;
+    rc.reorder = 0.01;
+    rc.dup = 0.01;
+    rc.seed = 7;
+    let relay = Relay::spawn(rc).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let up = pattern(2_000_000, 3);
+    let srv = tokio::spawn(async move {
+        let mut s = server.accept().await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        got
+    });
+    let t = Instant::now();
+    let mut c = client.connect(relay.local_addr()).await.unwrap();
+    c.write_all(&up).await.unwrap();
+    c.shutdown().await.unwrap();
+    let got = srv.await.unwrap();
+    let el = t.elapsed();
+    assert!(got == up, "stream differs");
+    let rs = relay.stop();
+    let cs = c.stats().unwrap();
+    eprintln!(
+        "{el:?} relay {rs:?} retx {} nacks {} to {}",
+        cs.retransmitted_packets, cs.nacks_received, cs.timeouts
+    );
+    assert!(rs.random_drops > 0 && cs.retransmitted_packets > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_connections_share_one_socket_each_side() {
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = server.local_addr();
+    const N: usize = 16;
+    let srv = tokio::spawn(async move {
+        let mut tasks = Vec::new();
+        for _ in 0..N {
+            let mut s = server.accept().await.unwrap();
+            tasks.push(tokio::spawn(async move {
+                // Echo the first 8 bytes (the stream's tag) back, then the length.
+                let mut got = Vec::new();
+                s.read_to_end(&mut got).await.unwrap();
+                s.write_all(&got[..8]).await.unwrap();
+                s.write_all(&(got.len() as u64).to_be_bytes())
+                    .await
+                    .unwrap();
+                s.shutdown().await.unwrap();
+                got
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.push(t.await.unwrap());
+        }
+        (all, server)
+    });
+    let mut jobs = Vec::new();
+    for k in 0..N {
+        let client = client.clone();
+        jobs.push(tokio::spawn(async move {
+            let mut data = (k as u64).to_be_bytes().to_vec();
+            data.extend(pattern(100_000 + k * 12_345, k as u8));
+            let mut s = client.connect(addr).await.unwrap();
+            s.write_all(&data).await.unwrap();
+            s.shutdown().await.unwrap();
+            let mut back = Vec::new();
+            s.read_to_end(&mut back).await.unwrap();
+            assert_eq!(&back[..8], &data[..8]);
+            assert_eq!(
+                u64::from_be_bytes(back[8..16].try_into().unwrap()),
+                data.len() as u64
+            );
+            data
+        }));
+    }
+    let mut sent = Vec::new();
+    for j in jobs {
+        sent.push(j.await.unwrap());
+    }
+    let (mut got, server) = srv.await.unwrap();
+    got.sort();
+    sent.sort();
+    assert!(got == sent, "some stream differs");
+    assert_eq!(server.stats().accepted, N as u64);
+}
