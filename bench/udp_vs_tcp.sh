@@ -27,13 +27,17 @@ python3 -c "print(f'loopback goodput: STRIDE {float($sg):.3f} Gbit/s, TCP {float
 
 # The bottleneck figures come from `stride demo` (receiver, 1 Gbit/s / 20 us / 256 KiB relay
 # and sender in one process; the sender's controller is set for a 1 Gbit/s line).
-D=$("$B" demo --bytes "$BYTES" --json)
-echo "demo:   $D"
+for thr in "demo defaults (T_low 200us, T_high 1ms)|" "protocol defaults (T_low 5us, T_high 40us)|--t-low 5us --t-high 40us"; do
+label="${thr%%|*}"; extra="${thr#*|}"
+# shellcheck disable=SC2086
+D=$("$B" demo --bytes "$BYTES" --json $extra)
+echo "demo, $label: $D"
 python3 - "$D" <<'PY'
 import json, sys
 d = json.loads(sys.argv[1]); r = d["relay"]
-print(f"via 1 Gbit/s relay: goodput {d['goodput_gbps']:.3f} Gbit/s, bottleneck utilization {100*r['utilization']:.1f} %, "
+print(f"  via 1 Gbit/s relay: goodput {d['goodput_gbps']:.3f} Gbit/s, bottleneck utilization {100*r['utilization']:.1f} %, "
       f"relay queueing delay p50/p99/max {r['queue_delay_p50_ns']/1e3:.1f}/{r['queue_delay_p99_ns']/1e3:.1f}/{r['queue_delay_max_ns']/1e3:.1f} us, "
       f"queue drops {r['queue_drops']}, STT queueing delay p50/p99 {d['queue_delay_p50_ns']/1e3:.1f}/{d['queue_delay_p99_ns']/1e3:.1f} us, "
       f"retransmitted {d['retransmitted_packets']}, timeouts {d['timeouts']}")
 PY
+done

@@ -25,12 +25,15 @@ pub struct DemoArgs {
     /// Queue of the relay.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "256KiB")]
     pub queue: u64,
-    /// Override the controller's T_low (queueing delay below which the sender speeds up).
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
-    pub t_low: Option<u64>,
-    /// Override the controller's T_high (queueing delay above which it slows down).
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
-    pub t_high: Option<u64>,
+    /// Controller's T_low: queueing delay (STT above its minimum) below which the sender speeds
+    /// up. The protocol's default (5 µs) assumes hardware timestamps; software timestamps on a
+    /// shared loopback host jitter by tens of µs, so the demo uses 200 µs.
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "200us")]
+    pub t_low: u64,
+    /// Controller's T_high: queueing delay above which the sender slows down multiplicatively
+    /// (protocol default 40 µs; the demo uses 1 ms, half the 256 KiB queue at 1 Gbit/s).
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "1ms")]
+    pub t_high: u64,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -54,12 +57,8 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     let mut proto = stride::Config::for_line_rate_gbps(a.rate as f64 / 1e9);
     proto.min_rto_ns = 5_000_000;
     if let stride::proto::cc::CcConfig::Stride(p) = &mut proto.cc {
-        if let Some(t) = a.t_low {
-            p.t_low = t.min(i32::MAX as u64) as u32;
-        }
-        if let Some(t) = a.t_high {
-            p.t_high = t.min(i32::MAX as u64) as u32;
-        }
+        p.t_low = a.t_low.min(i32::MAX as u64) as u32;
+        p.t_high = a.t_high.min(i32::MAX as u64) as u32;
         if p.t_low > p.t_high {
             anyhow::bail!("--t-low must not exceed --t-high");
         }
@@ -81,6 +80,12 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
             fmt_ns(a.delay),
             a.queue / 1024,
             receiver.local_addr()
+        );
+        println!(
+            "controller: line rate {:.2} Gbit/s, T_low {}, T_high {} (software timestamps; see --help)",
+            a.rate as f64 / 1e9,
+            fmt_ns(a.t_low),
+            fmt_ns(a.t_high)
         );
     }
     let sink = tokio::spawn(async move {

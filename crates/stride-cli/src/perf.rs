@@ -10,6 +10,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Arguments of `stride perf`.
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  stride perf server --listen 0.0.0.0:7100\n  stride perf client --to 10.0.0.2:7100 --time 10"
+)]
 pub struct PerfArgs {
     #[command(subcommand)]
     pub role: Role,

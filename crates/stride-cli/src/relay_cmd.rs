@@ -8,6 +8,12 @@ use stride::relay::{Relay, RelayConfig, RelayStats};
 
 /// Arguments of `stride relay`.
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Client-to-server datagrams meet loss, duplication, a drop-tail queue drained at --rate, \
+the delay and reordering; the way back only gets the delay. Prints drops, utilization and \
+queueing delay p50/p99/max on exit (SIGINT, SIGTERM or --duration).\n\n\
+Example:\n  stride relay --listen 127.0.0.1:7001 --to 127.0.0.1:7000 --rate 1gbit --delay 20us --queue 256KiB --loss 1%"
+)]
 pub struct RelayArgs {
     /// Address clients send to.
     #[arg(long, value_name = "ADDR")]

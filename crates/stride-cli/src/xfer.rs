@@ -47,6 +47,11 @@ impl Status {
 
 /// Arguments of `stride recv`.
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Writes NAME.part, checks size and BLAKE3, fsyncs and renames to NAME only on a match; \
+refuses names with path separators or '..' and never overwrites without --force.\n\n\
+Example:\n  stride recv --listen 0.0.0.0:7000 --out ./incoming --json"
+)]
 pub struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7000 or [::]:7000.
     #[arg(long, value_name = "ADDR")]
@@ -67,6 +72,11 @@ pub struct RecvArgs {
 
 /// Arguments of `stride send`.
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Exit status 0 only when the receiver confirmed every file (size and BLAKE3 match); \
+otherwise 1 with one line per failed file on stderr.\n\n\
+Example:\n  stride send --to 10.0.0.2:7000 --json big.iso notes.txt"
+)]
 pub struct SendArgs {
     /// The receiver (`stride recv`) address.
     #[arg(long, value_name = "ADDR")]

@@ -414,3 +414,49 @@ fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
     let _ = std::fs::remove_dir_all(&src);
     let _ = std::fs::remove_dir_all(&dst);
 }
+
+struct Mount(PathBuf);
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Needs permission to mount a small tmpfs (root); skipped otherwise.
+#[test]
+fn disk_full_is_reported_and_leaves_no_file() {
+    let src = tempdir("full-src");
+    let dst = tempdir("full-dst");
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&dst)
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    let _m = Mount(dst.clone());
+    let f = src.join("huge.bin");
+    std::fs::write(&f, random_bytes(3_000_000, 8)).expect("write");
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        dst.to_str().expect("utf8"),
+    ]);
+    let out = send(raddr, std::slice::from_ref(&f));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("disk full"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    drop(recv);
+    let left: Vec<_> = std::fs::read_dir(&dst).expect("dir").collect();
+    assert!(left.is_empty(), "{left:?}");
+    drop(_m);
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&dst);
+}

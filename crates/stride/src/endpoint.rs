@@ -260,8 +260,8 @@ impl Drop for HandleGuard {
 }
 
 impl Endpoint {
-    /// Binds `addr` with default options (listening for connections). Must be called inside a
-    /// tokio runtime.
+    /// Binds `addr` with default options (listening for connections) and starts the driver
+    /// thread. The streams are tokio I/O objects; `connect_timeout` needs a tokio timer.
     pub fn bind(addr: SocketAddr) -> Result<Endpoint> {
         Endpoint::bind_with(addr, EndpointConfig::default())
     }
