@@ -1,0 +1,350 @@
+//! Network elements: packets, unidirectional ports (queue + link), switches with ECMP routing,
+//! and the topology graph they form.
+
+use std::collections::VecDeque;
+
+/// Bytes added to every datagram on the wire: Ethernet header + FCS (18), IPv4 (20), UDP (8),
+/// and the preamble + inter-frame gap (20). TCP segments pay the same (TCP's 20-byte header
+/// replaces UDP's 8 + STRIDE's 32 inside the payload accounting, see `tcp`).
+pub const WIRE_OVERHEAD: u32 = 18 + 20 + 8 + 20;
+
+/// What a packet carries.
+#[derive(Clone, Debug)]
+pub enum Payload {
+    /// A STRIDE datagram, bytes exactly as stride-proto emitted them.
+    Stride(Vec<u8>),
+    /// A TCP segment of the packet-level TCP models.
+    Tcp(crate::tcp::Segment),
+}
+
+/// A packet in flight.
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// Source host.
+    pub src: u32,
+    /// Destination host.
+    pub dst: u32,
+    /// Bytes on the wire (serialization time and buffer occupancy).
+    pub wire: u32,
+    /// ECMP hash (per connection).
+    pub hash: u64,
+    /// ECN-capable transport.
+    pub ect: bool,
+    /// Congestion experienced (set by a switch).
+    pub ce: bool,
+    /// Contents.
+    pub payload: Payload,
+}
+
+/// Node identifier: hosts are `0..hosts`, switches follow.
+pub type NodeId = u32;
+
+/// A unidirectional port: an output queue feeding a link.
+#[derive(Debug)]
+pub struct Port {
+    /// Node owning the queue.
+    pub from: NodeId,
+    /// Node at the far end of the link.
+    pub to: NodeId,
+    /// Link rate, bit/s.
+    pub rate_bps: u64,
+    /// Propagation delay, ns.
+    pub delay_ns: u64,
+    /// Buffer, bytes (drop-tail).
+    pub cap_bytes: u64,
+    /// ECN marking: instantaneous queue above `ecn_k_bytes` at enqueue (0 = off)...
+    pub ecn_k_bytes: u64,
+    /// ... or RED-style: linear marking probability between kmin and kmax up to pmax.
+    pub red: Option<(u64, u64, f64)>,
+    /// Queued packets (indices into the packet arena).
+    pub queue: VecDeque<usize>,
+    /// Bytes queued.
+    pub qbytes: u64,
+    /// A packet is being serialized.
+    pub busy: bool,
+    /// Packets dropped at this port.
+    pub drops: u64,
+    /// Packets marked CE at this port.
+    pub marks: u64,
+    /// Largest queue seen, bytes.
+    pub max_qbytes: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Busy time, ns.
+    pub busy_ns: u64,
+}
+
+impl Port {
+    /// Serialization time of `bytes` on this link, ns (rounded up).
+    pub fn ser_ns(&self, bytes: u32) -> u64 {
+        (u64::from(bytes) * 8 * 1_000_000_000).div_ceil(self.rate_bps)
+    }
+}
+
+/// A switch: output ports and, per destination host, the ports on shortest paths.
+#[derive(Debug, Default)]
+pub struct Switch {
+    /// Ports owned by this switch (indices into the port table).
+    pub ports: Vec<usize>,
+    /// For each destination host, the candidate output ports (ECMP set).
+    pub routes: Vec<Vec<usize>>,
+}
+
+/// The network graph.
+#[derive(Debug, Default)]
+pub struct Topology {
+    /// Number of hosts (node ids `0..hosts`).
+    pub hosts: u32,
+    /// Switches (node id = hosts + index).
+    pub switches: Vec<Switch>,
+    /// All ports.
+    pub ports: Vec<Port>,
+    /// Each host's uplink port.
+    pub host_port: Vec<usize>,
+    /// Host NIC rate, bit/s (of each host's uplink).
+    pub host_rate_bps: Vec<u64>,
+    /// A human-readable name per switch (for queue reports).
+    pub switch_names: Vec<String>,
+}
+
+/// Link parameters used when building a topology.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkSpec {
+    /// bit/s
+    pub rate_bps: u64,
+    /// ns
+    pub delay_ns: u64,
+}
+
+/// Queue parameters of every switch port.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueSpec {
+    /// Buffer per port, bytes.
+    pub cap_bytes: u64,
+    /// ECN threshold, bytes (0 = off).
+    pub ecn_k_bytes: u64,
+    /// RED marking (kmin, kmax, pmax).
+    pub red: Option<(u64, u64, f64)>,
+}
+
+impl Topology {
+    fn add_switch(&mut self, name: String) -> NodeId {
+        self.switches.push(Switch::default());
+        self.switch_names.push(name);
+        self.hosts + self.switches.len() as u32 - 1
+    }
+
+    fn add_port(&mut self, from: NodeId, to: NodeId, l: LinkSpec, q: QueueSpec) -> usize {
+        let idx = self.ports.len();
+        self.ports.push(Port {
+            from,
+            to,
+            rate_bps: l.rate_bps,
+            delay_ns: l.delay_ns,
+            cap_bytes: q.cap_bytes,
+            ecn_k_bytes: q.ecn_k_bytes,
+            red: q.red,
+            queue: VecDeque::new(),
+            qbytes: 0,
+            busy: false,
+            drops: 0,
+            marks: 0,
+            max_qbytes: 0,
+            tx_bytes: 0,
+            busy_ns: 0,
+        });
+        if from >= self.hosts {
+            self.switches[(from - self.hosts) as usize].ports.push(idx);
+        } else {
+            self.host_port[from as usize] = idx;
+            self.host_rate_bps[from as usize] = l.rate_bps;
+        }
+        idx
+    }
+
+    /// A bidirectional link (two ports). Host NIC queues are unbounded (the host's own transport
+    /// decides when to hand a packet to an idle NIC, so they never hold more than one).
+    fn link(&mut self, a: NodeId, b: NodeId, l: LinkSpec, q: QueueSpec) {
+        let host_q = QueueSpec {
+            cap_bytes: u64::MAX,
+            ecn_k_bytes: 0,
+            red: None,
+        };
+        self.add_port(a, b, l, if a < self.hosts { host_q } else { q });
+        self.add_port(b, a, l, if b < self.hosts { host_q } else { q });
+    }
+
+    fn new_hosts(n: u32) -> Topology {
+        Topology {
+            hosts: n,
+            host_port: vec![usize::MAX; n as usize],
+            host_rate_bps: vec![0; n as usize],
+            ..Default::default()
+        }
+    }
+
+    /// `senders` hosts on a left switch, `receivers` hosts on a right switch, one bottleneck
+    /// link between the switches. Hosts 0..senders are senders.
+    pub fn dumbbell(
+        senders: u32,
+        receivers: u32,
+        host: LinkSpec,
+        bottleneck: LinkSpec,
+        q: QueueSpec,
+    ) -> Topology {
+        let mut t = Topology::new_hosts(senders + receivers);
+        let left = t.add_switch("left".into());
+        let right = t.add_switch("right".into());
+        for h in 0..senders {
+            t.link(h, left, host, q);
+        }
+        for h in senders..senders + receivers {
+            t.link(h, right, host, q);
+        }
+        t.link(left, right, bottleneck, q);
+        t.route();
+        t
+    }
+
+    /// Leaf-spine: `leaves` leaf switches with `hosts_per_leaf` hosts each, every leaf linked
+    /// to every one of `spines` spine switches.
+    pub fn leaf_spine(
+        leaves: u32,
+        spines: u32,
+        hosts_per_leaf: u32,
+        host: LinkSpec,
+        fabric: LinkSpec,
+        q: QueueSpec,
+    ) -> Topology {
+        let mut t = Topology::new_hosts(leaves * hosts_per_leaf);
+        let leaf_ids: Vec<NodeId> = (0..leaves)
+            .map(|i| t.add_switch(format!("leaf{i}")))
+            .collect();
+        let spine_ids: Vec<NodeId> = (0..spines)
+            .map(|i| t.add_switch(format!("spine{i}")))
+            .collect();
+        for (i, &l) in leaf_ids.iter().enumerate() {
+            for h in 0..hosts_per_leaf {
+                t.link(i as u32 * hosts_per_leaf + h, l, host, q);
+            }
+            for &s in &spine_ids {
+                t.link(l, s, fabric, q);
+            }
+        }
+        t.route();
+        t
+    }
+
+    /// FatTree(k) (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation switches, (k/2)^2
+    /// core switches; each edge switch holds `hosts_per_edge` hosts (k/2 in the canonical tree;
+    /// more means oversubscription hosts_per_edge : k/2 at the edge).
+    pub fn fat_tree(
+        k: u32,
+        hosts_per_edge: u32,
+        host: LinkSpec,
+        fabric: LinkSpec,
+        q: QueueSpec,
+    ) -> Topology {
+        let half = k / 2;
+        let mut t = Topology::new_hosts(k * half * hosts_per_edge);
+        let mut edges = Vec::new();
+        let mut aggs = Vec::new();
+        for p in 0..k {
+            for i in 0..half {
+                edges.push(t.add_switch(format!("edge{p}.{i}")));
+            }
+            for i in 0..half {
+                aggs.push(t.add_switch(format!("agg{p}.{i}")));
+            }
+        }
+        let cores: Vec<NodeId> = (0..half * half)
+            .map(|i| t.add_switch(format!("core{i}")))
+            .collect();
+        for p in 0..k {
+            for e in 0..half {
+                let edge = edges[(p * half + e) as usize];
+                for h in 0..hosts_per_edge {
+                    t.link((p * half + e) * hosts_per_edge + h, edge, host, q);
+                }
+                for a in 0..half {
+                    t.link(edge, aggs[(p * half + a) as usize], fabric, q);
+                }
+            }
+            for a in 0..half {
+                for c in 0..half {
+                    t.link(
+                        aggs[(p * half + a) as usize],
+                        cores[(a * half + c) as usize],
+                        fabric,
+                        q,
+                    );
+                }
+            }
+        }
+        t.route();
+        t
+    }
+
+    /// Fills every switch's ECMP table with all shortest-path next hops (BFS per destination).
+    fn route(&mut self) {
+        let n = (self.hosts as usize) + self.switches.len();
+        let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, p) in self.ports.iter().enumerate() {
+            out[p.from as usize].push(i);
+        }
+        let mut into: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, p) in self.ports.iter().enumerate() {
+            into[p.to as usize].push(i);
+        }
+        for s in &mut self.switches {
+            s.routes = vec![Vec::new(); self.hosts as usize];
+        }
+        let mut dist = vec![u32::MAX; n];
+        let mut q = VecDeque::new();
+        for dst in 0..self.hosts {
+            dist.iter_mut().for_each(|d| *d = u32::MAX);
+            dist[dst as usize] = 0;
+            q.push_back(dst as usize);
+            while let Some(v) = q.pop_front() {
+                for &pi in &into[v] {
+                    let u = self.ports[pi].from as usize;
+                    if dist[u] == u32::MAX {
+                        dist[u] = dist[v] + 1;
+                        // hosts do not forward
+                        if u >= self.hosts as usize {
+                            q.push_back(u);
+                        }
+                    }
+                }
+            }
+            for (si, s) in self.switches.iter_mut().enumerate() {
+                let u = self.hosts as usize + si;
+                for &pi in &out[u] {
+                    let v = self.ports[pi].to as usize;
+                    if dist[v] != u32::MAX && dist[v] + 1 == dist[u] {
+                        s.routes[dst as usize].push(pi);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sum of propagation delays and store-and-forward times of one `mtu_wire`-byte packet
+    /// along one shortest path from `src` to `dst`, ns (the first ECMP choice at each hop).
+    pub fn path_latency(&self, src: u32, dst: u32, mtu_wire: u32) -> (u64, u64) {
+        let mut port = self.host_port[src as usize];
+        let mut lat = 0;
+        let mut min_rate = u64::MAX;
+        loop {
+            let p = &self.ports[port];
+            lat += p.delay_ns + p.ser_ns(mtu_wire);
+            min_rate = min_rate.min(p.rate_bps);
+            let node = p.to;
+            if node == dst {
+                return (lat, min_rate);
+            }
+            let s = &self.switches[(node - self.hosts) as usize];
+            port = s.routes[dst as usize][0];
+        }
+    }
+}

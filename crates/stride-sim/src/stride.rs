@@ -1,0 +1,180 @@
+//! STRIDE in the simulator: each host runs one unmodified `stride_proto::Endpoint`. The engine
+//! supplies the time (exact, as hardware timestamps would be) and carries the datagrams.
+
+use crate::engine::{flow_hash, Ctx, HostStack};
+use crate::net::{Packet, Payload, WIRE_OVERHEAD};
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use stride_proto::wire::HEADER_LEN;
+use stride_proto::{Config, ConnHandle, Endpoint, Event};
+
+/// The address standing for host `h` (a key: nothing is sent anywhere).
+pub fn host_addr(h: u32) -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::from(0x0a00_0000 | h), 4791))
+}
+
+fn addr_host(a: SocketAddr) -> u32 {
+    match a {
+        SocketAddr::V4(v) => u32::from(*v.ip()) & 0x00ff_ffff,
+        SocketAddr::V6(_) => unreachable!("the simulator only makes IPv4 keys"),
+    }
+}
+
+/// Which flow a connection of this host belongs to.
+struct Sending {
+    flow: u32,
+    written: u64,
+    closed: bool,
+}
+
+/// One host's STRIDE stack.
+pub struct StrideHost {
+    id: u32,
+    ep: Endpoint,
+    sending: HashMap<ConnHandle, Sending>,
+    receiving: HashMap<ConnHandle, u32>,
+    /// Flow ids by (source host, source connection id), shared by all hosts of a run.
+    registry: std::rc::Rc<std::cell::RefCell<HashMap<(u32, u32), u32>>>,
+    buf: Vec<u8>,
+    sink: Vec<u8>,
+    zeros: Vec<u8>,
+}
+
+impl StrideHost {
+    /// A host with its own endpoint (listening), keyed and seeded from `seed`.
+    pub fn new(
+        id: u32,
+        cfg: Config,
+        seed: u64,
+        registry: std::rc::Rc<std::cell::RefCell<HashMap<(u32, u32), u32>>>,
+    ) -> Self {
+        let mut key = [0u8; 16];
+        key[..8].copy_from_slice(&seed.to_le_bytes());
+        key[8..12].copy_from_slice(&id.to_le_bytes());
+        let mut ep = Endpoint::new(cfg, key, seed ^ (u64::from(id) << 20));
+        ep.listen(true);
+        StrideHost {
+            id,
+            ep,
+            sending: HashMap::new(),
+            receiving: HashMap::new(),
+            registry,
+            buf: vec![0u8; 65_536],
+            sink: vec![0u8; 1 << 20],
+            zeros: vec![0u8; 1 << 20],
+        }
+    }
+
+    fn fill(&mut self, ctx: &mut Ctx, h: ConnHandle) {
+        let Some(s) = self.sending.get_mut(&h) else {
+            return;
+        };
+        let total = ctx.flows[s.flow as usize].bytes;
+        while s.written < total {
+            let n = (total - s.written).min(self.zeros.len() as u64) as usize;
+            let took = self.ep.write(h, &self.zeros[..n]).unwrap_or(0);
+            s.written += took as u64;
+            if took < n {
+                break;
+            }
+        }
+        if s.written == total && !s.closed {
+            s.closed = self.ep.close(h).is_ok();
+        }
+    }
+
+    fn events(&mut self, ctx: &mut Ctx) {
+        while let Some((h, ev)) = self.ep.poll_event() {
+            match ev {
+                Event::Accepted => {
+                    let (Some(remote), Some(conn)) = (self.ep.remote(h), self.ep.conn(h)) else {
+                        continue;
+                    };
+                    let key = (addr_host(remote), conn.remote_cid());
+                    if let Some(&flow) = self.registry.borrow().get(&key) {
+                        self.receiving.insert(h, flow);
+                    }
+                }
+                Event::Connected | Event::Writable => self.fill(ctx, h),
+                Event::Readable => {
+                    while let Ok(n) = self.ep.read(h, &mut self.sink) {
+                        if n == 0 {
+                            break;
+                        }
+                        *ctx.delivered += n as u64;
+                    }
+                    if self.ep.is_eof(h) {
+                        if let Some(flow) = self.receiving.remove(&h) {
+                            ctx.complete(flow);
+                            let _ = self.ep.close(h);
+                        }
+                    }
+                }
+                Event::Closed(_) => {
+                    self.sending.remove(&h);
+                    self.receiving.remove(&h);
+                }
+            }
+        }
+    }
+}
+
+impl HostStack for StrideHost {
+    fn start_flow(&mut self, ctx: &mut Ctx, flow: u32) {
+        let f = ctx.flows[flow as usize];
+        let h = self
+            .ep
+            .connect(ctx.now, host_addr(f.dst))
+            .expect("connection table has room");
+        self.registry.borrow_mut().insert((self.id, h.0), flow);
+        self.sending.insert(
+            h,
+            Sending {
+                flow,
+                written: 0,
+                closed: false,
+            },
+        );
+        self.fill(ctx, h);
+        self.events(ctx);
+    }
+
+    fn receive(&mut self, ctx: &mut Ctx, pkt: Packet) {
+        if let Payload::Stride(bytes) = &pkt.payload {
+            self.ep.handle(ctx.now, host_addr(pkt.src), bytes);
+            self.events(ctx);
+        }
+    }
+
+    fn poll_packet(&mut self, ctx: &mut Ctx) -> Option<Packet> {
+        let t = self.ep.poll_transmit(ctx.now, &mut self.buf)?;
+        self.events(ctx);
+        let d = &self.buf[..t.len];
+        let dst = addr_host(t.remote);
+        // Per-connection ECMP, as if every connection had its own UDP source port: the two
+        // identifiers XOR to the same key in both directions (the SYN, with no server id, aside).
+        let key = u64::from(
+            u32::from_be_bytes([d[4], d[5], d[6], d[7]])
+                ^ u32::from_be_bytes([d[8], d[9], d[10], d[11]]),
+        );
+        debug_assert!(t.len >= HEADER_LEN);
+        Some(Packet {
+            src: self.id,
+            dst,
+            wire: t.len as u32 + WIRE_OVERHEAD,
+            hash: flow_hash(self.id, dst, key),
+            ect: false,
+            ce: false,
+            payload: Payload::Stride(d.to_vec()),
+        })
+    }
+
+    fn next_wake(&mut self) -> Option<u64> {
+        self.ep.poll_timeout()
+    }
+
+    fn wake(&mut self, ctx: &mut Ctx) {
+        self.ep.handle_timeout(ctx.now);
+        self.events(ctx);
+    }
+}
