@@ -362,6 +362,11 @@ impl Sim {
         );
     }
 
+    /// Packets inside the network (queued or on a link) right now.
+    pub fn in_flight(&self) -> u64 {
+        (self.packets.len() - self.free.len()) as u64
+    }
+
     /// Current simulated time.
     pub fn now(&self) -> u64 {
         self.now
