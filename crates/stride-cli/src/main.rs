@@ -26,11 +26,14 @@ enum Cmd {
     Relay(relay_cmd::RelayArgs),
     /// Receiver, 1 Gbit/s relay and sender on loopback in one process, with live progress.
     Demo(demo::DemoArgs),
+    /// Packet-level datacenter simulator: STRIDE (the same stride-proto code) vs TCP baselines.
+    Sim(sim::SimArgs),
 }
 
 mod demo;
 mod perf;
 mod relay_cmd;
+mod sim;
 mod units;
 mod vectors;
 mod xfer;
@@ -44,5 +47,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Perf(a) => perf::run(a),
         Cmd::Relay(a) => relay_cmd::run(a),
         Cmd::Demo(a) => demo::run(a),
+        Cmd::Sim(a) => sim::run(a),
     }
 }

@@ -5,5 +5,8 @@
 
 pub mod engine;
 pub mod net;
+pub mod report;
+pub mod scenario;
 pub mod stride;
 pub mod tcp;
+pub mod workload;

@@ -1,0 +1,258 @@
+//! `stride sim run|compare`: runs a scenario file with one or several transports on identical
+//! flows (in parallel threads), writes per-flow CSV, a summary JSON and queue samples.
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use stride_sim::report::{csv, improvement, rows, summarize, TransportReport};
+use stride_sim::scenario::{Loaded, Scenario};
+
+#[derive(clap::Args)]
+pub struct SimArgs {
+    #[command(subcommand)]
+    cmd: SimCmd,
+}
+
+#[derive(clap::Subcommand)]
+enum SimCmd {
+    /// Run a scenario with the transports it lists.
+    ///
+    /// Example: stride sim run scenarios/quick.toml --out out/quick
+    Run {
+        /// Scenario file (TOML).
+        scenario: PathBuf,
+        /// Directory for flows-<transport>.csv, summary.json and queue-<transport>.csv.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the summary as JSON on stdout (no progress bar).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a scenario with each of the given transports on identical flow arrivals.
+    ///
+    /// Example: stride sim compare scenarios/paper-fattree.toml --cc stride,dctcp,vegas,newreno
+    Compare {
+        /// Scenario file (TOML).
+        scenario: PathBuf,
+        /// Comma-separated transports: stride, dctcp, vegas, newreno.
+        #[arg(long, value_delimiter = ',', default_value = "stride,dctcp,vegas")]
+        cc: Vec<String>,
+        /// Output directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the summary as JSON on stdout (no progress bar).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(a: SimArgs) -> anyhow::Result<()> {
+    match a.cmd {
+        SimCmd::Run {
+            scenario,
+            out,
+            json,
+        } => {
+            let loaded = Scenario::load(&scenario).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let cc = loaded.sc.transports.clone();
+            execute(&loaded, &cc, out.as_deref(), json)
+        }
+        SimCmd::Compare {
+            scenario,
+            cc,
+            out,
+            json,
+        } => {
+            let mut loaded = Scenario::load(&scenario).map_err(|e| anyhow::anyhow!("{e}"))?;
+            loaded.sc.transports = cc.clone();
+            execute(&loaded, &cc, out.as_deref(), json)
+        }
+    }
+}
+
+struct Outcome {
+    name: String,
+    report: TransportReport,
+    csv: String,
+    queue_csv: String,
+}
+
+fn one(loaded: &Loaded, transport: &str, bar: Option<ProgressBar>) -> anyhow::Result<Outcome> {
+    let sc = &loaded.sc;
+    let mut sim = sc
+        .sim(transport, &loaded.flows)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let t0 = Instant::now();
+    let limit = (sc.limit_ms * 1e6) as u64;
+    sim.run(limit, |now, events| {
+        if let Some(b) = &bar {
+            let secs = t0.elapsed().as_secs_f64().max(1e-9);
+            b.set_position((now / 1000).min(limit / 1000));
+            b.set_message(format!(
+                "{transport}: {:.1} M events/s",
+                events as f64 / secs / 1e6
+            ));
+        }
+    });
+    let wall = t0.elapsed().as_secs_f64();
+    if let Some(b) = &bar {
+        b.finish_with_message(format!("{transport}: done in {wall:.1} s"));
+    }
+    let r = rows(&sim);
+    let mut queue_csv = String::from("t_ns,port,from,to,bytes\n");
+    for s in &sim.samples {
+        let p = &sim.topo.ports[s.port];
+        queue_csv.push_str(&format!(
+            "{},{},{},{},{}\n",
+            s.t, s.port, p.from, p.to, s.bytes
+        ));
+    }
+    Ok(Outcome {
+        name: transport.to_string(),
+        report: summarize(&r, &sim.stats, wall),
+        csv: csv(transport, &r),
+        queue_csv,
+    })
+}
+
+fn execute(
+    loaded: &Loaded,
+    cc: &[String],
+    out: Option<&Path>,
+    json_out: bool,
+) -> anyhow::Result<()> {
+    if cc.is_empty() {
+        bail!("no transport to run (--cc or `transports` in the scenario)");
+    }
+    for t in cc {
+        if !["stride", "dctcp", "vegas", "newreno"].contains(&t.as_str()) {
+            bail!("unknown transport {t:?}: use stride, dctcp, vegas, newreno");
+        }
+    }
+    let show = !json_out && std::io::stderr().is_terminal();
+    let multi = indicatif::MultiProgress::new();
+    let limit_us = (loaded.sc.limit_ms * 1e3) as u64;
+    let started = Instant::now();
+    // Each transport on its own thread: the simulations share nothing.
+    let results: Vec<anyhow::Result<Outcome>> = std::thread::scope(|s| {
+        let handles: Vec<_> = cc
+            .iter()
+            .map(|t| {
+                let bar = show.then(|| {
+                    let b = multi.add(ProgressBar::new(limit_us));
+                    b.set_style(
+                        ProgressStyle::with_template("{bar:30} {pos}/{len} µs simulated  {msg}")
+                            .expect("template"),
+                    );
+                    b
+                });
+                s.spawn(move || one(loaded, t, bar))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("simulation thread panicked")))
+            })
+            .collect()
+    });
+    let mut outcomes = Vec::new();
+    for r in results {
+        outcomes.push(r?);
+    }
+    let mut transports = serde_json::Map::new();
+    for o in &outcomes {
+        transports.insert(o.name.clone(), serde_json::to_value(&o.report)?);
+    }
+    let mut improvements = serde_json::Map::new();
+    if let Some(st) = outcomes.iter().find(|o| o.name == "stride") {
+        for o in outcomes.iter().filter(|o| o.name != "stride") {
+            improvements.insert(
+                o.name.clone(),
+                serde_json::to_value(improvement(&st.report, &o.report))?,
+            );
+        }
+    }
+    let summary = json!({
+        "scenario": loaded.sc.name,
+        "hosts": loaded.sc.hosts(),
+        "flows": loaded.flows.len(),
+        "wall_seconds_total": started.elapsed().as_secs_f64(),
+        "transports": Value::Object(transports),
+        "improvement": Value::Object(improvements),
+    });
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for o in &outcomes {
+            std::fs::write(dir.join(format!("flows-{}.csv", o.name)), &o.csv)?;
+            if o.queue_csv.lines().count() > 1 {
+                std::fs::write(dir.join(format!("queue-{}.csv", o.name)), &o.queue_csv)?;
+            }
+        }
+        std::fs::write(
+            dir.join("summary.json"),
+            serde_json::to_string_pretty(&summary)? + "\n",
+        )?;
+    }
+    if json_out {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        print_table(&summary);
+    }
+    Ok(())
+}
+
+fn print_table(s: &Value) {
+    println!(
+        "scenario {}: {} hosts, {} flows",
+        s["scenario"].as_str().unwrap_or("?"),
+        s["hosts"],
+        s["flows"]
+    );
+    let Some(ts) = s["transports"].as_object() else {
+        return;
+    };
+    println!(
+        "{:<8} {:>4} {:>7} {:>12} {:>12} {:>10} {:>8} {:>9} {:>8}",
+        "cc", "cat", "flows", "avg FCT us", "p99 FCT us", "avg slow", "drops", "Mev/s", "wall s"
+    );
+    for (name, t) in ts {
+        for cat in ["I", "II", "III", "IV", "all"] {
+            let c = &t["categories"][cat];
+            println!(
+                "{:<8} {:>4} {:>7} {:>12.1} {:>12.1} {:>10.2} {:>8} {:>9.2} {:>8.2}",
+                name,
+                cat,
+                c["flows"].as_u64().unwrap_or(0),
+                c["avg_fct_us"].as_f64().unwrap_or(0.0),
+                c["p99_fct_us"].as_f64().unwrap_or(0.0),
+                c["avg_slowdown"].as_f64().unwrap_or(0.0),
+                t["drops"].as_u64().unwrap_or(0),
+                t["events_per_sec"].as_f64().unwrap_or(0.0) / 1e6,
+                t["wall_seconds"].as_f64().unwrap_or(0.0)
+            );
+        }
+    }
+    if let Some(imp) = s["improvement"].as_object() {
+        for (other, cats) in imp {
+            let line: Vec<String> = ["I", "II", "III", "IV", "all"]
+                .iter()
+                .filter_map(|c| {
+                    let v = &cats[*c];
+                    Some(format!(
+                        "{c}: {:.2}x avg, {:.2}x p99",
+                        v["avg"].as_f64()?,
+                        v["p99"].as_f64()?
+                    ))
+                })
+                .collect();
+            println!(
+                "improvement vs {other} (other FCT / STRIDE FCT): {}",
+                line.join("; ")
+            );
+        }
+    }
+}

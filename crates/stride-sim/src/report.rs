@@ -1,0 +1,200 @@
+//! Results: per-flow rows, per-category FCT and slowdown statistics, improvement factors.
+//!
+//! Slowdown = FCT / ideal FCT, with ideal FCT = the latency of one full packet along the flow's
+//! path (propagation + store-and-forward at every hop) + the flow's wire bytes at the host line
+//! rate (`ceil(bytes / 1460) * 1538` bytes). It ignores the handshake, which every transport
+//! pays once, so the smallest flows have slowdowns above 1 by construction.
+
+use crate::engine::{Flow, RunStats, Sim};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Size categories of the paper's Table 2 (read as in docs/spec.md §8.5).
+pub const CATEGORIES: [(&str, u64, u64); 5] = [
+    ("I", 0, 10_000),
+    ("II", 10_000, 100_000),
+    ("III", 100_000, 1_000_000),
+    ("IV", 1_000_000, u64::MAX),
+    ("all", 0, u64::MAX),
+];
+
+/// Statistics of one category.
+#[derive(Debug, Serialize, Clone, Default)]
+pub struct CatStats {
+    /// Completed flows in the category.
+    pub flows: usize,
+    /// Mean FCT, µs.
+    pub avg_fct_us: f64,
+    /// Median FCT, µs.
+    pub p50_fct_us: f64,
+    /// 99th percentile FCT, µs.
+    pub p99_fct_us: f64,
+    /// Mean slowdown.
+    pub avg_slowdown: f64,
+    /// 99th percentile slowdown.
+    pub p99_slowdown: f64,
+}
+
+/// Everything about one transport's run.
+#[derive(Debug, Serialize, Clone)]
+pub struct TransportReport {
+    /// Per category.
+    pub categories: BTreeMap<String, CatStats>,
+    /// Flows that finished / all flows.
+    pub completed: usize,
+    /// All flows.
+    pub flows_total: usize,
+    /// Packets dropped at switches.
+    pub drops: u64,
+    /// Packets marked CE.
+    pub ecn_marks: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Events per wall-clock second.
+    pub events_per_sec: f64,
+    /// Packet-hops (a packet crossing one queue and link).
+    pub packet_hops: u64,
+    /// Packet-hops per wall-clock second.
+    pub packet_hops_per_sec: f64,
+    /// Simulated time, ms.
+    pub simulated_ms: f64,
+    /// Wall time, s.
+    pub wall_seconds: f64,
+}
+
+/// One finished (or unfinished) flow.
+#[derive(Debug, Clone)]
+pub struct FlowRow {
+    /// The flow.
+    pub flow: Flow,
+    /// FCT, ns (None if unfinished).
+    pub fct_ns: Option<u64>,
+    /// Ideal FCT, ns.
+    pub ideal_ns: u64,
+}
+
+fn pct(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Per-flow rows of a finished simulation.
+pub fn rows(sim: &Sim) -> Vec<FlowRow> {
+    let topo = &sim.topo;
+    sim.flows
+        .iter()
+        .zip(&sim.done)
+        .map(|(f, &d)| {
+            let (lat, _) = topo.path_latency(f.src, f.dst, 1538);
+            let wire = f.bytes.div_ceil(1460).max(1) * 1538;
+            let rate = topo.host_rate_bps[f.src as usize];
+            let ideal = lat + (wire * 8 * 1_000_000_000).div_ceil(rate);
+            FlowRow {
+                flow: *f,
+                fct_ns: (d != u64::MAX).then(|| d - f.start),
+                ideal_ns: ideal,
+            }
+        })
+        .collect()
+}
+
+/// Summary of one run.
+pub fn summarize(rows: &[FlowRow], stats: &RunStats, wall: f64) -> TransportReport {
+    let mut categories = BTreeMap::new();
+    for (name, lo, hi) in CATEGORIES {
+        let sel: Vec<&FlowRow> = rows
+            .iter()
+            .filter(|r| r.flow.bytes >= lo && r.flow.bytes < hi && r.fct_ns.is_some())
+            .collect();
+        let mut fct: Vec<f64> = sel
+            .iter()
+            .map(|r| r.fct_ns.unwrap_or(0) as f64 / 1e3)
+            .collect();
+        let mut sd: Vec<f64> = sel
+            .iter()
+            .map(|r| r.fct_ns.unwrap_or(0) as f64 / r.ideal_ns as f64)
+            .collect();
+        fct.sort_by(f64::total_cmp);
+        sd.sort_by(f64::total_cmp);
+        let n = fct.len();
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        categories.insert(
+            name.to_string(),
+            CatStats {
+                flows: n,
+                avg_fct_us: mean(&fct),
+                p50_fct_us: pct(&fct, 0.5),
+                p99_fct_us: pct(&fct, 0.99),
+                avg_slowdown: mean(&sd),
+                p99_slowdown: pct(&sd, 0.99),
+            },
+        );
+    }
+    TransportReport {
+        categories,
+        completed: rows.iter().filter(|r| r.fct_ns.is_some()).count(),
+        flows_total: rows.len(),
+        drops: stats.drops,
+        ecn_marks: stats.ecn_marks,
+        events: stats.events,
+        events_per_sec: stats.events as f64 / wall.max(1e-9),
+        packet_hops: stats.packet_hops,
+        packet_hops_per_sec: stats.packet_hops as f64 / wall.max(1e-9),
+        simulated_ms: stats.end_ns as f64 / 1e6,
+        wall_seconds: wall,
+    }
+}
+
+/// `improvement.<other>.<category>.{avg,p99}` = other's FCT / STRIDE's FCT.
+pub fn improvement(
+    stride: &TransportReport,
+    other: &TransportReport,
+) -> BTreeMap<String, BTreeMap<String, f64>> {
+    let mut out = BTreeMap::new();
+    for (cat, s) in &stride.categories {
+        let Some(o) = other.categories.get(cat) else {
+            continue;
+        };
+        if s.flows == 0 || o.flows == 0 {
+            continue;
+        }
+        let mut m = BTreeMap::new();
+        m.insert("avg".to_string(), o.avg_fct_us / s.avg_fct_us);
+        m.insert("p99".to_string(), o.p99_fct_us / s.p99_fct_us);
+        out.insert(cat.clone(), m);
+    }
+    out
+}
+
+/// CSV of per-flow results.
+pub fn csv(transport: &str, rows: &[FlowRow]) -> String {
+    let mut s = String::from("src,dst,bytes,start_ns,fct_ns,slowdown,transport\n");
+    for r in rows {
+        match r.fct_ns {
+            Some(f) => s.push_str(&format!(
+                "{},{},{},{},{},{:.4},{}\n",
+                r.flow.src,
+                r.flow.dst,
+                r.flow.bytes,
+                r.flow.start,
+                f,
+                f as f64 / r.ideal_ns as f64,
+                transport
+            )),
+            None => s.push_str(&format!(
+                "{},{},{},{},,,{}\n",
+                r.flow.src, r.flow.dst, r.flow.bytes, r.flow.start, transport
+            )),
+        }
+    }
+    s
+}

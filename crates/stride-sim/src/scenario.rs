@@ -1,0 +1,581 @@
+//! Scenario files (TOML): topology, queues, workload, transports and their parameters, seed.
+//! Unknown fields are errors; every semantic error names its field.
+
+use crate::engine::{Flow, HostStack, Sim};
+use crate::net::{LinkSpec, QueueSpec, Topology};
+use crate::stride::StrideHost;
+use crate::tcp::{TcpConfig, TcpHost, Variant};
+use crate::workload::{incast, permutation, poisson, Cdf};
+use serde::Deserialize;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use stride_proto::cc::{rate_from_gbps, CcConfig, StrideParams};
+use stride_proto::EchoPolicy;
+
+/// A whole scenario file.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name used in reports.
+    pub name: String,
+    /// Seed of the workload and of every random choice.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Stop after this much simulated time even if flows are unfinished, ms.
+    #[serde(default = "default_limit")]
+    pub limit_ms: f64,
+    /// Transports `stride sim run` simulates (each on identical flows).
+    #[serde(default = "default_transports")]
+    pub transports: Vec<String>,
+    /// The network.
+    pub topology: TopologySpec,
+    /// Switch queues.
+    #[serde(default)]
+    pub queue: QueueCfg,
+    /// Traffic.
+    pub workload: WorkloadSpec,
+    /// STRIDE parameters.
+    #[serde(default)]
+    pub stride: StrideCfg,
+    /// TCP model parameters.
+    #[serde(default)]
+    pub tcp: TcpCfg,
+    /// Ports (by `switch-name:port-number-in-switch`) whose queue is sampled, and how often.
+    #[serde(default)]
+    pub watch: WatchCfg,
+}
+
+fn one() -> u64 {
+    1
+}
+fn default_limit() -> f64 {
+    10_000.0
+}
+fn default_transports() -> Vec<String> {
+    vec!["stride".into(), "dctcp".into(), "vegas".into()]
+}
+
+/// Topology section.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "snake_case")]
+pub enum TopologySpec {
+    /// `senders` hosts, one bottleneck, `receivers` hosts.
+    Dumbbell {
+        /// Hosts on the sending side.
+        senders: u32,
+        /// Hosts on the receiving side.
+        receivers: u32,
+        /// Host NIC rate.
+        host_gbps: f64,
+        /// Rate of the link between the two switches.
+        bottleneck_gbps: f64,
+        /// Propagation delay of every link, ns.
+        link_delay_ns: u64,
+    },
+    /// Leaf-spine.
+    LeafSpine {
+        /// Leaf switches.
+        leaves: u32,
+        /// Spine switches.
+        spines: u32,
+        /// Hosts per leaf.
+        hosts_per_leaf: u32,
+        /// Host NIC rate.
+        host_gbps: f64,
+        /// Leaf-spine link rate.
+        fabric_gbps: f64,
+        /// Propagation delay of every link, ns.
+        link_delay_ns: u64,
+    },
+    /// FatTree(k).
+    FatTree {
+        /// Switch radix (even).
+        k: u32,
+        /// Hosts per edge switch (k/2 is the canonical, non-oversubscribed tree).
+        hosts_per_edge: u32,
+        /// Host NIC rate.
+        host_gbps: f64,
+        /// Switch-to-switch link rate.
+        fabric_gbps: f64,
+        /// Propagation delay of every link, ns.
+        link_delay_ns: u64,
+    },
+}
+
+/// Switch queue section.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct QueueCfg {
+    /// Buffer per port, packets of `mtu_bytes`.
+    pub buffer_packets: u64,
+    /// ECN marking threshold K, packets (0 = off).
+    pub ecn_k_packets: u64,
+    /// RED marking instead of a step: [kmin packets, kmax packets, pmax].
+    pub red: Option<(u64, u64, f64)>,
+    /// Bytes of a full packet on the wire (1538 for 1500-byte IP packets).
+    pub mtu_bytes: u64,
+}
+
+impl Default for QueueCfg {
+    fn default() -> Self {
+        QueueCfg {
+            buffer_packets: 100,
+            ecn_k_packets: 65,
+            red: None,
+            mtu_bytes: 1538,
+        }
+    }
+}
+
+/// Workload section.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadSpec {
+    /// Poisson arrivals over random host pairs, sizes from an empirical CDF.
+    Poisson {
+        /// CDF file, relative to the scenario file.
+        cdf: String,
+        /// Offered load, fraction of total host bandwidth, in (0, 1].
+        load: f64,
+        /// Number of flows.
+        flows: usize,
+    },
+    /// Every host sends one flow to a distinct host.
+    Permutation {
+        /// Bytes per flow.
+        bytes: u64,
+    },
+    /// N hosts send to host 0 at once.
+    Incast {
+        /// Senders.
+        senders: u32,
+        /// Bytes each.
+        bytes: u64,
+    },
+}
+
+/// STRIDE section: any field left out keeps the core's default for the host line rate.
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct StrideCfg {
+    /// EWMA gain shift.
+    pub alpha_shift: Option<u8>,
+    /// Additive step, Mbit/s.
+    pub beta_mbps: Option<f64>,
+    /// Increase step on a falling gradient, Mbit/s.
+    pub wbeta_mbps: Option<f64>,
+    /// Low queueing-delay threshold, ns.
+    pub t_low_ns: Option<u32>,
+    /// High queueing-delay threshold, ns.
+    pub t_high_ns: Option<u32>,
+    /// Gradient normalisation shift.
+    pub norm_shift: Option<u8>,
+    /// Start rate as a fraction of the line rate.
+    pub start_fraction: Option<f64>,
+    /// Windowed minimum length, samples.
+    pub min_window: Option<u16>,
+    /// STT echo: "last" or "min".
+    pub echo: Option<String>,
+    /// ACK interval, bytes.
+    pub ack_interval: Option<u32>,
+    /// Minimum retransmission timeout, µs.
+    pub min_rto_us: Option<u64>,
+    /// Payload per packet, bytes.
+    pub max_payload: Option<u16>,
+}
+
+/// TCP section.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct TcpCfg {
+    /// Payload per segment, bytes.
+    pub mss: u32,
+    /// Initial window, segments.
+    pub init_cwnd: u32,
+    /// Minimum retransmission timeout, µs.
+    pub min_rto_us: u64,
+    /// DCTCP gain g.
+    pub dctcp_g: f64,
+    /// Vegas alpha, packets.
+    pub vegas_alpha: f64,
+    /// Vegas beta, packets.
+    pub vegas_beta: f64,
+}
+
+impl Default for TcpCfg {
+    fn default() -> Self {
+        TcpCfg {
+            mss: 1460,
+            init_cwnd: 10,
+            min_rto_us: 1000,
+            dctcp_g: 1.0 / 16.0,
+            vegas_alpha: 2.0,
+            vegas_beta: 4.0,
+        }
+    }
+}
+
+/// Queue sampling.
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct WatchCfg {
+    /// Switch names (`left`, `edge0.0`, `core3`, ...) whose every output port is sampled.
+    pub switches: Vec<String>,
+    /// Sampling period, ns.
+    pub every_ns: u64,
+}
+
+/// A scenario error: the field and the reason.
+#[derive(Debug)]
+pub struct ScenarioError(pub String);
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for ScenarioError {}
+
+fn bad(field: &str, why: impl std::fmt::Display) -> ScenarioError {
+    ScenarioError(format!("field `{field}`: {why}"))
+}
+
+/// A scenario ready to run: topology builder inputs, flows and the file's directory.
+pub struct Loaded {
+    /// The parsed file.
+    pub sc: Scenario,
+    /// Flows (identical for every transport).
+    pub flows: Vec<Flow>,
+}
+
+impl Scenario {
+    /// Parses and validates a scenario file; CDF paths resolve against its directory.
+    pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError(format!("{}: {e}", path.display())))?;
+        let sc: Scenario =
+            toml::from_str(&text).map_err(|e| ScenarioError(format!("{}: {e}", path.display())))?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        sc.validate()?;
+        let flows = sc.flows(&dir)?;
+        Ok(Loaded { sc, flows })
+    }
+
+    fn validate(&self) -> Result<(), ScenarioError> {
+        let pos = |f: &str, v: f64| {
+            if v > 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                Err(bad(f, "must be positive"))
+            }
+        };
+        match self.topology {
+            TopologySpec::Dumbbell {
+                senders,
+                receivers,
+                host_gbps,
+                bottleneck_gbps,
+                ..
+            } => {
+                if senders == 0 || receivers == 0 {
+                    return Err(bad(
+                        "topology.senders",
+                        "senders and receivers must be at least 1",
+                    ));
+                }
+                pos("topology.host_gbps", host_gbps)?;
+                pos("topology.bottleneck_gbps", bottleneck_gbps)?;
+            }
+            TopologySpec::LeafSpine {
+                leaves,
+                spines,
+                hosts_per_leaf,
+                host_gbps,
+                fabric_gbps,
+                ..
+            } => {
+                if leaves < 2 || spines == 0 || hosts_per_leaf == 0 {
+                    return Err(bad(
+                        "topology.leaves",
+                        "need at least 2 leaves, 1 spine, 1 host per leaf",
+                    ));
+                }
+                pos("topology.host_gbps", host_gbps)?;
+                pos("topology.fabric_gbps", fabric_gbps)?;
+            }
+            TopologySpec::FatTree {
+                k,
+                hosts_per_edge,
+                host_gbps,
+                fabric_gbps,
+                ..
+            } => {
+                if k < 2 || k % 2 != 0 {
+                    return Err(bad("topology.k", "must be even and at least 2"));
+                }
+                if hosts_per_edge == 0 {
+                    return Err(bad("topology.hosts_per_edge", "must be at least 1"));
+                }
+                pos("topology.host_gbps", host_gbps)?;
+                pos("topology.fabric_gbps", fabric_gbps)?;
+            }
+        }
+        if self.queue.buffer_packets == 0 {
+            return Err(bad("queue.buffer_packets", "must be at least 1"));
+        }
+        if let Some((lo, hi, p)) = self.queue.red {
+            if lo >= hi || !(0.0..=1.0).contains(&p) {
+                return Err(bad("queue.red", "needs kmin < kmax and 0 <= pmax <= 1"));
+            }
+        }
+        match &self.workload {
+            WorkloadSpec::Poisson { load, flows, .. } => {
+                if !(*load > 0.0 && *load <= 1.0) {
+                    return Err(bad("workload.load", "must be in (0, 1]"));
+                }
+                if *flows == 0 {
+                    return Err(bad("workload.flows", "must be at least 1"));
+                }
+            }
+            WorkloadSpec::Incast { senders, .. } if *senders + 1 > self.hosts() => {
+                return Err(bad(
+                    "workload.senders",
+                    format!(
+                        "needs {} hosts, the topology has {}",
+                        senders + 1,
+                        self.hosts()
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        for t in &self.transports {
+            if !["stride", "dctcp", "vegas", "newreno"].contains(&t.as_str()) {
+                return Err(bad(
+                    "transports",
+                    format!("unknown transport {t:?} (stride, dctcp, vegas, newreno)"),
+                ));
+            }
+        }
+        if let Some(e) = &self.stride.echo {
+            if e != "last" && e != "min" {
+                return Err(bad("stride.echo", "must be \"last\" or \"min\""));
+            }
+        }
+        self.stride_config().map(|_| ())
+    }
+
+    /// Number of hosts of the topology.
+    pub fn hosts(&self) -> u32 {
+        match self.topology {
+            TopologySpec::Dumbbell {
+                senders, receivers, ..
+            } => senders + receivers,
+            TopologySpec::LeafSpine {
+                leaves,
+                hosts_per_leaf,
+                ..
+            } => leaves * hosts_per_leaf,
+            TopologySpec::FatTree {
+                k, hosts_per_edge, ..
+            } => k * (k / 2) * hosts_per_edge,
+        }
+    }
+
+    /// Host NIC rate, bit/s.
+    pub fn host_bps(&self) -> u64 {
+        let g = match self.topology {
+            TopologySpec::Dumbbell { host_gbps, .. }
+            | TopologySpec::LeafSpine { host_gbps, .. }
+            | TopologySpec::FatTree { host_gbps, .. } => host_gbps,
+        };
+        (g * 1e9) as u64
+    }
+
+    /// Builds the topology.
+    pub fn topology(&self) -> Topology {
+        let mtu = self.queue.mtu_bytes;
+        let q = QueueSpec {
+            cap_bytes: self.queue.buffer_packets * mtu,
+            ecn_k_bytes: self.queue.ecn_k_packets * mtu,
+            red: self.queue.red.map(|(a, b, p)| (a * mtu, b * mtu, p)),
+        };
+        let l = |g: f64, d: u64| LinkSpec {
+            rate_bps: (g * 1e9) as u64,
+            delay_ns: d,
+        };
+        match self.topology {
+            TopologySpec::Dumbbell {
+                senders,
+                receivers,
+                host_gbps,
+                bottleneck_gbps,
+                link_delay_ns,
+            } => Topology::dumbbell(
+                senders,
+                receivers,
+                l(host_gbps, link_delay_ns),
+                l(bottleneck_gbps, link_delay_ns),
+                q,
+            ),
+            TopologySpec::LeafSpine {
+                leaves,
+                spines,
+                hosts_per_leaf,
+                host_gbps,
+                fabric_gbps,
+                link_delay_ns,
+            } => Topology::leaf_spine(
+                leaves,
+                spines,
+                hosts_per_leaf,
+                l(host_gbps, link_delay_ns),
+                l(fabric_gbps, link_delay_ns),
+                q,
+            ),
+            TopologySpec::FatTree {
+                k,
+                hosts_per_edge,
+                host_gbps,
+                fabric_gbps,
+                link_delay_ns,
+            } => Topology::fat_tree(
+                k,
+                hosts_per_edge,
+                l(host_gbps, link_delay_ns),
+                l(fabric_gbps, link_delay_ns),
+                q,
+            ),
+        }
+    }
+
+    fn flows(&self, dir: &Path) -> Result<Vec<Flow>, ScenarioError> {
+        Ok(match &self.workload {
+            WorkloadSpec::Poisson { cdf, load, flows } => {
+                let p: PathBuf = dir.join(cdf);
+                let text = std::fs::read_to_string(&p)
+                    .map_err(|e| bad("workload.cdf", format!("{}: {e}", p.display())))?;
+                let c = Cdf::parse(&text)
+                    .map_err(|e| bad("workload.cdf", format!("{}: {e}", p.display())))?;
+                poisson(&c, self.hosts(), self.host_bps(), *load, *flows, self.seed)
+            }
+            WorkloadSpec::Permutation { bytes } => permutation(self.hosts(), *bytes, self.seed),
+            WorkloadSpec::Incast { senders, bytes } => incast(*senders, *bytes),
+        })
+    }
+
+    /// The STRIDE endpoint configuration (core defaults for the host rate, overridden by the file).
+    pub fn stride_config(&self) -> Result<stride_proto::Config, ScenarioError> {
+        let gbps = self.host_bps() as f64 / 1e9;
+        let mut cfg = stride_proto::Config::for_line_rate_gbps(gbps);
+        let line = rate_from_gbps(gbps);
+        let mut p = StrideParams::for_line_rate(line);
+        let s = &self.stride;
+        if let Some(v) = s.alpha_shift {
+            p.alpha_shift = v;
+        }
+        if let Some(v) = s.beta_mbps {
+            p.beta = rate_from_gbps(v / 1000.0);
+        }
+        if let Some(v) = s.wbeta_mbps {
+            p.wbeta = rate_from_gbps(v / 1000.0);
+        }
+        if let Some(v) = s.t_low_ns {
+            p.t_low = v;
+        }
+        if let Some(v) = s.t_high_ns {
+            p.t_high = v;
+        }
+        if let Some(v) = s.norm_shift {
+            p.norm_shift = v;
+        }
+        if let Some(v) = s.min_window {
+            p.min_window = v;
+        }
+        if let Some(f) = s.start_fraction {
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(bad("stride.start_fraction", "must be in (0, 1]"));
+            }
+            p.rate_init = ((f64::from(line) * f) as u32).max(p.rate_min);
+        }
+        if let Err((f, why)) = p.validate() {
+            return Err(bad(&format!("stride.{f}"), why));
+        }
+        cfg.cc = CcConfig::Stride(p);
+        if let Some(e) = &s.echo {
+            cfg.echo = if e == "min" {
+                EchoPolicy::Min
+            } else {
+                EchoPolicy::Last
+            };
+        }
+        if let Some(v) = s.ack_interval {
+            cfg.ack_interval = v;
+        }
+        if let Some(v) = s.min_rto_us {
+            cfg.min_rto_ns = v * 1000;
+        }
+        if let Some(v) = s.max_payload {
+            cfg.max_payload = v;
+        }
+        // a simulated flow never idles for long; keep linger short so tables stay small
+        cfg.linger_ns = cfg.max_rto_ns.min(100_000_000);
+        if let Err((f, why)) = cfg.validate() {
+            return Err(bad(&format!("stride.{f}"), why));
+        }
+        Ok(cfg)
+    }
+
+    /// Host stacks for one transport.
+    pub fn stacks(&self, transport: &str) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
+        let n = self.hosts();
+        if transport == "stride" {
+            let cfg = self.stride_config()?;
+            let reg = Rc::new(RefCell::new(HashMap::new()));
+            return Ok((0..n)
+                .map(|i| {
+                    Box::new(StrideHost::new(i, cfg.clone(), self.seed, reg.clone()))
+                        as Box<dyn HostStack>
+                })
+                .collect());
+        }
+        let t = &self.tcp;
+        let variant = match transport {
+            "newreno" => Variant::NewReno,
+            "dctcp" => Variant::Dctcp { g: t.dctcp_g },
+            "vegas" => Variant::Vegas {
+                alpha: t.vegas_alpha,
+                beta: t.vegas_beta,
+            },
+            other => return Err(bad("transports", format!("unknown transport {other:?}"))),
+        };
+        let cfg = TcpConfig {
+            variant,
+            mss: t.mss,
+            init_cwnd: t.init_cwnd,
+            min_rto_ns: t.min_rto_us * 1000,
+            init_rto_ns: (t.min_rto_us * 1000).max(10_000_000),
+        };
+        Ok((0..n)
+            .map(|i| Box::new(TcpHost::new(i, cfg)) as Box<dyn HostStack>)
+            .collect())
+    }
+
+    /// A simulator for one transport on these flows, with watched ports set.
+    pub fn sim(&self, transport: &str, flows: &[Flow]) -> Result<Sim, ScenarioError> {
+        let topo = self.topology();
+        let mut watch = Vec::new();
+        for name in &self.watch.switches {
+            let Some(si) = topo.switch_names.iter().position(|n| n == name) else {
+                return Err(bad("watch.switches", format!("no switch named {name:?}")));
+            };
+            watch.extend(topo.switches[si].ports.iter().copied());
+        }
+        let mut sim = Sim::new(topo, self.stacks(transport)?, flows.to_vec(), self.seed);
+        sim.watch = watch;
+        sim.watch_every = self.watch.every_ns;
+        Ok(sim)
+    }
+}
