@@ -394,6 +394,17 @@ impl Endpoint {
         if !self.ctrl.is_empty() || !self.ready.is_empty() {
             return Some(0);
         }
+        self.next_timer()
+    }
+
+    /// Whether `poll_transmit` may have a datagram right now (without producing it).
+    pub fn has_pending_transmit(&self) -> bool {
+        !self.ctrl.is_empty() || !self.ready.is_empty()
+    }
+
+    /// The earliest connection deadline (timers and pacing), ignoring datagrams that are ready
+    /// now. A driver whose link is busy waits for the link, not for this.
+    pub fn next_timer(&mut self) -> Option<u64> {
         while let Some(&Reverse((t, cid))) = self.timers.peek() {
             match self.conns.get(&cid) {
                 Some(e) if e.timer_at == Some(t) => return Some(t),

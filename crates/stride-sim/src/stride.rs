@@ -170,7 +170,9 @@ impl HostStack for StrideHost {
     }
 
     fn next_wake(&mut self) -> Option<u64> {
-        self.ep.poll_timeout()
+        // Datagrams ready now wait for the NIC (the engine polls when it frees), so only real
+        // deadlines (timers, pacing) wake the host.
+        self.ep.next_timer()
     }
 
     fn wake(&mut self, ctx: &mut Ctx) {
