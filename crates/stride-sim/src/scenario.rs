@@ -57,51 +57,46 @@ fn default_transports() -> Vec<String> {
     vec!["stride".into(), "dctcp".into(), "vegas".into()]
 }
 
-/// Topology section.
+/// Kinds of topology.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TopologyKind {
+    /// `senders` hosts, one bottleneck link, `receivers` hosts.
+    Dumbbell,
+    /// `leaves` x `hosts_per_leaf` hosts, every leaf linked to every spine.
+    LeafSpine,
+    /// FatTree(k) with `hosts_per_edge` hosts per edge switch.
+    FatTree,
+}
+
+/// Topology section (which fields are required depends on `kind`).
 #[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "snake_case")]
-pub enum TopologySpec {
-    /// `senders` hosts, one bottleneck, `receivers` hosts.
-    Dumbbell {
-        /// Hosts on the sending side.
-        senders: u32,
-        /// Hosts on the receiving side.
-        receivers: u32,
-        /// Host NIC rate.
-        host_gbps: f64,
-        /// Rate of the link between the two switches.
-        bottleneck_gbps: f64,
-        /// Propagation delay of every link, ns.
-        link_delay_ns: u64,
-    },
-    /// Leaf-spine.
-    LeafSpine {
-        /// Leaf switches.
-        leaves: u32,
-        /// Spine switches.
-        spines: u32,
-        /// Hosts per leaf.
-        hosts_per_leaf: u32,
-        /// Host NIC rate.
-        host_gbps: f64,
-        /// Leaf-spine link rate.
-        fabric_gbps: f64,
-        /// Propagation delay of every link, ns.
-        link_delay_ns: u64,
-    },
-    /// FatTree(k).
-    FatTree {
-        /// Switch radix (even).
-        k: u32,
-        /// Hosts per edge switch (k/2 is the canonical, non-oversubscribed tree).
-        hosts_per_edge: u32,
-        /// Host NIC rate.
-        host_gbps: f64,
-        /// Switch-to-switch link rate.
-        fabric_gbps: f64,
-        /// Propagation delay of every link, ns.
-        link_delay_ns: u64,
-    },
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    /// dumbbell, leaf_spine or fat_tree.
+    pub kind: TopologyKind,
+    /// Host NIC rate, Gbit/s.
+    pub host_gbps: f64,
+    /// Switch-to-switch rate (leaf_spine, fat_tree), Gbit/s.
+    pub fabric_gbps: Option<f64>,
+    /// Bottleneck rate (dumbbell), Gbit/s.
+    pub bottleneck_gbps: Option<f64>,
+    /// Propagation delay of every link, ns.
+    pub link_delay_ns: u64,
+    /// dumbbell: sending hosts.
+    pub senders: Option<u32>,
+    /// dumbbell: receiving hosts.
+    pub receivers: Option<u32>,
+    /// leaf_spine: leaf switches.
+    pub leaves: Option<u32>,
+    /// leaf_spine: spine switches.
+    pub spines: Option<u32>,
+    /// leaf_spine: hosts per leaf.
+    pub hosts_per_leaf: Option<u32>,
+    /// fat_tree: switch radix (even).
+    pub k: Option<u32>,
+    /// fat_tree: hosts per edge switch (k/2 is the canonical, non-oversubscribed tree).
+    pub hosts_per_edge: Option<u32>,
 }
 
 /// Switch queue section.
@@ -129,31 +124,34 @@ impl Default for QueueCfg {
     }
 }
 
-/// Workload section.
+/// Kinds of workload.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadKind {
+    /// Poisson arrivals over random host pairs, sizes from an empirical CDF (`cdf`, `load`, `flows`).
+    Poisson,
+    /// Every host sends one flow of `bytes` to a distinct host.
+    Permutation,
+    /// `senders` hosts send `bytes` each to host 0 at once.
+    Incast,
+}
+
+/// Workload section (which fields are required depends on `kind`).
 #[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "snake_case")]
-pub enum WorkloadSpec {
-    /// Poisson arrivals over random host pairs, sizes from an empirical CDF.
-    Poisson {
-        /// CDF file, relative to the scenario file.
-        cdf: String,
-        /// Offered load, fraction of total host bandwidth, in (0, 1].
-        load: f64,
-        /// Number of flows.
-        flows: usize,
-    },
-    /// Every host sends one flow to a distinct host.
-    Permutation {
-        /// Bytes per flow.
-        bytes: u64,
-    },
-    /// N hosts send to host 0 at once.
-    Incast {
-        /// Senders.
-        senders: u32,
-        /// Bytes each.
-        bytes: u64,
-    },
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// poisson, permutation or incast.
+    pub kind: WorkloadKind,
+    /// poisson: CDF file, relative to the scenario file.
+    pub cdf: Option<String>,
+    /// poisson: offered load, fraction of total host bandwidth, in (0, 1].
+    pub load: Option<f64>,
+    /// poisson: number of flows.
+    pub flows: Option<usize>,
+    /// permutation, incast: bytes per flow.
+    pub bytes: Option<u64>,
+    /// incast: senders.
+    pub senders: Option<u32>,
 }
 
 /// STRIDE section: any field left out keeps the core's default for the host line rate.
@@ -242,6 +240,10 @@ fn bad(field: &str, why: impl std::fmt::Display) -> ScenarioError {
     ScenarioError(format!("field `{field}`: {why}"))
 }
 
+fn need<T>(v: Option<T>, field: &str, kind: &str) -> Result<T, ScenarioError> {
+    v.ok_or_else(|| bad(field, format!("required when kind = \"{kind}\"")))
+}
+
 /// A scenario ready to run: topology builder inputs, flows and the file's directory.
 pub struct Loaded {
     /// The parsed file.
@@ -271,55 +273,50 @@ impl Scenario {
                 Err(bad(f, "must be positive"))
             }
         };
-        match self.topology {
-            TopologySpec::Dumbbell {
-                senders,
-                receivers,
-                host_gbps,
-                bottleneck_gbps,
-                ..
-            } => {
-                if senders == 0 || receivers == 0 {
+        let t = &self.topology;
+        pos("topology.host_gbps", t.host_gbps)?;
+        match t.kind {
+            TopologyKind::Dumbbell => {
+                let s = need(t.senders, "topology.senders", "dumbbell")?;
+                let r = need(t.receivers, "topology.receivers", "dumbbell")?;
+                if s == 0 || r == 0 {
                     return Err(bad(
                         "topology.senders",
                         "senders and receivers must be at least 1",
                     ));
                 }
-                pos("topology.host_gbps", host_gbps)?;
-                pos("topology.bottleneck_gbps", bottleneck_gbps)?;
+                pos(
+                    "topology.bottleneck_gbps",
+                    need(t.bottleneck_gbps, "topology.bottleneck_gbps", "dumbbell")?,
+                )?;
             }
-            TopologySpec::LeafSpine {
-                leaves,
-                spines,
-                hosts_per_leaf,
-                host_gbps,
-                fabric_gbps,
-                ..
-            } => {
-                if leaves < 2 || spines == 0 || hosts_per_leaf == 0 {
-                    return Err(bad(
-                        "topology.leaves",
-                        "need at least 2 leaves, 1 spine, 1 host per leaf",
-                    ));
+            TopologyKind::LeafSpine => {
+                if need(t.leaves, "topology.leaves", "leaf_spine")? < 2 {
+                    return Err(bad("topology.leaves", "must be at least 2"));
                 }
-                pos("topology.host_gbps", host_gbps)?;
-                pos("topology.fabric_gbps", fabric_gbps)?;
+                if need(t.spines, "topology.spines", "leaf_spine")? == 0 {
+                    return Err(bad("topology.spines", "must be at least 1"));
+                }
+                if need(t.hosts_per_leaf, "topology.hosts_per_leaf", "leaf_spine")? == 0 {
+                    return Err(bad("topology.hosts_per_leaf", "must be at least 1"));
+                }
+                pos(
+                    "topology.fabric_gbps",
+                    need(t.fabric_gbps, "topology.fabric_gbps", "leaf_spine")?,
+                )?;
             }
-            TopologySpec::FatTree {
-                k,
-                hosts_per_edge,
-                host_gbps,
-                fabric_gbps,
-                ..
-            } => {
+            TopologyKind::FatTree => {
+                let k = need(t.k, "topology.k", "fat_tree")?;
                 if k < 2 || k % 2 != 0 {
                     return Err(bad("topology.k", "must be even and at least 2"));
                 }
-                if hosts_per_edge == 0 {
+                if need(t.hosts_per_edge, "topology.hosts_per_edge", "fat_tree")? == 0 {
                     return Err(bad("topology.hosts_per_edge", "must be at least 1"));
                 }
-                pos("topology.host_gbps", host_gbps)?;
-                pos("topology.fabric_gbps", fabric_gbps)?;
+                pos(
+                    "topology.fabric_gbps",
+                    need(t.fabric_gbps, "topology.fabric_gbps", "fat_tree")?,
+                )?;
             }
         }
         if self.queue.buffer_packets == 0 {
@@ -330,26 +327,35 @@ impl Scenario {
                 return Err(bad("queue.red", "needs kmin < kmax and 0 <= pmax <= 1"));
             }
         }
-        match &self.workload {
-            WorkloadSpec::Poisson { load, flows, .. } => {
-                if !(*load > 0.0 && *load <= 1.0) {
+        let w = &self.workload;
+        match w.kind {
+            WorkloadKind::Poisson => {
+                need(w.cdf.as_ref(), "workload.cdf", "poisson")?;
+                let load = need(w.load, "workload.load", "poisson")?;
+                if !(load > 0.0 && load <= 1.0) {
                     return Err(bad("workload.load", "must be in (0, 1]"));
                 }
-                if *flows == 0 {
+                if need(w.flows, "workload.flows", "poisson")? == 0 {
                     return Err(bad("workload.flows", "must be at least 1"));
                 }
             }
-            WorkloadSpec::Incast { senders, .. } if *senders + 1 > self.hosts() => {
-                return Err(bad(
-                    "workload.senders",
-                    format!(
-                        "needs {} hosts, the topology has {}",
-                        senders + 1,
-                        self.hosts()
-                    ),
-                ));
+            WorkloadKind::Permutation => {
+                need(w.bytes, "workload.bytes", "permutation")?;
             }
-            _ => {}
+            WorkloadKind::Incast => {
+                need(w.bytes, "workload.bytes", "incast")?;
+                let senders = need(w.senders, "workload.senders", "incast")?;
+                if senders == 0 || senders + 1 > self.hosts() {
+                    return Err(bad(
+                        "workload.senders",
+                        format!(
+                            "needs 1..={} for {} hosts",
+                            self.hosts().saturating_sub(1),
+                            self.hosts()
+                        ),
+                    ));
+                }
+            }
         }
         for t in &self.transports {
             if !["stride", "dctcp", "vegas", "newreno"].contains(&t.as_str()) {
@@ -367,34 +373,23 @@ impl Scenario {
         self.stride_config().map(|_| ())
     }
 
-    /// Number of hosts of the topology.
+    /// Number of hosts of the topology (after validation).
     pub fn hosts(&self) -> u32 {
-        match self.topology {
-            TopologySpec::Dumbbell {
-                senders, receivers, ..
-            } => senders + receivers,
-            TopologySpec::LeafSpine {
-                leaves,
-                hosts_per_leaf,
-                ..
-            } => leaves * hosts_per_leaf,
-            TopologySpec::FatTree {
-                k, hosts_per_edge, ..
-            } => k * (k / 2) * hosts_per_edge,
+        let t = &self.topology;
+        let g = |v: Option<u32>| v.unwrap_or(0);
+        match t.kind {
+            TopologyKind::Dumbbell => g(t.senders) + g(t.receivers),
+            TopologyKind::LeafSpine => g(t.leaves) * g(t.hosts_per_leaf),
+            TopologyKind::FatTree => g(t.k) * (g(t.k) / 2) * g(t.hosts_per_edge),
         }
     }
 
     /// Host NIC rate, bit/s.
     pub fn host_bps(&self) -> u64 {
-        let g = match self.topology {
-            TopologySpec::Dumbbell { host_gbps, .. }
-            | TopologySpec::LeafSpine { host_gbps, .. }
-            | TopologySpec::FatTree { host_gbps, .. } => host_gbps,
-        };
-        (g * 1e9) as u64
+        (self.topology.host_gbps * 1e9) as u64
     }
 
-    /// Builds the topology.
+    /// Builds the topology (after validation).
     pub fn topology(&self) -> Topology {
         let mtu = self.queue.mtu_bytes;
         let q = QueueSpec {
@@ -402,67 +397,56 @@ impl Scenario {
             ecn_k_bytes: self.queue.ecn_k_packets * mtu,
             red: self.queue.red.map(|(a, b, p)| (a * mtu, b * mtu, p)),
         };
-        let l = |g: f64, d: u64| LinkSpec {
-            rate_bps: (g * 1e9) as u64,
-            delay_ns: d,
+        let t = &self.topology;
+        let g = |v: Option<u32>| v.unwrap_or(0);
+        let l = |gb: f64| LinkSpec {
+            rate_bps: (gb * 1e9) as u64,
+            delay_ns: t.link_delay_ns,
         };
-        match self.topology {
-            TopologySpec::Dumbbell {
-                senders,
-                receivers,
-                host_gbps,
-                bottleneck_gbps,
-                link_delay_ns,
-            } => Topology::dumbbell(
-                senders,
-                receivers,
-                l(host_gbps, link_delay_ns),
-                l(bottleneck_gbps, link_delay_ns),
+        let host = l(t.host_gbps);
+        let fabric = l(t.fabric_gbps.unwrap_or(t.host_gbps));
+        match t.kind {
+            TopologyKind::Dumbbell => Topology::dumbbell(
+                g(t.senders),
+                g(t.receivers),
+                host,
+                l(t.bottleneck_gbps.unwrap_or(t.host_gbps)),
                 q,
             ),
-            TopologySpec::LeafSpine {
-                leaves,
-                spines,
-                hosts_per_leaf,
-                host_gbps,
-                fabric_gbps,
-                link_delay_ns,
-            } => Topology::leaf_spine(
-                leaves,
-                spines,
-                hosts_per_leaf,
-                l(host_gbps, link_delay_ns),
-                l(fabric_gbps, link_delay_ns),
+            TopologyKind::LeafSpine => Topology::leaf_spine(
+                g(t.leaves),
+                g(t.spines),
+                g(t.hosts_per_leaf),
+                host,
+                fabric,
                 q,
             ),
-            TopologySpec::FatTree {
-                k,
-                hosts_per_edge,
-                host_gbps,
-                fabric_gbps,
-                link_delay_ns,
-            } => Topology::fat_tree(
-                k,
-                hosts_per_edge,
-                l(host_gbps, link_delay_ns),
-                l(fabric_gbps, link_delay_ns),
-                q,
-            ),
+            TopologyKind::FatTree => {
+                Topology::fat_tree(g(t.k), g(t.hosts_per_edge), host, fabric, q)
+            }
         }
     }
 
     fn flows(&self, dir: &Path) -> Result<Vec<Flow>, ScenarioError> {
-        Ok(match &self.workload {
-            WorkloadSpec::Poisson { cdf, load, flows } => {
-                let p: PathBuf = dir.join(cdf);
+        let w = &self.workload;
+        Ok(match w.kind {
+            WorkloadKind::Poisson => {
+                let p: PathBuf = dir.join(w.cdf.as_deref().unwrap_or_default());
                 let text = std::fs::read_to_string(&p)
                     .map_err(|e| bad("workload.cdf", format!("{}: {e}", p.display())))?;
                 let c = Cdf::parse(&text)
                     .map_err(|e| bad("workload.cdf", format!("{}: {e}", p.display())))?;
-                poisson(&c, self.hosts(), self.host_bps(), *load, *flows, self.seed)
+                poisson(
+                    &c,
+                    self.hosts(),
+                    self.host_bps(),
+                    w.load.unwrap_or(0.5),
+                    w.flows.unwrap_or(0),
+                    self.seed,
+                )
             }
-            WorkloadSpec::Permutation { bytes } => permutation(self.hosts(), *bytes, self.seed),
-            WorkloadSpec::Incast { senders, bytes } => incast(*senders, *bytes),
+            WorkloadKind::Permutation => permutation(self.hosts(), w.bytes.unwrap_or(0), self.seed),
+            WorkloadKind::Incast => incast(w.senders.unwrap_or(0), w.bytes.unwrap_or(0)),
         })
     }
 
