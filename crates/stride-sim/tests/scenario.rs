@@ -3,8 +3,14 @@ use std::path::PathBuf;
 use stride_sim::report::{csv, rows};
 use stride_sim::scenario::Scenario;
 
+/// Each scenario gets its own directory: tests run in parallel, and a shared
+/// `workloads/tiny.txt` being rewritten by one test was read half-written by another.
 fn write(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stride-sim-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "stride-sim-test-{}-{}",
+        std::process::id(),
+        name.trim_end_matches(".toml")
+    ));
     std::fs::create_dir_all(dir.join("workloads")).unwrap();
     std::fs::write(dir.join("workloads/tiny.txt"), "0 0\n1000 50\n200000 100\n").unwrap();
     let p = dir.join(name);
