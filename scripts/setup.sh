@@ -8,6 +8,11 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+# A TrueType font for the simulator's plots (`stride sim ... --out`).
+if ! ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf >/dev/null 2>&1 && [ -z "${STRIDE_FONT:-}" ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq fonts-dejavu-core >/dev/null
+fi
 if [ -f hw/Makefile ]; then
   bash hw/setup.sh
 fi

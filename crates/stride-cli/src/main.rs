@@ -32,8 +32,10 @@ enum Cmd {
 
 mod demo;
 mod perf;
+mod plot;
 mod relay_cmd;
 mod sim;
+mod sweep;
 mod units;
 mod vectors;
 mod xfer;

@@ -29,6 +29,10 @@ enum SimCmd {
         /// Print the summary as JSON on stdout (no progress bar).
         #[arg(long)]
         json: bool,
+        /// Override a scenario field: `section.field=value` (repeatable), e.g.
+        /// `--set stride.t_high_ns=20000 --set workload.load=0.7`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
     },
     /// Run a scenario with each of the given transports on identical flow arrivals.
     ///
@@ -45,6 +49,41 @@ enum SimCmd {
         /// Print the summary as JSON on stdout (no progress bar).
         #[arg(long)]
         json: bool,
+        /// Override a scenario field: `section.field=value` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+    },
+    /// Run one transport over a grid of parameter values (every combination of the --vary
+    /// lists), in parallel on all cores, and tabulate FCT per point; with --baseline, also the
+    /// improvement factor (baseline FCT / transport FCT) at every point.
+    ///
+    /// Example: stride sim sweep scenarios/quick.toml --vary stride.t_high_ns=20000,40000,80000
+    /// --vary stride.beta_mbps=10,40 --baseline dctcp
+    Sweep {
+        /// Scenario file (TOML).
+        scenario: PathBuf,
+        /// `section.field=v1,v2,...` (repeatable): the values to try for one field.
+        #[arg(long, value_name = "KEY=V1,V2,..", required = true)]
+        vary: Vec<String>,
+        /// The transport whose parameters are swept.
+        #[arg(long, default_value = "stride")]
+        cc: String,
+        /// A transport to compare every point against (run once per distinct setting of the
+        /// fields outside the swept transport's own section).
+        #[arg(long)]
+        baseline: Option<String>,
+        /// Fixed overrides applied to every point (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Parallel simulations (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Directory for sweep.csv and sweep.json.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the results as JSON on stdout.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -54,8 +93,10 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             scenario,
             out,
             json,
+            sets,
         } => {
-            let loaded = Scenario::load(&scenario).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let loaded =
+                Scenario::load_with(&scenario, &sets).map_err(|e| anyhow::anyhow!("{e}"))?;
             let cc = loaded.sc.transports.clone();
             execute(&loaded, &cc, out.as_deref(), json)
         }
@@ -64,22 +105,47 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             cc,
             out,
             json,
+            sets,
         } => {
-            let mut loaded = Scenario::load(&scenario).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut loaded =
+                Scenario::load_with(&scenario, &sets).map_err(|e| anyhow::anyhow!("{e}"))?;
             loaded.sc.transports = cc.clone();
             execute(&loaded, &cc, out.as_deref(), json)
         }
+        SimCmd::Sweep {
+            scenario,
+            vary,
+            cc,
+            baseline,
+            sets,
+            jobs,
+            out,
+            json,
+        } => crate::sweep::sweep(crate::sweep::SweepArgs {
+            scenario,
+            vary,
+            cc,
+            baseline,
+            sets,
+            jobs,
+            out,
+            json,
+        }),
     }
 }
 
-struct Outcome {
-    name: String,
-    report: TransportReport,
+pub(crate) struct Outcome {
+    pub(crate) name: String,
+    pub(crate) report: TransportReport,
     csv: String,
     queue_csv: String,
 }
 
-fn one(loaded: &Loaded, transport: &str, bar: Option<ProgressBar>) -> anyhow::Result<Outcome> {
+pub(crate) fn one(
+    loaded: &Loaded,
+    transport: &str,
+    bar: Option<ProgressBar>,
+) -> anyhow::Result<Outcome> {
     let sc = &loaded.sc;
     let mut sim = sc
         .sim(transport, &loaded.flows)
@@ -127,9 +193,7 @@ fn execute(
         bail!("no transport to run (--cc or `transports` in the scenario)");
     }
     for t in cc {
-        if !["stride", "dctcp", "vegas", "newreno"].contains(&t.as_str()) {
-            bail!("unknown transport {t:?}: use stride, dctcp, vegas, newreno");
-        }
+        check_transport(t)?;
     }
     let show = !json_out && std::io::stderr().is_terminal();
     let multi = indicatif::MultiProgress::new();
@@ -196,11 +260,30 @@ fn execute(
             dir.join("summary.json"),
             serde_json::to_string_pretty(&summary)? + "\n",
         )?;
+        let queues: Vec<(String, Vec<(f64, f64)>)> = outcomes
+            .iter()
+            .map(|o| (o.name.clone(), crate::plot::queue_series(&o.queue_csv)))
+            .collect();
+        crate::plot::write_plots(dir, &summary, &queues).with_context(|| {
+            format!(
+                "the CSV and JSON files are in {}, but the plots could not be drawn",
+                dir.display()
+            )
+        })?;
     }
     if json_out {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
         print_table(&summary);
+    }
+    Ok(())
+}
+
+pub(crate) const TRANSPORTS: [&str; 4] = ["stride", "dctcp", "vegas", "newreno"];
+
+pub(crate) fn check_transport(t: &str) -> anyhow::Result<()> {
+    if !TRANSPORTS.contains(&t) {
+        bail!("unknown transport {t:?}: use {}", TRANSPORTS.join(", "));
     }
     Ok(())
 }

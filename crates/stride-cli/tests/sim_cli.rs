@@ -57,6 +57,16 @@ fn compare_writes_summary_and_csv() {
         "src,dst,bytes,start_ns,fct_ns,slowdown,transport"
     );
     assert_eq!(flows.lines().count(), 41);
+    // Fig. 9a/9b and the queue plot, as PNG and SVG
+    for stem in ["fct-avg", "fct-p99"] {
+        let png = std::fs::read(out.join(format!("{stem}.png"))).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{stem}.png");
+        let svg = std::fs::read_to_string(out.join(format!("{stem}.svg"))).unwrap();
+        assert!(
+            svg.contains("<svg") && svg.contains("IV (") && svg.contains("vegas"),
+            "{stem}.svg"
+        );
+    }
 
     // a bad file names the field and fails
     std::fs::write(&sc, "name = \"x\"\n[topology]\nkind = \"ring\"\n").unwrap();
@@ -68,4 +78,67 @@ fn compare_writes_summary_and_csv() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("ring") || e.contains("kind"), "{e}");
+}
+
+fn tiny(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir.join("workloads")).unwrap();
+    std::fs::write(dir.join("workloads/w.txt"), "0 0\n5000 60\n2000000 100\n").unwrap();
+    let sc = dir.join("s.toml");
+    std::fs::write(
+        &sc,
+        "name = \"cli\"\n[topology]\nkind = \"dumbbell\"\nsenders = 4\nreceivers = 4\nhost_gbps = 10.0\nbottleneck_gbps = 10.0\nlink_delay_ns = 1000\n[workload]\nkind = \"poisson\"\ncdf = \"workloads/w.txt\"\nload = 0.3\nflows = 40\n",
+    )
+    .unwrap();
+    sc
+}
+
+#[test]
+fn sweep_runs_every_point_and_compares_with_the_baseline() {
+    let dir = std::env::temp_dir().join(format!("stride-sim-sweep-{}", std::process::id()));
+    let sc = tiny(&dir);
+    let o = Command::new(env!("CARGO_BIN_EXE_stride"))
+        .args(["sim", "sweep"])
+        .arg(&sc)
+        .args([
+            "--vary",
+            "stride.t_high_ns=20000,80000",
+            "--vary",
+            "stride.beta_mbps=10,200",
+            "--baseline",
+            "dctcp",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pts = v["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 4);
+    let mut seen = std::collections::BTreeSet::new();
+    for p in pts {
+        assert_eq!(p["completed"], 40);
+        assert!(p["improvement"]["all"]["avg"].as_f64().unwrap() > 0.0);
+        seen.insert((
+            p["stride.t_high_ns"].as_str().unwrap().to_string(),
+            p["stride.beta_mbps"].as_str().unwrap().to_string(),
+        ));
+    }
+    assert_eq!(seen.len(), 4);
+    // the swept parameters reach the controller: the points do not all give the same FCTs
+    let fcts: std::collections::BTreeSet<String> = pts
+        .iter()
+        .map(|p| p["categories"]["all"]["avg_fct_us"].to_string())
+        .collect();
+    assert!(fcts.len() > 1, "every point gave the same FCT: {fcts:?}");
+
+    // an override naming a field the format does not know fails and names it
+    let o = Command::new(env!("CARGO_BIN_EXE_stride"))
+        .args(["sim", "run"])
+        .arg(&sc)
+        .args(["--set", "stride.t_hihg_ns=5"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("t_hihg_ns"), "{e}");
 }

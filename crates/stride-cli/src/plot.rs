@@ -1,0 +1,292 @@
+//! Plots of a simulation run, drawn with plotters in PNG and SVG: the improvement factor per
+//! size category (the paper's Fig. 9a for the average, 9b for the 99th percentile) and the
+//! queue occupancy of the watched switch ports.
+//!
+//! Text needs a TrueType font, read at run time (nothing is bundled): `$STRIDE_FONT`, else
+//! DejaVu Sans or Liberation Sans from the usual system paths (`scripts/setup.sh` installs
+//! `fonts-dejavu-core`). Without one, plotting fails with an error that says so.
+use anyhow::{anyhow, bail, Context};
+use plotters::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+const FONT_PATHS: [&str; 5] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation2/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+];
+
+/// Registers a system font as "sans-serif" once per process.
+pub fn ensure_font() -> anyhow::Result<()> {
+    static DONE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let r = DONE.get_or_init(|| {
+        let candidates: Vec<PathBuf> = std::env::var_os("STRIDE_FONT")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain(FONT_PATHS.iter().map(PathBuf::from))
+            .collect();
+        for p in &candidates {
+            if let Ok(bytes) = std::fs::read(p) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return Ok(p.clone());
+                }
+            }
+        }
+        Err(format!(
+            "no TrueType font for the plots: set STRIDE_FONT=/path/to/font.ttf or install \
+             fonts-dejavu-core (tried {})",
+            FONT_PATHS.join(", ")
+        ))
+    });
+    r.as_ref().map(|_| ()).map_err(|e| anyhow!("{e}"))
+}
+
+const CATS: [&str; 5] = ["I", "II", "III", "IV", "all"];
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// Grouped bars: for each category, one bar per compared transport, height = other FCT /
+/// STRIDE FCT for `stat` ("avg" or "p99"), with a reference line at 1.
+fn improvement_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    summary: &Value,
+    stat: &str,
+    title: &str,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let imp = summary["improvement"]
+        .as_object()
+        .ok_or_else(|| anyhow!("no improvement factors (was stride in the run?)"))?;
+    let others: Vec<&String> = imp.keys().collect();
+    if others.is_empty() {
+        bail!("improvement factors need STRIDE and at least one other transport");
+    }
+    let mut ymax: f64 = 1.2;
+    for o in &others {
+        for c in CATS {
+            if let Some(v) = imp[*o][c][stat].as_f64() {
+                ymax = ymax.max(v * 1.15);
+            }
+        }
+    }
+    area.fill(&WHITE)?;
+    let n = others.len() as f64;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..CATS.len() as f64, 0.0..ymax)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(CATS.len() * 2 + 1)
+        .x_label_formatter(&|x| {
+            let i = (*x - 0.5).round();
+            if (*x - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < CATS.len() {
+                format!(
+                    "{} ({} flows)",
+                    CATS[i as usize],
+                    flows_in(summary, CATS[i as usize])
+                )
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(format!("{stat} FCT of other / {stat} FCT of STRIDE"))
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    let width = 0.8 / n;
+    for (k, o) in others.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        let bars: Vec<Rectangle<(f64, f64)>> = CATS
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let v = imp[*o][*c][stat].as_f64()?;
+                let x0 = i as f64 + 0.1 + k as f64 * width;
+                Some(Rectangle::new(
+                    [(x0, 0.0), (x0 + width * 0.9, v)],
+                    color.filled(),
+                ))
+            })
+            .collect();
+        chart
+            .draw_series(bars)?
+            .label(o.to_string())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    chart.draw_series(LineSeries::new(
+        [(0.0, 1.0), (CATS.len() as f64, 1.0)],
+        BLACK.stroke_width(1),
+    ))?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    area.present()?;
+    Ok(())
+}
+
+fn flows_in(summary: &Value, cat: &str) -> u64 {
+    summary["transports"]
+        .as_object()
+        .and_then(|t| t.values().next())
+        .and_then(|t| t["categories"][cat]["flows"].as_u64())
+        .unwrap_or(0)
+}
+
+/// One line per transport: the largest queue over the watched ports at each sample, KB.
+fn queue_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    series: &[(String, Vec<(f64, f64)>)],
+    title: &str,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let xmax = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.0))
+        .fold(0.0f64, f64::max)
+        .max(1e-3);
+    let ymax = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max)
+        .max(1.0)
+        * 1.1;
+    area.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
+    chart
+        .configure_mesh()
+        .x_desc("simulated time (ms)")
+        .y_desc("largest watched queue (KB)")
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    for (k, (name, pts)) in series.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(1)))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    area.present()?;
+    Ok(())
+}
+
+/// Collapses `t_ns,port,from,to,bytes` samples to the largest queue per sample time.
+pub fn queue_series(queue_csv: &str) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for line in queue_csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (Some(t), Some(b)) = (f.first(), f.get(4)) else {
+            continue;
+        };
+        let (Ok(t), Ok(b)) = (t.parse::<u64>(), b.parse::<u64>()) else {
+            continue;
+        };
+        let (t, kb) = (t as f64 / 1e6, b as f64 / 1e3);
+        match out.last_mut() {
+            Some(last) if last.0 == t => last.1 = last.1.max(kb),
+            _ => out.push((t, kb)),
+        }
+    }
+    out
+}
+
+/// Writes fct-avg (Fig. 9a), fct-p99 (Fig. 9b) and, with queue samples, queue plots, each as
+/// PNG and SVG; returns the files written.
+pub fn write_plots(
+    dir: &Path,
+    summary: &Value,
+    queues: &[(String, Vec<(f64, f64)>)],
+) -> anyhow::Result<Vec<PathBuf>> {
+    ensure_font()?;
+    let name = summary["scenario"].as_str().unwrap_or("scenario");
+    let mut written = Vec::new();
+    let has_imp = summary["improvement"]
+        .as_object()
+        .is_some_and(|m| !m.is_empty());
+    if has_imp {
+        for (stat, fig) in [("avg", "9a"), ("p99", "9b")] {
+            let title = format!("{name}: {stat} FCT improvement of STRIDE (cf. paper Fig. {fig})");
+            let png = dir.join(format!("fct-{stat}.png"));
+            let svg = dir.join(format!("fct-{stat}.svg"));
+            improvement_chart(
+                &BitMapBackend::new(&png, (900, 520)).into_drawing_area(),
+                summary,
+                stat,
+                &title,
+            )
+            .with_context(|| format!("drawing {}", png.display()))?;
+            improvement_chart(
+                &SVGBackend::new(&svg, (900, 520)).into_drawing_area(),
+                summary,
+                stat,
+                &title,
+            )
+            .with_context(|| format!("drawing {}", svg.display()))?;
+            written.push(png);
+            written.push(svg);
+        }
+    }
+    if queues.iter().any(|(_, v)| !v.is_empty()) {
+        let title = format!("{name}: queue occupancy at the watched switches");
+        let png = dir.join("queue.png");
+        let svg = dir.join("queue.svg");
+        queue_chart(
+            &BitMapBackend::new(&png, (900, 420)).into_drawing_area(),
+            queues,
+            &title,
+        )
+        .with_context(|| format!("drawing {}", png.display()))?;
+        queue_chart(
+            &SVGBackend::new(&svg, (900, 420)).into_drawing_area(),
+            queues,
+            &title,
+        )
+        .with_context(|| format!("drawing {}", svg.display()))?;
+        written.push(png);
+        written.push(svg);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::queue_series;
+
+    #[test]
+    fn queue_series_keeps_the_largest_port_per_instant() {
+        let s = "t_ns,port,from,to,bytes\n1000,0,a,b,3000\n1000,1,a,c,9000\n2000,0,a,b,0\nbad\n";
+        assert_eq!(queue_series(s), vec![(0.001, 9.0), (0.002, 0.0)]);
+    }
+}
