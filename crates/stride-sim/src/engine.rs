@@ -211,6 +211,7 @@ impl Sim {
             }
             if self.watch_every > 0 && t >= self.next_watch {
                 for &p in &self.watch {
+                    self.topo.ports[p].advance(t);
                     self.samples.push(QueueSample {
                         t,
                         port: p,
@@ -236,14 +237,11 @@ impl Sim {
                     }
                 }
                 Ev::PortFree { port } => {
+                    // Only host NICs: switch ports are scheduled at enqueue.
                     let pt = &mut self.topo.ports[port as usize];
                     pt.busy = false;
                     let from = pt.from;
-                    if from < self.topo.hosts {
-                        self.kick(from);
-                    } else {
-                        self.start_tx(port as usize);
-                    }
+                    self.kick(from);
                 }
                 Ev::Wake { host } => {
                     if self.wake_at[host as usize] == t {
@@ -301,6 +299,8 @@ impl Sim {
     }
 
     fn enqueue(&mut self, port: usize, mut p: Packet) {
+        let now = self.now;
+        self.topo.ports[port].advance(now);
         let (mark, drop) = {
             let pt = &self.topo.ports[port];
             let q = pt.qbytes;
@@ -328,6 +328,26 @@ impl Sim {
         if mark {
             p.ce = true;
             pt.marks += 1;
+        }
+        if pt.from >= self.topo.hosts {
+            // Switch port: FIFO and work-conserving, so the packet's start is known now.
+            let now = self.now;
+            let wire = p.wire;
+            let start = pt.free_at.max(now);
+            let ser = pt.ser_ns(wire);
+            pt.free_at = start + ser;
+            if start > now {
+                pt.sched.push_back((start, wire));
+                pt.qbytes += u64::from(wire);
+                pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
+            }
+            pt.busy_ns += ser;
+            pt.tx_bytes += u64::from(wire);
+            let (to, delay) = (pt.to, pt.delay_ns);
+            self.stats.packet_hops += 1;
+            let id = self.store(p);
+            self.push(start + ser + delay, Ev::Arrive { node: to, pkt: id });
+            return;
         }
         pt.qbytes += u64::from(p.wire);
         pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
@@ -381,7 +401,7 @@ pub fn flow_hash(src: u32, dst: u32, key: u64) -> u64 {
 /// Payload bytes a packet carries for the application (for accounting only).
 pub fn payload_len(p: &Packet) -> u32 {
     match &p.payload {
-        Payload::Stride(b) => b.len().saturating_sub(stride_proto::wire::HEADER_LEN) as u32,
+        Payload::Stride { payload_len, .. } => u32::from(*payload_len),
         Payload::Tcp(s) => s.len,
     }
 }

@@ -11,8 +11,16 @@ pub const WIRE_OVERHEAD: u32 = 18 + 20 + 8 + 20;
 /// What a packet carries.
 #[derive(Clone, Debug)]
 pub enum Payload {
-    /// A STRIDE datagram, bytes exactly as stride-proto emitted them.
-    Stride(Vec<u8>),
+    /// A STRIDE datagram as stride-proto emitted it: the 32-byte header, and the payload's
+    /// length. The simulator's senders write only zero bytes, so the payload is `payload_len`
+    /// zeros and the receiving host rebuilds the identical datagram without carrying (or
+    /// allocating) it per packet.
+    Stride {
+        /// The header bytes.
+        header: [u8; stride_proto::wire::HEADER_LEN],
+        /// Payload bytes (all zero).
+        payload_len: u16,
+    },
     /// A TCP segment of the packet-level TCP models.
     Tcp(crate::tcp::Segment),
 }
@@ -56,9 +64,16 @@ pub struct Port {
     pub ecn_k_bytes: u64,
     /// ... or RED-style: linear marking probability between kmin and kmax up to pmax.
     pub red: Option<(u64, u64, f64)>,
-    /// Queued packets (indices into the packet arena).
+    /// Host NIC ports: queued packets (indices into the packet arena).
     pub queue: VecDeque<usize>,
-    /// Bytes queued.
+    /// Switch ports: (start of serialization, wire bytes) of packets accepted but not yet
+    /// started. A switch port's schedule is computed at enqueue (FIFO, work-conserving), so a
+    /// packet costs one event per hop; entries leave this list lazily as time passes them.
+    pub sched: VecDeque<(u64, u32)>,
+    /// Switch ports: when the last accepted packet finishes serializing.
+    pub free_at: u64,
+    /// Bytes queued (waiting, not being serialized). For switch ports, exact after
+    /// [`Port::advance`] to the current time.
     pub qbytes: u64,
     /// A packet is being serialized.
     pub busy: bool,
@@ -75,6 +90,17 @@ pub struct Port {
 }
 
 impl Port {
+    /// Drops from the waiting bytes every packet whose serialization started by `now`.
+    pub fn advance(&mut self, now: u64) {
+        while let Some(&(start, wire)) = self.sched.front() {
+            if start > now {
+                break;
+            }
+            self.sched.pop_front();
+            self.qbytes -= u64::from(wire);
+        }
+    }
+
     /// Serialization time of `bytes` on this link, ns (rounded up).
     pub fn ser_ns(&self, bytes: u32) -> u64 {
         (u64::from(bytes) * 8 * 1_000_000_000).div_ceil(self.rate_bps)
@@ -145,6 +171,8 @@ impl Topology {
             ecn_k_bytes: q.ecn_k_bytes,
             red: q.red,
             queue: VecDeque::new(),
+            sched: VecDeque::new(),
+            free_at: 0,
             qbytes: 0,
             busy: false,
             drops: 0,
