@@ -723,6 +723,10 @@ impl Connection {
         if self.state == State::Established && self.fin_acked && self.peer_fin && !self.ack_now {
             self.state = State::Linger;
             self.linger_until = now + self.cfg.linger_ns;
+            // Everything we sent is acknowledged: give the send buffer's memory back now, not
+            // at the end of the linger (thousands of lingering connections otherwise pin it).
+            self.sbuf = VecDeque::new();
+            self.rbuf.shrink_to_fit();
             self.rto_at = None;
             self.delack_at = None;
             self.nack_at = None;

@@ -35,10 +35,15 @@ pub struct StrideHost {
     receiving: HashMap<ConnHandle, u32>,
     /// Flow ids by (source host, source connection id), shared by all hosts of a run.
     registry: std::rc::Rc<std::cell::RefCell<HashMap<(u32, u32), u32>>>,
+    /// Transmit scratch.
     buf: Vec<u8>,
+    /// Receive scratch: a header is copied in front of zeros that are never written.
+    rx: Vec<u8>,
     sink: Vec<u8>,
-    zeros: Vec<u8>,
 }
+
+/// What every simulated application writes (a shared page of zeros, not a buffer per host).
+static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
 
 impl StrideHost {
     /// A host with its own endpoint (listening), keyed and seeded from `seed`.
@@ -60,8 +65,8 @@ impl StrideHost {
             receiving: HashMap::new(),
             registry,
             buf: vec![0u8; 65_536],
-            sink: vec![0u8; 1 << 20],
-            zeros: vec![0u8; 1 << 20],
+            rx: vec![0u8; 65_536],
+            sink: vec![0u8; 1 << 16],
         }
     }
 
@@ -71,8 +76,8 @@ impl StrideHost {
         };
         let total = ctx.flows[s.flow as usize].bytes;
         while s.written < total {
-            let n = (total - s.written).min(self.zeros.len() as u64) as usize;
-            let took = self.ep.write(h, &self.zeros[..n]).unwrap_or(0);
+            let n = (total - s.written).min(ZEROS.len() as u64) as usize;
+            let took = self.ep.write(h, &ZEROS[..n]).unwrap_or(0);
             s.written += took as u64;
             if took < n {
                 break;
@@ -140,8 +145,14 @@ impl HostStack for StrideHost {
     }
 
     fn receive(&mut self, ctx: &mut Ctx, pkt: Packet) {
-        if let Payload::Stride(bytes) = &pkt.payload {
-            self.ep.handle(ctx.now, host_addr(pkt.src), bytes);
+        if let Payload::Stride {
+            header,
+            payload_len,
+        } = &pkt.payload
+        {
+            self.rx[..HEADER_LEN].copy_from_slice(header);
+            let len = HEADER_LEN + usize::from(*payload_len);
+            self.ep.handle(ctx.now, host_addr(pkt.src), &self.rx[..len]);
             self.events(ctx);
         }
     }
@@ -158,6 +169,12 @@ impl HostStack for StrideHost {
                 ^ u32::from_be_bytes([d[8], d[9], d[10], d[11]]),
         );
         debug_assert!(t.len >= HEADER_LEN);
+        debug_assert!(
+            d[HEADER_LEN..].iter().all(|&b| b == 0),
+            "simulated payloads are zeros, rebuilt on receipt"
+        );
+        let mut header = [0u8; HEADER_LEN];
+        header.copy_from_slice(&d[..HEADER_LEN]);
         Some(Packet {
             src: self.id,
             dst,
@@ -165,7 +182,10 @@ impl HostStack for StrideHost {
             hash: flow_hash(self.id, dst, key),
             ect: false,
             ce: false,
-            payload: Payload::Stride(d.to_vec()),
+            payload: Payload::Stride {
+                header,
+                payload_len: (t.len - HEADER_LEN) as u16,
+            },
         })
     }
 
