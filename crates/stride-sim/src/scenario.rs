@@ -148,7 +148,7 @@ pub struct WorkloadSpec {
     pub load: Option<f64>,
     /// poisson: number of flows.
     pub flows: Option<usize>,
-    /// permutation, incast: bytes per flow.
+    /// permutation, incast: bytes per flow; poisson: a fixed flow size instead of `cdf`.
     pub bytes: Option<u64>,
     /// incast: senders.
     pub senders: Option<u32>,
@@ -170,6 +170,8 @@ pub struct StrideCfg {
     pub t_high_ns: Option<u32>,
     /// Gradient normalisation shift.
     pub norm_shift: Option<u8>,
+    /// Decrease shift above T_high and on a NACK (rate -= rate >> md_shift).
+    pub md_shift: Option<u8>,
     /// Start rate as a fraction of the line rate.
     pub start_fraction: Option<f64>,
     /// Windowed minimum length, samples.
@@ -182,6 +184,8 @@ pub struct StrideCfg {
     pub min_rto_us: Option<u64>,
     /// Payload per packet, bytes.
     pub max_payload: Option<u16>,
+    /// Send buffer per connection, bytes (unacknowledged + unsent data the sender holds).
+    pub send_buffer: Option<usize>,
 }
 
 /// TCP section.
@@ -380,7 +384,22 @@ impl Scenario {
         let w = &self.workload;
         match w.kind {
             WorkloadKind::Poisson => {
-                need(w.cdf.as_ref(), "workload.cdf", "poisson")?;
+                match (&w.cdf, w.bytes) {
+                    (Some(_), Some(_)) => {
+                        return Err(bad(
+                            "workload.bytes",
+                            "give either `cdf` (sizes from a distribution) or `bytes` (one size)",
+                        ))
+                    }
+                    (None, None) => {
+                        return Err(bad(
+                            "workload.cdf",
+                            "required when kind = \"poisson\" (or `bytes` for a fixed size)",
+                        ))
+                    }
+                    (None, Some(0)) => return Err(bad("workload.bytes", "must be at least 1")),
+                    _ => {}
+                }
                 let load = need(w.load, "workload.load", "poisson")?;
                 if !(load > 0.0 && load <= 1.0) {
                     return Err(bad("workload.load", "must be in (0, 1]"));
@@ -481,11 +500,17 @@ impl Scenario {
         let w = &self.workload;
         Ok(match w.kind {
             WorkloadKind::Poisson => {
-                let p: PathBuf = dir.join(w.cdf.as_deref().unwrap_or_default());
-                let text = std::fs::read_to_string(&p)
-                    .map_err(|e| bad("workload.cdf", format!("{}: {e}", p.display())))?;
-                let c = Cdf::parse(&text)
-                    .map_err(|e| bad("workload.cdf", format!("{}: {e}", p.display())))?;
+                let c = match (&w.cdf, w.bytes) {
+                    (None, Some(b)) => Cdf::parse(&format!("{b} 0\n{b} 100\n"))
+                        .map_err(|e| bad("workload.bytes", e))?,
+                    _ => {
+                        let p: PathBuf = dir.join(w.cdf.as_deref().unwrap_or_default());
+                        let text = std::fs::read_to_string(&p)
+                            .map_err(|e| bad("workload.cdf", format!("{}: {e}", p.display())))?;
+                        Cdf::parse(&text)
+                            .map_err(|e| bad("workload.cdf", format!("{}: {e}", p.display())))?
+                    }
+                };
                 poisson(
                     &c,
                     self.hosts(),
@@ -525,6 +550,9 @@ impl Scenario {
         if let Some(v) = s.norm_shift {
             p.norm_shift = v;
         }
+        if let Some(v) = s.md_shift {
+            p.md_shift = v;
+        }
         if let Some(v) = s.min_window {
             p.min_window = v;
         }
@@ -539,10 +567,15 @@ impl Scenario {
         }
         cfg.cc = CcConfig::Stride(p);
         if let Some(e) = &s.echo {
-            cfg.echo = if e == "min" {
-                EchoPolicy::Min
-            } else {
-                EchoPolicy::Last
+            cfg.echo = match e.as_str() {
+                "min" => EchoPolicy::Min,
+                "last" => EchoPolicy::Last,
+                _ => {
+                    return Err(bad(
+                        "stride.echo",
+                        format!("{e:?}: use \"last\" or \"min\""),
+                    ))
+                }
             };
         }
         if let Some(v) = s.ack_interval {
@@ -554,6 +587,13 @@ impl Scenario {
         if let Some(v) = s.max_payload {
             cfg.max_payload = v;
         }
+        // The sender holds real bytes; the core's 4 MiB default times a thousand concurrent
+        // flows is gigabytes. 400 µs at the line rate covers the fabric RTT with full queues
+        // (`stride sim sweep scenarios/quick.toml --vary stride.send_buffer=...`: no change
+        // in any FCT from 256 KiB to 4 MiB at 10 Gbit/s).
+        cfg.send_buffer = s
+            .send_buffer
+            .unwrap_or(((gbps * 50_000.0) as usize).max(256 << 10));
         // a simulated flow never idles for long; keep linger short so tables stay small
         cfg.linger_ns = cfg.max_rto_ns.min(100_000_000);
         if let Err((f, why)) = cfg.validate() {

@@ -120,3 +120,21 @@ fn checked_in_scenarios_parse() {
     let bench = Scenario::load(&root.join("bench-dctcp-permutation.toml")).unwrap();
     assert_eq!(bench.sc.hosts(), 432);
 }
+
+#[test]
+fn poisson_with_a_fixed_size() {
+    let fixed = TINY.replace("cdf = \"workloads/tiny.txt\"", "bytes = 20000");
+    let l = Scenario::load(&write("fixed.toml", &fixed)).unwrap();
+    assert_eq!(l.flows.len(), 60);
+    assert!(l.flows.iter().all(|f| f.bytes == 20_000));
+    let e = err(
+        "both.toml",
+        &TINY.replace("load = 0.4", "load = 0.4\nbytes = 20000"),
+    );
+    assert!(e.contains("workload.bytes"), "{e}");
+    let e = err(
+        "neither.toml",
+        &TINY.replace("cdf = \"workloads/tiny.txt\"", ""),
+    );
+    assert!(e.contains("workload.cdf"), "{e}");
+}
