@@ -74,17 +74,20 @@ impl StrideParams {
     /// Defaults for a given line rate (rate units); see the defaults table in `docs/spec.md`.
     pub fn for_line_rate(line: u32) -> Self {
         StrideParams {
+            // Chosen by the simulator sweep (docs/results.md, "Choosing the defaults"):
+            // additive step 1/64 of the line rate per sample (156 Mbit/s at 10 Gbit/s), a
+            // quarter of that on a falling gradient, T_high 80 us, start at a quarter of the
+            // line rate (a synchronised start at line rate overflows the first shared queue).
             alpha_shift: 3,
-            // 10 Mbit/s per ACK (TIMELY's additive step), 5x that on a falling gradient.
-            beta: rate_from_gbps(0.01),
-            wbeta: rate_from_gbps(0.05),
+            beta: (line >> 6).max(1),
+            wbeta: (line >> 8).max(1),
             t_low: 5_000,
-            t_high: 40_000,
+            t_high: 80_000,
             md_shift: 3,
             norm_shift: 13,
             rate_min: rate_from_gbps(0.01).min(line),
             rate_max: line,
-            rate_init: line,
+            rate_init: (line >> 2).max(rate_from_gbps(0.01).min(line)),
             min_window: 256,
         }
     }
