@@ -73,14 +73,17 @@ where
     if others.is_empty() {
         bail!("improvement factors need STRIDE and at least one other transport");
     }
-    let mut ymax: f64 = 1.2;
+    // Log scale, bars from the reference line at 1: factors of 0.5 and 2 look equally far.
+    let (mut ymin, mut ymax): (f64, f64) = (1.0, 1.0);
     for o in &others {
         for c in CATS {
-            if let Some(v) = imp[*o][c][stat].as_f64() {
-                ymax = ymax.max(v * 1.15);
+            if let Some(v) = imp[*o][c][stat].as_f64().filter(|v| *v > 0.0) {
+                ymin = ymin.min(v);
+                ymax = ymax.max(v);
             }
         }
     }
+    let (ymin, ymax) = (ymin / 1.5, ymax * 1.5);
     area.fill(&WHITE)?;
     let n = others.len() as f64;
     let mut chart = ChartBuilder::on(area)
@@ -88,7 +91,7 @@ where
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..CATS.len() as f64, 0.0..ymax)?;
+        .build_cartesian_2d(0.0..CATS.len() as f64, (ymin..ymax).log_scale())?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -105,28 +108,31 @@ where
                 String::new()
             }
         })
-        .y_desc(format!("{stat} FCT of other / {stat} FCT of STRIDE"))
+        .y_label_formatter(&|y| format!("{y:.2}"))
+        .y_desc(format!("{stat} FCT of other / {stat} FCT of STRIDE (log)"))
         .label_style(("sans-serif", 14))
         .draw()?;
     let width = 0.8 / n;
     for (k, o) in others.iter().enumerate() {
         let color = COLORS[k % COLORS.len()];
-        let bars: Vec<Rectangle<(f64, f64)>> = CATS
+        let vals: Vec<(f64, f64)> = CATS
             .iter()
             .enumerate()
             .filter_map(|(i, c)| {
-                let v = imp[*o][*c][stat].as_f64()?;
-                let x0 = i as f64 + 0.1 + k as f64 * width;
-                Some(Rectangle::new(
-                    [(x0, 0.0), (x0 + width * 0.9, v)],
-                    color.filled(),
-                ))
+                let v = imp[*o][*c][stat].as_f64().filter(|v| *v > 0.0)?;
+                Some((i as f64 + 0.1 + k as f64 * width, v))
             })
             .collect();
         chart
-            .draw_series(bars)?
+            .draw_series(vals.iter().map(|&(x0, v)| {
+                Rectangle::new([(x0, 1.0), (x0 + width * 0.9, v)], color.filled())
+            }))?
             .label(o.to_string())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+        chart.draw_series(vals.iter().map(|&(x0, v)| {
+            let y = if v >= 1.0 { v * 1.08 } else { v / 1.02 };
+            Text::new(format!("{v:.2}"), (x0, y), ("sans-serif", 12))
+        }))?;
     }
     chart.draw_series(LineSeries::new(
         [(0.0, 1.0), (CATS.len() as f64, 1.0)],

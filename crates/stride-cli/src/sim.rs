@@ -53,6 +53,13 @@ enum SimCmd {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
+    /// Redraw the plots of an --out directory from its summary.json and queue-*.csv.
+    ///
+    /// Example: stride sim plot out/paper
+    Plot {
+        /// A directory written by `run` or `compare` with --out.
+        dir: PathBuf,
+    },
     /// Run one transport over a grid of parameter values (every combination of the --vary
     /// lists), in parallel on all cores, and tabulate FCT per point; with --baseline, also the
     /// improvement factor (baseline FCT / transport FCT) at every point.
@@ -111,6 +118,27 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
                 Scenario::load_with(&scenario, &sets).map_err(|e| anyhow::anyhow!("{e}"))?;
             loaded.sc.transports = cc.clone();
             execute(&loaded, &cc, out.as_deref(), json)
+        }
+        SimCmd::Plot { dir } => {
+            let path = dir.join("summary.json");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let summary: Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a summary", path.display()))?;
+            let names: Vec<String> = summary["transports"]
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
+            let mut queues = Vec::new();
+            for n in names {
+                if let Ok(q) = std::fs::read_to_string(dir.join(format!("queue-{n}.csv"))) {
+                    queues.push((n, crate::plot::queue_series(&q)));
+                }
+            }
+            for f in crate::plot::write_plots(&dir, &summary, &queues)? {
+                println!("{}", f.display());
+            }
+            Ok(())
         }
         SimCmd::Sweep {
             scenario,

@@ -68,6 +68,18 @@ fn compare_writes_summary_and_csv() {
         );
     }
 
+    // `sim plot` redraws from the directory alone
+    std::fs::remove_file(out.join("fct-avg.png")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_stride"))
+        .args(["sim", "plot"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(out.join("fct-avg.png"))
+        .unwrap()
+        .starts_with(b"\x89PNG"));
+
     // a bad file names the field and fails
     std::fs::write(&sc, "name = \"x\"\n[topology]\nkind = \"ring\"\n").unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_stride"))
