@@ -5,14 +5,7 @@ use std::process::Command;
 #[test]
 fn compare_writes_summary_and_csv() {
     let dir = std::env::temp_dir().join(format!("stride-sim-cli-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("workloads")).unwrap();
-    std::fs::write(dir.join("workloads/w.txt"), "0 0\n5000 60\n2000000 100\n").unwrap();
-    let sc = dir.join("s.toml");
-    std::fs::write(
-        &sc,
-        "name = \"cli\"\n[topology]\nkind = \"dumbbell\"\nsenders = 4\nreceivers = 4\nhost_gbps = 10.0\nbottleneck_gbps = 10.0\nlink_delay_ns = 1000\n[workload]\nkind = \"poisson\"\ncdf = \"workloads/w.txt\"\nload = 0.3\nflows = 40\n",
-    )
-    .unwrap();
+    let sc = tiny(&dir);
     let out = dir.join("out");
     let o = Command::new(env!("CARGO_BIN_EXE_stride"))
         .args(["sim", "compare"])

@@ -301,10 +301,14 @@ impl Sim {
     fn enqueue(&mut self, port: usize, mut p: Packet) {
         let now = self.now;
         self.topo.ports[port].advance(now);
+        let from = self.topo.ports[port].from;
+        let shared_full = self.topo.shared_cap_bytes > 0
+            && from >= self.topo.hosts
+            && self.switch_queued(from, now) + u64::from(p.wire) > self.topo.shared_cap_bytes;
         let (mark, drop) = {
             let pt = &self.topo.ports[port];
             let q = pt.qbytes;
-            let drop = q + u64::from(p.wire) > pt.cap_bytes;
+            let drop = shared_full || q + u64::from(p.wire) > pt.cap_bytes;
             let mut mark = false;
             if p.ect && !drop {
                 if pt.ecn_k_bytes > 0 && q > pt.ecn_k_bytes {
@@ -356,6 +360,18 @@ impl Sim {
         if !self.topo.ports[port].busy {
             self.start_tx(port);
         }
+    }
+
+    /// Bytes queued over every output port of switch node `node` at `now`.
+    fn switch_queued(&mut self, node: u32, now: u64) -> u64 {
+        let sw = (node - self.topo.hosts) as usize;
+        let mut total = 0;
+        for &i in &self.topo.switches[sw].ports {
+            let pt = &mut self.topo.ports[i];
+            pt.advance(now);
+            total += pt.qbytes;
+        }
+        total
     }
 
     fn start_tx(&mut self, port: usize) {

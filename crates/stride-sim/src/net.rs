@@ -131,6 +131,9 @@ pub struct Topology {
     pub host_rate_bps: Vec<u64>,
     /// A human-readable name per switch (for queue reports).
     pub switch_names: Vec<String>,
+    /// Shared buffer per switch, bytes (0 = off): a packet is dropped when the switch's
+    /// queued bytes over all its ports would exceed it, on top of the per-port limit.
+    pub shared_cap_bytes: u64,
 }
 
 /// Link parameters used when building a topology.

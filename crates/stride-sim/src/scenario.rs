@@ -111,6 +111,8 @@ pub struct QueueCfg {
     pub red: Option<(u64, u64, f64)>,
     /// Bytes of a full packet on the wire (1538 for 1500-byte IP packets).
     pub mtu_bytes: u64,
+    /// Shared buffer per switch, packets of `mtu_bytes` (absent = no shared limit).
+    pub shared_buffer_packets: Option<u64>,
 }
 
 impl Default for QueueCfg {
@@ -120,6 +122,7 @@ impl Default for QueueCfg {
             ecn_k_packets: 65,
             red: None,
             mtu_bytes: 1538,
+            shared_buffer_packets: None,
         }
     }
 }
@@ -376,6 +379,9 @@ impl Scenario {
         if self.queue.buffer_packets == 0 {
             return Err(bad("queue.buffer_packets", "must be at least 1"));
         }
+        if self.queue.shared_buffer_packets == Some(0) {
+            return Err(bad("queue.shared_buffer_packets", "must be at least 1"));
+        }
         if let Some((lo, hi, p)) = self.queue.red {
             if lo >= hi || !(0.0..=1.0).contains(&p) {
                 return Err(bad("queue.red", "needs kmin < kmax and 0 <= pmax <= 1"));
@@ -434,11 +440,6 @@ impl Scenario {
                 ));
             }
         }
-        if let Some(e) = &self.stride.echo {
-            if e != "last" && e != "min" {
-                return Err(bad("stride.echo", "must be \"last\" or \"min\""));
-            }
-        }
         self.stride_config().map(|_| ())
     }
 
@@ -466,6 +467,12 @@ impl Scenario {
             ecn_k_bytes: self.queue.ecn_k_packets * mtu,
             red: self.queue.red.map(|(a, b, p)| (a * mtu, b * mtu, p)),
         };
+        let mut topo = self.topology_without_shared_buffer(q);
+        topo.shared_cap_bytes = self.queue.shared_buffer_packets.unwrap_or(0) * mtu;
+        topo
+    }
+
+    fn topology_without_shared_buffer(&self, q: QueueSpec) -> Topology {
         let t = &self.topology;
         let g = |v: Option<u32>| v.unwrap_or(0);
         let l = |gb: f64| LinkSpec {

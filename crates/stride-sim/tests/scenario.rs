@@ -138,3 +138,54 @@ fn poisson_with_a_fixed_size() {
     );
     assert!(e.contains("workload.cdf"), "{e}");
 }
+
+#[test]
+fn shared_buffer_limits_a_switch_across_its_ports() {
+    let incast = TINY.replace(
+        "kind = \"poisson\"\ncdf = \"workloads/tiny.txt\"\nload = 0.4\nflows = 60",
+        "kind = \"incast\"\nsenders = 5\nbytes = 300000",
+    );
+    // (drops, largest queue of any switch port)
+    let run = |name: &str, extra: &str| {
+        let l = Scenario::load(&write(name, &(incast.clone() + extra))).unwrap();
+        let mut sim = l.sc.sim("newreno", &l.flows).unwrap();
+        assert!(
+            sim.run(10_000_000_000, |_, _| {}),
+            "{name}: unfinished flows"
+        );
+        let hosts = sim.topo.hosts;
+        let maxq = sim
+            .topo
+            .ports
+            .iter()
+            .filter(|p| p.from >= hosts)
+            .map(|p| p.max_qbytes)
+            .max()
+            .unwrap();
+        (sim.stats.drops, maxq)
+    };
+    let q = "[queue]\nbuffer_packets = 100\necn_k_packets = 65\nmtu_bytes = 1538\n";
+    let alone = run("shared-off.toml", "");
+    let huge = run(
+        "shared-huge.toml",
+        &format!("{q}shared_buffer_packets = 100000\n"),
+    );
+    let small = run(
+        "shared-small.toml",
+        &format!("{q}shared_buffer_packets = 12\n"),
+    );
+    assert_eq!(
+        alone, huge,
+        "a shared buffer larger than every port's sum changes nothing"
+    );
+    assert!(
+        alone.1 > 12 * 1538,
+        "the incast must queue more than the small shared buffer: {alone:?}"
+    );
+    assert!(
+        small.1 <= 12 * 1538 && small.0 > 0,
+        "no port may hold more than the switch's shared buffer: {small:?}"
+    );
+    let e = err("shared-zero.toml", &(incast + "[queue]\nbuffer_packets = 100\necn_k_packets = 65\nmtu_bytes = 1538\nshared_buffer_packets = 0\n"));
+    assert!(e.contains("queue.shared_buffer_packets"), "{e}");
+}
