@@ -138,6 +138,18 @@ where
         [(0.0, 1.0), (CATS.len() as f64, 1.0)],
         BLACK.stroke_width(1),
     ))?;
+    legend(&mut chart)?;
+    area.present()?;
+    Ok(())
+}
+
+/// The legend box both charts use.
+fn legend<'a, DB, CT>(chart: &mut ChartContext<'a, DB, CT>) -> anyhow::Result<()>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    CT: plotters::coord::CoordTranslate,
+{
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
@@ -145,7 +157,6 @@ where
         .border_style(BLACK)
         .label_font(("sans-serif", 14))
         .draw()?;
-    area.present()?;
     Ok(())
 }
 
@@ -197,13 +208,7 @@ where
             .label(name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()?;
+    legend(&mut chart)?;
     area.present()?;
     Ok(())
 }
@@ -228,6 +233,26 @@ pub fn queue_series(queue_csv: &str) -> Vec<(f64, f64)> {
     out
 }
 
+/// Draws one chart into `<stem>.png` and `<stem>.svg` (the chart functions are generic over
+/// the backend, so a function taking a closure would need two of them) and records both paths.
+macro_rules! png_and_svg {
+    ($dir:expr, $stem:expr, $size:expr, $written:expr, |$area:ident| $draw:expr) => {{
+        let stem = $stem;
+        let png = $dir.join(format!("{stem}.png"));
+        let svg = $dir.join(format!("{stem}.svg"));
+        {
+            let $area = BitMapBackend::new(&png, $size).into_drawing_area();
+            $draw.with_context(|| format!("drawing {}", png.display()))?;
+        }
+        {
+            let $area = SVGBackend::new(&svg, $size).into_drawing_area();
+            $draw.with_context(|| format!("drawing {}", svg.display()))?;
+        }
+        $written.push(png);
+        $written.push(svg);
+    }};
+}
+
 /// Writes fct-avg (Fig. 9a), fct-p99 (Fig. 9b) and, with queue samples, queue plots, each as
 /// PNG and SVG; returns the files written.
 pub fn write_plots(
@@ -244,44 +269,16 @@ pub fn write_plots(
     if has_imp {
         for (stat, fig) in [("avg", "9a"), ("p99", "9b")] {
             let title = format!("{name}: {stat} FCT improvement of STRIDE (cf. paper Fig. {fig})");
-            let png = dir.join(format!("fct-{stat}.png"));
-            let svg = dir.join(format!("fct-{stat}.svg"));
-            improvement_chart(
-                &BitMapBackend::new(&png, (900, 520)).into_drawing_area(),
-                summary,
-                stat,
-                &title,
-            )
-            .with_context(|| format!("drawing {}", png.display()))?;
-            improvement_chart(
-                &SVGBackend::new(&svg, (900, 520)).into_drawing_area(),
-                summary,
-                stat,
-                &title,
-            )
-            .with_context(|| format!("drawing {}", svg.display()))?;
-            written.push(png);
-            written.push(svg);
+            png_and_svg!(dir, format!("fct-{stat}"), (900, 520), written, |area| {
+                improvement_chart(&area, summary, stat, &title)
+            });
         }
     }
     if queues.iter().any(|(_, v)| !v.is_empty()) {
         let title = format!("{name}: queue occupancy at the watched switches");
-        let png = dir.join("queue.png");
-        let svg = dir.join("queue.svg");
-        queue_chart(
-            &BitMapBackend::new(&png, (900, 420)).into_drawing_area(),
-            queues,
-            &title,
-        )
-        .with_context(|| format!("drawing {}", png.display()))?;
-        queue_chart(
-            &SVGBackend::new(&svg, (900, 420)).into_drawing_area(),
-            queues,
-            &title,
-        )
-        .with_context(|| format!("drawing {}", svg.display()))?;
-        written.push(png);
-        written.push(svg);
+        png_and_svg!(dir, "queue", (900, 420), written, |area| {
+            queue_chart(&area, queues, &title)
+        });
     }
     Ok(written)
 }

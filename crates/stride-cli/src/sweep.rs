@@ -102,10 +102,11 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
             base_of_point.push(idx);
         }
     }
-    // Validate every point before spending minutes on the first ones.
-    for j in &jobs {
-        Scenario::load_with(&a.scenario, &j.sets).map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
+    // Load (and so validate) every point before spending minutes on the first ones.
+    let loaded = jobs
+        .iter()
+        .map(|j| Scenario::load_with(&a.scenario, &j.sets).map_err(|e| anyhow::anyhow!("{e}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let workers = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -129,11 +130,10 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         for _ in 0..workers {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(j) = jobs.get(i) else { break };
-                let r = Scenario::load_with(&a.scenario, &j.sets)
-                    .map_err(|e| anyhow::anyhow!("{e}"))
-                    .and_then(|l| one(&l, &j.transport, None))
-                    .map(|o| o.report);
+                let (Some(j), Some(l)) = (jobs.get(i), loaded.get(i)) else {
+                    break;
+                };
+                let r = one(l, &j.transport, None).map(|o| o.report);
                 results.lock().expect("results")[i] = Some(r);
             });
         }
