@@ -645,6 +645,7 @@ impl Connection {
         if seq == self.rcv_nxt && !self.peer_fin {
             if payload.len() > self.cfg.recv_buffer - self.rbuf.len() {
                 // No room: drop; the sender exceeded our window. The ACK repeats the window.
+                self.stats.window_dropped += 1;
                 self.ack_now = true;
                 return;
             }

@@ -106,6 +106,9 @@ pub struct ConnStats {
     pub out_of_order_dropped: u64,
     /// DATA packets that carried bytes already received.
     pub duplicates: u64,
+    /// In-order DATA packets dropped because the receive buffer had no room (the sender
+    /// overran the advertised window).
+    pub window_dropped: u64,
     /// Smallest STT echoed to this sender (raw, includes any clock offset).
     pub stt_min: Option<u32>,
     /// Smoothed RTT estimate (ns).
