@@ -25,7 +25,7 @@ pub mod error;
 pub mod relay;
 pub mod sys;
 
-pub use endpoint::{Endpoint, EndpointConfig, IoStats, SocketInfo, Stream};
+pub use endpoint::{host_config, Endpoint, EndpointConfig, IoStats, SocketInfo, Stream};
 pub use error::{Error, Result};
 pub use stride_proto as proto;
 pub use stride_proto::{CloseReason, Config, ConnStats, EndpointStats};

@@ -56,6 +56,19 @@ pub fn set_buffers(sock: &socket2::Socket, bytes: usize) {
     }
 }
 
+/// Linux `UDP_GRO` socket option (not exported by every `libc` target).
+const UDP_GRO: i32 = 104;
+/// Receive slot size with UDP GRO: the largest coalesced message the kernel builds.
+pub const GRO_ROOM: usize = 65_536;
+/// Slots per receive call with UDP GRO (each holds up to 64 KiB of coalesced datagrams).
+pub const GRO_BATCH: usize = 8;
+
+/// Turns on UDP GRO (Linux 5.0+): runs of datagrams from one sender arrive as one message with
+/// their segment size in a control message. False when the kernel refuses.
+pub fn enable_gro(fd: RawFd) -> bool {
+    setsockopt_int(fd, libc::SOL_UDP, UDP_GRO, 1).is_ok()
+}
+
 /// Turns on kernel receive timestamps; false when the kernel refuses.
 pub fn enable_rx_timestamps(fd: RawFd) -> bool {
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
@@ -162,20 +175,25 @@ pub fn batching() -> bool {
     !NO_MMSG.load(Ordering::Relaxed)
 }
 
-/// One received datagram of a [`RxBatch`].
+/// One received message of a [`RxBatch`]: one datagram, or with GRO several of `seg` bytes
+/// each (the last may be shorter).
 #[derive(Clone, Copy, Debug)]
 pub struct Received {
     /// Sender.
     pub from: SocketAddr,
     /// Length in the batch buffer.
     pub len: usize,
+    /// Size of each coalesced datagram (equal to `len` without GRO).
+    pub seg: usize,
     /// Kernel receive timestamp (ns, `CLOCK_REALTIME`), when the kernel gave one.
     pub kernel_ts: Option<u64>,
 }
 
-/// Buffers for receiving up to [`BATCH`] datagrams in one call.
+/// Buffers for receiving up to [`BATCH`] messages in one call ([`GRO_BATCH`] with GRO).
 pub struct RxBatch {
     bufs: Vec<u8>,
+    room: usize,
+    slots: usize,
     names: Vec<libc::sockaddr_storage>,
     ctrl: Vec<[u64; 8]>,
     iov: Vec<libc::iovec>,
@@ -193,34 +211,55 @@ impl Default for RxBatch {
 }
 
 impl RxBatch {
-    /// Empty buffers.
+    /// Empty buffers for one datagram per message.
     pub fn new() -> Self {
+        Self::with_slots(BATCH, DATAGRAM_ROOM)
+    }
+
+    /// Empty buffers for a socket with UDP GRO on ([`GRO_BATCH`] slots of [`GRO_ROOM`] bytes).
+    pub fn for_gro() -> Self {
+        Self::with_slots(GRO_BATCH, GRO_ROOM)
+    }
+
+    fn with_slots(slots: usize, room: usize) -> Self {
         RxBatch {
-            bufs: vec![0; BATCH * DATAGRAM_ROOM],
+            bufs: vec![0; slots * room],
+            room,
+            slots,
             // SAFETY: all-zero is valid for these C structs.
-            names: vec![unsafe { zeroed() }; BATCH],
-            ctrl: vec![[0; 8]; BATCH],
-            iov: vec![unsafe { zeroed() }; BATCH],
-            hdrs: vec![unsafe { zeroed() }; BATCH],
-            got: Vec::with_capacity(BATCH),
+            names: vec![unsafe { zeroed() }; slots],
+            ctrl: vec![[0; 8]; slots],
+            iov: vec![unsafe { zeroed() }; slots],
+            hdrs: vec![unsafe { zeroed() }; slots],
+            got: Vec::with_capacity(slots),
             truncated: 0,
         }
     }
 
-    /// The payload of the `i`-th datagram of the last call.
+    /// Messages one call can return.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// The payload of the `i`-th message of the last call.
     pub fn data(&self, i: usize) -> &[u8] {
-        &self.bufs[i * DATAGRAM_ROOM..i * DATAGRAM_ROOM + self.got[i].len]
+        &self.bufs[i * self.room..i * self.room + self.got[i].len]
+    }
+
+    /// The datagrams of the `i`-th message of the last call (one without GRO).
+    pub fn datagrams(&self, i: usize) -> std::slice::Chunks<'_, u8> {
+        self.data(i).chunks(self.got[i].seg.max(1))
     }
 
     /// Receives what is queued (non-blocking); `WouldBlock` when nothing is.
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
         self.got.clear();
         let base = self.bufs.as_mut_ptr();
-        for i in 0..BATCH {
+        for i in 0..self.slots {
             self.iov[i] = libc::iovec {
-                // SAFETY: i * DATAGRAM_ROOM is inside bufs.
-                iov_base: unsafe { base.add(i * DATAGRAM_ROOM) } as *mut libc::c_void,
-                iov_len: DATAGRAM_ROOM,
+                // SAFETY: i * room is inside bufs.
+                iov_base: unsafe { base.add(i * self.room) } as *mut libc::c_void,
+                iov_len: self.room,
             };
             // SAFETY: zero is a valid msghdr; every pointer set below outlives the call.
             let mut m: libc::msghdr = unsafe { zeroed() };
@@ -236,12 +275,12 @@ impl RxBatch {
             };
         }
         let n = if !NO_MMSG.load(Ordering::Relaxed) {
-            // SAFETY: hdrs holds BATCH initialised headers pointing at our buffers.
+            // SAFETY: hdrs holds `slots` initialised headers pointing at our buffers.
             let r = unsafe {
                 libc::recvmmsg(
                     fd,
                     self.hdrs.as_mut_ptr(),
-                    BATCH as libc::c_uint,
+                    self.slots as libc::c_uint,
                     libc::MSG_DONTWAIT,
                     std::ptr::null_mut(),
                 )
@@ -270,6 +309,7 @@ impl RxBatch {
                 self.got.push(Received {
                     from: SocketAddr::from(([0, 0, 0, 0], 0)),
                     len: 0,
+                    seg: 0,
                     kernel_ts: None,
                 });
                 continue;
@@ -280,6 +320,7 @@ impl RxBatch {
                 len = 0;
             }
             let mut kernel_ts = None;
+            let mut seg = len;
             // SAFETY: walking the control messages the kernel wrote into ctrl[i].
             unsafe {
                 let mut c = libc::CMSG_FIRSTHDR(&h.msg_hdr);
@@ -290,6 +331,11 @@ impl RxBatch {
                         let ts: libc::timespec =
                             std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                         kernel_ts = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                    } else if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
+                        let s = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const i32);
+                        if s > 0 {
+                            seg = (s as usize).min(len);
+                        }
                     }
                     c = libc::CMSG_NXTHDR(&h.msg_hdr, c);
                 }
@@ -297,6 +343,7 @@ impl RxBatch {
             self.got.push(Received {
                 from,
                 len,
+                seg,
                 kernel_ts,
             });
         }
