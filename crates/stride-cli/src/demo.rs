@@ -1,6 +1,7 @@
 //! `stride demo`: receiver, bottleneck relay and sender in one process on loopback, with a live
 //! progress bar and a summary.
 
+use crate::control::ControlArgs;
 use crate::relay_cmd::stats_human;
 use crate::units::{fmt_ns, human, parse_bytes, parse_duration_ns, parse_rate, report, runtime};
 use clap::Args;
@@ -25,15 +26,9 @@ pub struct DemoArgs {
     /// Queue of the relay.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "256KiB")]
     pub queue: u64,
-    /// Controller's T_low: queueing delay (STT above its minimum) below which the sender speeds
-    /// up. The protocol's default (5 µs) assumes hardware timestamps; software timestamps on a
-    /// shared loopback host jitter by tens of µs, so the demo uses 200 µs.
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "200us")]
-    pub t_low: u64,
-    /// Controller's T_high: queueing delay above which the sender slows down multiplicatively
-    /// (protocol default 40 µs; the demo uses 1 ms, half the 256 KiB queue at 1 Gbit/s).
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "1ms")]
-    pub t_high: u64,
+    /// Controller options (the sender's line rate defaults to the relay's --rate).
+    #[command(flatten)]
+    pub control: ControlArgs,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -53,16 +48,21 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     rc.delay_ns = a.delay;
     rc.queue_bytes = a.queue;
     let relay = Relay::spawn(rc)?;
-    // The sender's NIC "runs at" the bottleneck rate: the controller's ceiling and start rate.
-    let mut proto = stride::Config::for_line_rate_gbps(a.rate as f64 / 1e9);
-    proto.min_rto_ns = 5_000_000;
-    if let stride::proto::cc::CcConfig::Stride(p) = &mut proto.cc {
-        p.t_low = a.t_low.min(i32::MAX as u64) as u32;
-        p.t_high = a.t_high.min(i32::MAX as u64) as u32;
-        if p.t_low > p.t_high {
-            anyhow::bail!("--t-low must not exceed --t-high");
-        }
-    }
+    // By default the sender's NIC "runs at" the bottleneck rate: the controller's ceiling.
+    let line = a.control.line_rate.unwrap_or(a.rate);
+    let proto = a.control.config_for(a.rate)?;
+    let controller = match &proto.cc {
+        stride::proto::cc::CcConfig::Stride(p) => format!(
+            "STRIDE, line rate {:.2} Gbit/s, T_low {}, T_high {} (software timestamps; see --help)",
+            line as f64 / 1e9,
+            fmt_ns(u64::from(p.t_low)),
+            fmt_ns(u64::from(p.t_high))
+        ),
+        _ => format!(
+            "none, pinned at the line rate {:.2} Gbit/s",
+            line as f64 / 1e9
+        ),
+    };
     let sender = Endpoint::bind_with(
         lo,
         stride::EndpointConfig {
@@ -81,12 +81,7 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
             a.queue / 1024,
             receiver.local_addr()
         );
-        println!(
-            "controller: line rate {:.2} Gbit/s, T_low {}, T_high {} (software timestamps; see --help)",
-            a.rate as f64 / 1e9,
-            fmt_ns(a.t_low),
-            fmt_ns(a.t_high)
-        );
+        println!("controller: {controller}");
     }
     let sink = tokio::spawn(async move {
         let mut s = receiver.accept().await.map_err(stride::Error::into_io)?;

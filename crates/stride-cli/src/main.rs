@@ -30,6 +30,7 @@ enum Cmd {
     Sim(sim::SimArgs),
 }
 
+mod control;
 mod demo;
 mod perf;
 mod plot;
@@ -40,15 +41,19 @@ mod units;
 mod vectors;
 mod xfer;
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
-    match cli.cmd {
-        Cmd::Vectors(a) => vectors::run(a),
-        Cmd::Recv(a) => xfer::run_recv(a),
-        Cmd::Send(a) => xfer::run_send(a),
-        Cmd::Perf(a) => perf::run(a),
-        Cmd::Relay(a) => relay_cmd::run(a),
-        Cmd::Demo(a) => demo::run(a),
-        Cmd::Sim(a) => sim::run(a),
+    let (name, r) = match cli.cmd {
+        Cmd::Vectors(a) => ("vectors", vectors::run(a)),
+        Cmd::Recv(a) => ("recv", xfer::run_recv(a)),
+        Cmd::Send(a) => ("send", xfer::run_send(a)),
+        Cmd::Perf(a) => ("perf", perf::run(a)),
+        Cmd::Relay(a) => ("relay", relay_cmd::run(a)),
+        Cmd::Demo(a) => ("demo", demo::run(a)),
+        Cmd::Sim(a) => ("sim", sim::run(a)),
+    };
+    // One clear line on stderr and a non-zero status (no debug dump or backtrace).
+    if let Err(e) = r {
+        units::fail(name, format!("{e:#}"));
     }
 }

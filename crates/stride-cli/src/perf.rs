@@ -1,27 +1,49 @@
-//! `stride perf`: memory-to-memory throughput test with per-second interval reports.
+//! `stride perf`: memory-to-memory throughput with per-second interval reports, and
+//! request/response round trips, over STRIDE, kernel TCP or (round trips only) raw UDP, all
+//! through the same harness so their figures compare.
+//!
+//! Wire harness (STRIDE and TCP): the client's first byte picks the mode. `T`: the client sends
+//! its bytes and closes its direction; the server reads to the end and confirms with one byte,
+//! which stops the client's clock (TCP has no "all acknowledged" signal, so both transports end
+//! the same way). `R`: the server echoes every byte back until the client closes. Raw UDP: the
+//! server echoes each datagram.
 
-use crate::units::{fail, human, parse_bytes, report, runtime};
+use crate::control::ControlArgs;
+use crate::units::{fail, fmt_ns, human, parse_bytes, report, runtime};
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde_json::{json, Map, Value};
+use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use stride::Endpoint;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Arguments of `stride perf`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Example:\n  stride perf server --listen 0.0.0.0:7100\n  stride perf client --to 10.0.0.2:7100 --time 10"
+    after_help = "Examples:\n  stride perf server --listen 0.0.0.0:7100\n  stride perf client --to 10.0.0.2:7100 --time 10\n  stride perf client --to 10.0.0.2:7100 --rr 10000      (64-byte round trips)\n  stride perf server --udp --listen 0.0.0.0:7101 ; stride perf client --udp --rr 10000 --to 10.0.0.2:7101"
 )]
 pub struct PerfArgs {
     #[command(subcommand)]
     pub role: Role,
 }
 
+/// Which transport a perf role uses.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Transport {
+    /// Use kernel TCP instead of STRIDE (same harness, for comparison; TCP_NODELAY is set).
+    #[arg(long, conflicts_with = "udp")]
+    tcp: bool,
+    /// Use raw UDP datagrams (round trips only: the server echoes each datagram).
+    #[arg(long)]
+    udp: bool,
+}
+
 /// Server or client.
 #[derive(Subcommand, Debug)]
 pub enum Role {
-    /// Accept connections and discard what they send; one report line per connection.
+    /// Serve perf clients (bulk: discard and confirm; round trips: echo); one report line per
+    /// bulk connection.
     Server {
         /// Address to listen on.
         #[arg(long, value_name = "ADDR")]
@@ -29,27 +51,35 @@ pub enum Role {
         /// One JSON object per connection.
         #[arg(long)]
         json: bool,
-        /// Serve kernel TCP instead of STRIDE (same harness, for comparison).
-        #[arg(long)]
-        tcp: bool,
+        #[command(flatten)]
+        transport: Transport,
     },
-    /// Send a fixed amount of data or for a fixed time and report goodput every second.
+    /// Send a fixed amount of data or for a fixed time and report goodput every second; or time
+    /// request/response round trips (--rr).
     Client {
         /// The `perf server` address.
         #[arg(long, value_name = "ADDR")]
         to: SocketAddr,
         /// Send this many bytes (e.g. 1GB, 100MiB).
-        #[arg(long, value_name = "N", value_parser = parse_bytes, conflicts_with = "time", required_unless_present = "time")]
+        #[arg(long, value_name = "N", value_parser = parse_bytes, conflicts_with_all = ["time", "rr"], required_unless_present_any = ["time", "rr"])]
         bytes: Option<u64>,
         /// Send for this many seconds.
-        #[arg(long, value_name = "SECS")]
+        #[arg(long, value_name = "SECS", conflicts_with = "rr")]
         time: Option<f64>,
+        /// Time this many request/response round trips of --size bytes each way (after 1 % of
+        /// warm-up round trips, at least 10) and report their median, p99 and mean.
+        #[arg(long, value_name = "COUNT")]
+        rr: Option<u64>,
+        /// Request and response size of --rr.
+        #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "64")]
+        size: u64,
         /// Only the final report, as one JSON object.
         #[arg(long)]
         json: bool,
-        /// Use kernel TCP instead of STRIDE (same harness, for comparison).
-        #[arg(long)]
-        tcp: bool,
+        #[command(flatten)]
+        transport: Transport,
+        #[command(flatten)]
+        control: ControlArgs,
     },
 }
 
@@ -58,26 +88,136 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
     let rt = runtime()?;
     let code = rt.block_on(async move {
         match a.role {
-            Role::Server { listen, json, tcp } if tcp => tcp_server(listen, json).await,
-            Role::Server { listen, json, .. } => server(listen, json).await,
+            Role::Server {
+                listen,
+                json,
+                transport,
+            } => {
+                if transport.tcp {
+                    tcp_server(listen, json).await
+                } else if transport.udp {
+                    udp_server(listen).await
+                } else {
+                    server(listen, json).await
+                }
+            }
             Role::Client {
                 to,
                 bytes,
                 time,
+                rr,
+                size,
                 json,
-                tcp,
-            } if tcp => tcp_client(to, bytes, time, json).await,
-            Role::Client {
-                to,
-                bytes,
-                time,
-                json,
-                ..
-            } => client(to, bytes, time, json).await,
+                transport,
+                control,
+            } => {
+                let job = match rr {
+                    Some(count) => {
+                        if size == 0 || size > 65_000 {
+                            fail("perf client", "--size must be in 1..=65000");
+                        }
+                        Job::RoundTrips { count, size }
+                    }
+                    None => Job::Bulk { bytes, time },
+                };
+                if transport.udp {
+                    match job {
+                        Job::RoundTrips { count, size } => udp_client(to, count, size, json).await,
+                        Job::Bulk { .. } => fail("perf client", "--udp needs --rr"),
+                    }
+                } else if transport.tcp {
+                    tcp_client(to, job, json).await
+                } else {
+                    match control.config() {
+                        Ok(c) => client(to, job, json, c).await,
+                        Err(e) => fail("perf client", e),
+                    }
+                }
+            }
         }
     });
     drop(rt);
     std::process::exit(code)
+}
+
+/// What a client does.
+#[derive(Clone, Copy, Debug)]
+enum Job {
+    Bulk {
+        bytes: Option<u64>,
+        time: Option<f64>,
+    },
+    RoundTrips {
+        count: u64,
+        size: u64,
+    },
+}
+
+/// Serves one connection of either mode; returns the bytes of a bulk transfer (None for
+/// round trips).
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S) -> io::Result<Option<u64>> {
+    let mut mode = [0u8; 1];
+    s.read_exact(&mut mode).await?;
+    let mut buf = vec![0u8; 256 * 1024];
+    match mode[0] {
+        b'T' => {
+            let mut total = 0u64;
+            loop {
+                let n = s.read(&mut buf).await?;
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
+            s.write_all(b"k").await?;
+            s.shutdown().await?;
+            Ok(Some(total))
+        }
+        b'R' => {
+            loop {
+                let n = s.read(&mut buf).await?;
+                if n == 0 {
+                    break;
+                }
+                s.write_all(&buf[..n]).await?;
+            }
+            s.shutdown().await?;
+            Ok(None)
+        }
+        m => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unknown perf mode byte {m:#04x}"),
+        )),
+    }
+}
+
+fn server_line(json_out: bool, remote: SocketAddr, start: Instant, r: &io::Result<Option<u64>>) {
+    let secs = start.elapsed().as_secs_f64();
+    match r {
+        Ok(None) => {}
+        Ok(Some(total)) => {
+            let gbps = *total as f64 * 8.0 / secs.max(1e-9) / 1e9;
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"remote": remote.to_string(), "bytes": total, "seconds": secs,
+                           "goodput_gbps": gbps, "ok": true})
+                );
+            } else {
+                println!("{remote}: received {total} bytes in {secs:.3} s = {gbps:.3} Gbit/s");
+            }
+        }
+        Err(e) => {
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"remote": remote.to_string(), "ok": false, "error": e.to_string()})
+                );
+            } else {
+                eprintln!("{remote}: failed: {e}");
+            }
+        }
+    }
 }
 
 async fn server(listen: SocketAddr, json_out: bool) -> i32 {
@@ -93,122 +233,10 @@ async fn server(listen: SocketAddr, json_out: bool) -> i32 {
         };
         tokio::spawn(async move {
             let t = Instant::now();
-            let mut buf = vec![0u8; 256 * 1024];
-            let mut total = 0u64;
-            let r = loop {
-                match s.read(&mut buf).await {
-                    Ok(0) => break Ok(()),
-                    Ok(n) => total += n as u64,
-                    Err(e) => break Err(e),
-                }
-            };
-            let _ = s.shutdown().await;
-            let secs = t.elapsed().as_secs_f64();
-            let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
-            if json_out {
-                println!(
-                    "{}",
-                    json!({"remote": s.remote_addr().to_string(), "bytes": total, "seconds": secs,
-                           "goodput_gbps": gbps, "ok": r.is_ok()})
-                );
-            } else {
-                match r {
-                    Ok(()) => println!(
-                        "{}: received {total} bytes in {secs:.3} s = {gbps:.3} Gbit/s",
-                        s.remote_addr()
-                    ),
-                    Err(e) => eprintln!("{}: failed after {total} bytes: {e}", s.remote_addr()),
-                }
-            }
+            let r = serve(&mut s).await;
+            server_line(json_out, s.remote_addr(), t, &r);
         });
     }
-}
-
-async fn client(to: SocketAddr, bytes: Option<u64>, time: Option<f64>, json_out: bool) -> i32 {
-    let bind: SocketAddr = if to.is_ipv6() {
-        "[::]:0".parse().expect("addr")
-    } else {
-        "0.0.0.0:0".parse().expect("addr")
-    };
-    let ep = match Endpoint::client(bind) {
-        Ok(ep) => ep,
-        Err(e) => fail("perf client", e),
-    };
-    let mut s = match ep.connect_timeout(to, Duration::from_secs(3)).await {
-        Ok(s) => s,
-        Err(e) => fail(
-            "perf client",
-            format!("peer unreachable or refused at {to}: {e}"),
-        ),
-    };
-    let chunk = vec![0u8; 256 * 1024];
-    let start = Instant::now();
-    let limit = time.map(Duration::from_secs_f64);
-    let mut written = 0u64;
-    let mut next_report = Duration::from_secs(1);
-    let mut last_acked = 0u64;
-    let mut last_retx = 0u64;
-    if !json_out {
-        println!("connected to {to}");
-        println!(
-            "{:>15}  {:>10}  {:>12}  {:>8}  {:>10}",
-            "interval", "MBytes", "Gbit/s", "retx", "qdelay p50"
-        );
-    }
-    loop {
-        let el = start.elapsed();
-        if let Some(l) = limit {
-            if el >= l {
-                break;
-            }
-        }
-        let n = match bytes {
-            Some(b) if written >= b => break,
-            Some(b) => (b - written).min(chunk.len() as u64) as usize,
-            None => chunk.len(),
-        };
-        if let Err(e) = s.write_all(&chunk[..n]).await {
-            fail("perf client", format!("transfer failed: {e}"));
-        }
-        written += n as u64;
-        let el = start.elapsed();
-        if el >= next_report {
-            let acked = written - s.unacked() as u64;
-            let cs = s.stats().unwrap_or_default();
-            if !json_out {
-                let d = acked - last_acked;
-                println!(
-                    "{:>6.2}-{:>6.2} s  {:>10.2}  {:>12.3}  {:>8}  {:>10}",
-                    next_report.as_secs_f64() - 1.0,
-                    el.as_secs_f64(),
-                    d as f64 / 1e6,
-                    d as f64 * 8.0 / 1e9 / (el.as_secs_f64() - (next_report.as_secs_f64() - 1.0)),
-                    cs.retransmitted_packets - last_retx,
-                    crate::units::fmt_ns(cs.queue_delay.quantile(0.5)),
-                );
-            }
-            last_acked = acked;
-            last_retx = cs.retransmitted_packets;
-            next_report += Duration::from_secs(1);
-        }
-    }
-    if let Err(e) = s.shutdown().await {
-        fail("perf client", format!("transfer failed: {e}"));
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let cs = s.stats().unwrap_or_default();
-    let m = report(written, secs, &cs);
-    if json_out {
-        println!("{}", serde_json::Value::Object(m));
-    } else {
-        println!("total: {}", human(&m));
-    }
-    let mut sink = [0u8; 64];
-    let _ = tokio::time::timeout(Duration::from_secs(2), async {
-        while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
-    })
-    .await;
-    0
 }
 
 async fn tcp_server(listen: SocketAddr, json_out: bool) -> i32 {
@@ -224,39 +252,44 @@ async fn tcp_server(listen: SocketAddr, json_out: bool) -> i32 {
             Ok(s) => s,
             Err(e) => fail("perf server", e),
         };
+        let _ = s.set_nodelay(true);
         tokio::spawn(async move {
             let t = Instant::now();
-            let mut buf = vec![0u8; 256 * 1024];
-            let mut total = 0u64;
-            while let Ok(n) = s.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                total += n as u64;
-            }
-            let _ = s.write_all(b"k").await;
-            let secs = t.elapsed().as_secs_f64();
-            let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
-            if json_out {
-                println!(
-                    "{}",
-                    json!({"remote": remote.to_string(), "bytes": total, "seconds": secs, "goodput_gbps": gbps})
-                );
-            } else {
-                println!("{remote}: received {total} bytes in {secs:.3} s = {gbps:.3} Gbit/s");
-            }
+            let r = serve(&mut s).await;
+            server_line(json_out, remote, t, &r);
         });
     }
 }
 
-/// The TCP twin of `client`: same chunking and timing; the end is the server's one-byte
-/// confirmation after it read everything (TCP has no "all acknowledged" signal).
-async fn tcp_client(to: SocketAddr, bytes: Option<u64>, time: Option<f64>, json_out: bool) -> i32 {
-    let mut s = match tokio::net::TcpStream::connect(to).await {
+async fn udp_server(listen: SocketAddr) -> i32 {
+    let sock = match tokio::net::UdpSocket::bind(listen).await {
         Ok(s) => s,
-        Err(e) => fail("perf client", format!("cannot connect to {to}: {e}")),
+        Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
     };
+    if let Ok(a) = sock.local_addr() {
+        eprintln!("perf server (udp echo) listening on {a}");
+    }
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        match sock.recv_from(&mut buf).await {
+            Ok((n, from)) => {
+                let _ = sock.send_to(&buf[..n], from).await;
+            }
+            Err(e) => fail("perf server", e),
+        }
+    }
+}
+
+/// Sends the bulk job on `s` (after its mode byte) and waits for the server's confirmation;
+/// `tick` sees (elapsed, bytes written) after every chunk. Returns (bytes, seconds).
+async fn bulk<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    bytes: Option<u64>,
+    time: Option<f64>,
+    mut tick: impl FnMut(&S, Duration, u64),
+) -> io::Result<(u64, f64)> {
     let chunk = vec![0u8; 256 * 1024];
+    s.write_all(b"T").await?;
     let start = Instant::now();
     let limit = time.map(Duration::from_secs_f64);
     let mut written = 0u64;
@@ -269,25 +302,224 @@ async fn tcp_client(to: SocketAddr, bytes: Option<u64>, time: Option<f64>, json_
             Some(b) => (b - written).min(chunk.len() as u64) as usize,
             None => chunk.len(),
         };
-        if let Err(e) = s.write_all(&chunk[..n]).await {
-            fail("perf client", format!("transfer failed: {e}"));
-        }
+        s.write_all(&chunk[..n]).await?;
         written += n as u64;
+        tick(s, start.elapsed(), written);
     }
-    let _ = s.shutdown().await;
+    s.shutdown().await?;
     let mut k = [0u8; 1];
-    if let Err(e) = s.read_exact(&mut k).await {
-        fail("perf client", format!("no confirmation: {e}"));
+    s.read_exact(&mut k).await?;
+    Ok((written, start.elapsed().as_secs_f64()))
+}
+
+/// Round-trip times (ns) of `count` request/response exchanges of `size` bytes on `s`, after
+/// the warm-up exchanges.
+async fn round_trips<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    count: u64,
+    size: u64,
+) -> io::Result<Vec<u64>> {
+    s.write_all(b"R").await?;
+    let req = vec![0x5au8; size as usize];
+    let mut resp = vec![0u8; size as usize];
+    let warm = (count / 100).max(10);
+    let mut rtts = Vec::with_capacity(count as usize);
+    for i in 0..warm + count {
+        let t = Instant::now();
+        s.write_all(&req).await?;
+        s.read_exact(&mut resp).await?;
+        let ns = t.elapsed().as_nanos() as u64;
+        if resp != req {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the echo differs from the request",
+            ));
+        }
+        if i >= warm {
+            rtts.push(ns);
+        }
     }
-    let secs = start.elapsed().as_secs_f64();
-    let gbps = written as f64 * 8.0 / secs / 1e9;
+    s.shutdown().await?;
+    Ok(rtts)
+}
+
+/// The round-trip report: count, size, median, p99, mean, min (ns).
+fn rtt_report(transport: &str, size: u64, mut rtts: Vec<u64>) -> Map<String, Value> {
+    rtts.sort_unstable();
+    let q = |p: f64| rtts[((rtts.len() as f64 * p).ceil() as usize).clamp(1, rtts.len()) - 1];
+    let mean = rtts.iter().sum::<u64>() / rtts.len() as u64;
+    let mut m = Map::new();
+    m.insert("transport".into(), json!(transport));
+    m.insert("round_trips".into(), json!(rtts.len()));
+    m.insert("size".into(), json!(size));
+    m.insert("rtt_p50_ns".into(), json!(q(0.5)));
+    m.insert("rtt_p99_ns".into(), json!(q(0.99)));
+    m.insert("rtt_mean_ns".into(), json!(mean));
+    m.insert("rtt_min_ns".into(), json!(rtts[0]));
+    m
+}
+
+fn print_rtt(json_out: bool, m: Map<String, Value>) {
     if json_out {
-        println!(
-            "{}",
-            json!({"bytes": written, "seconds": secs, "goodput_gbps": gbps, "transport": "tcp"})
-        );
+        println!("{}", Value::Object(m));
     } else {
-        println!("total: {written} bytes in {secs:.3} s = {gbps:.3} Gbit/s (tcp)");
+        let g = |k: &str| m[k].as_u64().unwrap_or(0);
+        println!(
+            "{} round trips of {} bytes over {}: median {}, p99 {}, mean {}, min {}",
+            g("round_trips"),
+            g("size"),
+            m["transport"].as_str().unwrap_or(""),
+            fmt_ns(g("rtt_p50_ns")),
+            fmt_ns(g("rtt_p99_ns")),
+            fmt_ns(g("rtt_mean_ns")),
+            fmt_ns(g("rtt_min_ns")),
+        );
     }
+}
+
+fn any_addr(to: SocketAddr) -> SocketAddr {
+    if to.is_ipv6() {
+        "[::]:0".parse().expect("addr")
+    } else {
+        "0.0.0.0:0".parse().expect("addr")
+    }
+}
+
+async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config) -> i32 {
+    let opts = stride::EndpointConfig {
+        proto,
+        listen: false,
+        ..stride::EndpointConfig::default()
+    };
+    let ep = match Endpoint::bind_with(any_addr(to), opts) {
+        Ok(ep) => ep,
+        Err(e) => fail("perf client", e),
+    };
+    let mut s = match ep.connect_timeout(to, Duration::from_secs(3)).await {
+        Ok(s) => s,
+        Err(e) => fail(
+            "perf client",
+            format!("peer unreachable or refused at {to}: {e}"),
+        ),
+    };
+    let (bytes, time) = match job {
+        Job::RoundTrips { count, size } => {
+            match round_trips(&mut s, count, size).await {
+                Ok(rtts) => print_rtt(json_out, rtt_report("stride", size, rtts)),
+                Err(e) => fail("perf client", format!("round trips failed: {e}")),
+            }
+            return 0;
+        }
+        Job::Bulk { bytes, time } => (bytes, time),
+    };
+    if !json_out {
+        println!("connected to {to}");
+        println!(
+            "{:>15}  {:>10}  {:>12}  {:>8}  {:>10}",
+            "interval", "MBytes", "Gbit/s", "retx", "qdelay p50"
+        );
+    }
+    let mut next_report = Duration::from_secs(1);
+    let mut last_acked = 0u64;
+    let mut last_retx = 0u64;
+    let tick = |s: &stride::Stream, el: Duration, written: u64| {
+        if el < next_report {
+            return;
+        }
+        let acked = written - s.unacked() as u64;
+        let cs = s.stats().unwrap_or_default();
+        if !json_out {
+            let from = next_report.as_secs_f64() - 1.0;
+            let d = acked - last_acked;
+            println!(
+                "{:>6.2}-{:>6.2} s  {:>10.2}  {:>12.3}  {:>8}  {:>10}",
+                from,
+                el.as_secs_f64(),
+                d as f64 / 1e6,
+                d as f64 * 8.0 / 1e9 / (el.as_secs_f64() - from),
+                cs.retransmitted_packets - last_retx,
+                fmt_ns(cs.queue_delay.quantile(0.5)),
+            );
+        }
+        last_acked = acked;
+        last_retx = cs.retransmitted_packets;
+        next_report += Duration::from_secs(1);
+    };
+    let (written, secs) = match bulk(&mut s, bytes, time, tick).await {
+        Ok(r) => r,
+        Err(e) => fail("perf client", format!("transfer failed: {e}")),
+    };
+    let cs = s.stats().unwrap_or_default();
+    let mut m = report(written, secs, &cs);
+    m.insert("transport".into(), json!("stride"));
+    if json_out {
+        println!("{}", Value::Object(m));
+    } else {
+        println!("total: {}", human(&m));
+    }
+    0
+}
+
+async fn tcp_client(to: SocketAddr, job: Job, json_out: bool) -> i32 {
+    let mut s = match tokio::net::TcpStream::connect(to).await {
+        Ok(s) => s,
+        Err(e) => fail("perf client", format!("cannot connect to {to}: {e}")),
+    };
+    let _ = s.set_nodelay(true);
+    match job {
+        Job::RoundTrips { count, size } => match round_trips(&mut s, count, size).await {
+            Ok(rtts) => print_rtt(json_out, rtt_report("tcp", size, rtts)),
+            Err(e) => fail("perf client", format!("round trips failed: {e}")),
+        },
+        Job::Bulk { bytes, time } => {
+            let (written, secs) = match bulk(&mut s, bytes, time, |_, _, _| {}).await {
+                Ok(r) => r,
+                Err(e) => fail("perf client", format!("transfer failed: {e}")),
+            };
+            let gbps = written as f64 * 8.0 / secs / 1e9;
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"bytes": written, "seconds": secs, "goodput_gbps": gbps, "transport": "tcp"})
+                );
+            } else {
+                println!("total: {written} bytes in {secs:.3} s = {gbps:.3} Gbit/s (tcp)");
+            }
+        }
+    }
+    0
+}
+
+async fn udp_client(to: SocketAddr, count: u64, size: u64, json_out: bool) -> i32 {
+    let sock = match tokio::net::UdpSocket::bind(any_addr(to)).await {
+        Ok(s) => s,
+        Err(e) => fail("perf client", e),
+    };
+    if let Err(e) = sock.connect(to).await {
+        fail("perf client", format!("cannot reach {to}: {e}"));
+    }
+    let req = vec![0x5au8; size as usize];
+    let mut resp = vec![0u8; size as usize + 1];
+    let warm = (count / 100).max(10);
+    let mut rtts = Vec::with_capacity(count as usize);
+    for i in 0..warm + count {
+        let t = Instant::now();
+        if let Err(e) = sock.send(&req).await {
+            fail("perf client", format!("round trips failed: {e}"));
+        }
+        match tokio::time::timeout(Duration::from_secs(1), sock.recv(&mut resp)).await {
+            Ok(Ok(n)) if n == req.len() && resp[..n] == req[..] => {}
+            Ok(Ok(_)) => fail("perf client", "the echo differs from the request"),
+            Ok(Err(e)) => fail("perf client", format!("round trips failed: {e}")),
+            Err(_) => fail(
+                "perf client",
+                format!("no echo from {to} within 1 s (is `stride perf server --udp` running?)"),
+            ),
+        }
+        if i >= warm {
+            rtts.push(t.elapsed().as_nanos() as u64);
+        }
+    }
+    print_rtt(json_out, rtt_report("udp", size, rtts));
     0
 }

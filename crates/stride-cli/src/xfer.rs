@@ -7,6 +7,7 @@
 //! status (one code byte, a u16 length, a UTF-8 message) before ending its own direction. A
 //! failed transfer leaves no `NAME` behind (and removes `NAME.part`).
 
+use crate::control::ControlArgs;
 use crate::units::{fail, human, report, runtime};
 use clap::Args;
 use serde_json::json;
@@ -93,6 +94,8 @@ pub struct SendArgs {
     /// Files to send (each on its own connection, one after the other).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub control: ControlArgs,
 }
 
 /// A name the receiver accepts: a plain file name.
@@ -496,7 +499,16 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
         } else {
             "0.0.0.0:0".parse().expect("addr")
         });
-        let ep = match Endpoint::client(bind) {
+        let proto = match a.control.config() {
+            Ok(c) => c,
+            Err(e) => fail("send", e),
+        };
+        let opts = stride::EndpointConfig {
+            proto,
+            listen: false,
+            ..stride::EndpointConfig::default()
+        };
+        let ep = match Endpoint::bind_with(bind, opts) {
             Ok(ep) => ep,
             Err(e) => fail("send", format!("cannot bind {bind}: {e}")),
         };

@@ -465,3 +465,166 @@ fn disk_full_is_reported_and_leaves_no_file() {
     let _ = std::fs::remove_dir_all(&src);
     let _ = std::fs::remove_dir_all(&dst);
 }
+
+/// Runs `stride perf client ARGS --json` and returns its one JSON object.
+fn perf_client(args: &[&str]) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(["perf", "client", "--json"])
+        .args(args)
+        .output()
+        .expect("run perf client");
+    assert!(
+        out.status.success(),
+        "perf client {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    serde_json::from_str(stdout.trim()).expect("json")
+}
+
+#[test]
+fn perf_bulk_over_stride_and_tcp_counts_every_byte() {
+    for (flag, transport) in [(None, "stride"), (Some("--tcp"), "tcp")] {
+        let mut args = vec!["perf", "server", "--json", "--listen", "127.0.0.1:0"];
+        args.extend(flag);
+        let (server, addr) = Proc::start(&args);
+        let to = addr.to_string();
+        let mut cargs = vec!["--to", to.as_str(), "--bytes", "20MB"];
+        cargs.extend(flag);
+        let r = perf_client(&cargs);
+        assert_eq!(r["bytes"], 20_000_000, "{r}");
+        assert_eq!(r["transport"], transport, "{r}");
+        assert!(r["goodput_gbps"].as_f64().unwrap() > 0.0, "{r}");
+        if transport == "stride" {
+            for k in [
+                "packets_sent",
+                "retransmitted_packets",
+                "nacks_received",
+                "timeouts",
+                "stt_min_ns",
+                "queue_delay_p50_ns",
+                "queue_delay_p99_ns",
+            ] {
+                assert!(r.get(k).is_some(), "no {k} in {r}");
+            }
+            assert!(
+                r["packets_sent"].as_u64().unwrap() >= 20_000_000 / 1440,
+                "{r}"
+            );
+        }
+        // The server's line: the same byte count (the mode byte is not counted).
+        let out = server.interrupt();
+        let line: serde_json::Value = serde_json::from_str(
+            out.lines()
+                .find(|l| l.starts_with('{'))
+                .unwrap_or_else(|| panic!("{out}")),
+        )
+        .expect("server json");
+        assert_eq!(line["bytes"], 20_000_000, "{line}");
+        assert_eq!(line["ok"], true, "{line}");
+    }
+}
+
+#[test]
+fn perf_round_trips_over_stride_tcp_and_udp() {
+    for (flag, transport) in [
+        (None, "stride"),
+        (Some("--tcp"), "tcp"),
+        (Some("--udp"), "udp"),
+    ] {
+        let mut args = vec!["perf", "server", "--listen", "127.0.0.1:0"];
+        args.extend(flag);
+        let (_server, addr) = Proc::start(&args);
+        let to = addr.to_string();
+        let mut cargs = vec!["--to", to.as_str(), "--rr", "300", "--size", "64"];
+        cargs.extend(flag);
+        let r = perf_client(&cargs);
+        assert_eq!(r["transport"], transport, "{r}");
+        assert_eq!(r["round_trips"], 300, "{r}");
+        assert_eq!(r["size"], 64, "{r}");
+        let (min, p50, p99) = (
+            r["rtt_min_ns"].as_u64().unwrap(),
+            r["rtt_p50_ns"].as_u64().unwrap(),
+            r["rtt_p99_ns"].as_u64().unwrap(),
+        );
+        assert!(0 < min && min <= p50 && p50 <= p99, "{r}");
+    }
+}
+
+#[test]
+fn perf_udp_needs_round_trips_and_a_server() {
+    let out = Command::new(BIN)
+        .args([
+            "perf",
+            "client",
+            "--udp",
+            "--to",
+            "127.0.0.1:9",
+            "--bytes",
+            "1MB",
+        ])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--udp needs --rr"), "{err}");
+    // Nobody echoes: a clear failure after the 1 s guard, not a hang.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let t = Instant::now();
+    let out = Command::new(BIN)
+        .args(["perf", "client", "--udp", "--rr", "10", "--to"])
+        .arg(silent.local_addr().expect("addr").to_string())
+        .output()
+        .expect("run");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no echo"), "{err}");
+}
+
+fn demo(args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .arg("demo")
+        .args(args)
+        .output()
+        .expect("run demo")
+}
+
+#[test]
+fn demo_moves_its_bytes_through_the_relay_with_and_without_a_controller() {
+    for extra in [&[][..], &["--pin-rate"][..]] {
+        let mut args = vec!["--bytes", "20MB", "--json"];
+        args.extend_from_slice(extra);
+        let out = demo(&args);
+        assert!(
+            out.status.success(),
+            "demo {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let d: serde_json::Value = serde_json::from_str(
+            stdout
+                .lines()
+                .rev()
+                .find(|l| l.starts_with('{'))
+                .expect("json line"),
+        )
+        .expect("json");
+        assert_eq!(d["bytes"], 20_000_000, "{d}");
+        let r = &d["relay"];
+        // Every payload byte crossed the relay (headers and retransmissions add to it).
+        assert!(r["forwarded_bytes"].as_u64().unwrap() >= 20_000_000, "{d}");
+        let u = r["utilization"].as_f64().unwrap();
+        assert!(u > 0.0 && u <= 1.0, "{d}");
+        assert!(r.get("queue_delay_p99_ns").is_some() && r.get("queue_drops").is_some());
+    }
+}
+
+#[test]
+fn demo_rejects_inverted_thresholds_naming_the_flag() {
+    let out = demo(&["--bytes", "1MB", "--t-low", "300us", "--t-high", "100us"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--t-low"), "{err}");
+}

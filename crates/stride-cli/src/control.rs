@@ -1,0 +1,72 @@
+//! Sender-side transport options shared by `send`, `perf client` and `demo`: the controller's
+//! line rate and thresholds, and the retransmission timeout floor.
+
+use crate::units::{parse_duration_ns, parse_rate};
+use clap::Args;
+
+/// Options of the sending side's controller (defaults: [`stride::host_config`]).
+#[derive(Args, Debug, Clone)]
+pub struct ControlArgs {
+    /// Line rate of the sending host: the controller's ceiling (it starts at a quarter)
+    /// [default: 10gbit; for `demo`, the relay's --rate].
+    #[arg(long, value_name = "R", value_parser = parse_rate)]
+    pub line_rate: Option<u64>,
+    /// Controller's T_low: queueing delay (STT above its minimum) under which the rate climbs
+    /// by line/64 per ACK [default: the host profile's, see `stride::host_config`].
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
+    pub t_low: Option<u64>,
+    /// Controller's T_high: queueing delay at or above which the rate drops by 1/8 per ACK
+    /// [default: the host profile's].
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
+    pub t_high: Option<u64>,
+    /// Lower bound of the retransmission timeout [default: the host profile's].
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
+    pub min_rto: Option<u64>,
+    /// No congestion control: pace at the line rate whatever the path does (what a sender
+    /// without a controller does; for comparisons).
+    #[arg(long, conflicts_with_all = ["t_low", "t_high"])]
+    pub pin_rate: bool,
+}
+
+impl ControlArgs {
+    /// The protocol configuration these options describe.
+    pub fn config(&self) -> anyhow::Result<stride::Config> {
+        self.config_for(10_000_000_000)
+    }
+
+    /// The configuration, with `default_line_bps` when `--line-rate` is absent (the demo's
+    /// sender runs at its relay's rate unless told otherwise).
+    pub fn config_for(&self, default_line_bps: u64) -> anyhow::Result<stride::Config> {
+        let line_bps = self.line_rate.unwrap_or(default_line_bps);
+        if line_bps < 10_000_000 {
+            anyhow::bail!("--line-rate must be at least 10 Mbit/s");
+        }
+        let mut c = stride::host_config(line_bps);
+        if let Some(r) = self.min_rto {
+            c.min_rto_ns = r;
+        }
+        if let stride::proto::cc::CcConfig::Stride(p) = &mut c.cc {
+            if let Some(t) = self.t_low {
+                p.t_low = t.min(i32::MAX as u64) as u32;
+            }
+            if let Some(t) = self.t_high {
+                p.t_high = t.min(i32::MAX as u64) as u32;
+            }
+        }
+        if self.pin_rate {
+            c.cc = stride::proto::cc::CcConfig::Fixed(stride::proto::cc::rate_from_gbps(
+                line_bps as f64 / 1e9,
+            ));
+        }
+        if let Err((field, why)) = c.validate() {
+            let flag = match field {
+                "min_rto_ns" => "--min-rto",
+                "t_low" => "--t-low",
+                "t_high" => "--t-high",
+                other => other,
+            };
+            anyhow::bail!("{flag}: {}", why.replace("t_high", "--t-high"));
+        }
+        Ok(c)
+    }
+}
