@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""The UDP transport's benchmarks, each a ratio measured in one run (docs/results.md).
+
+  python3 bench/transport.py [--reps 5] [--bytes 1GB] [--rr 5000] [--out out/bench-transport.json]
+
+1. Loopback memory-to-memory goodput, 1500-byte packets: STRIDE (`stride perf`, line rate
+   40 Gbit/s: loopback has none) vs kernel TCP (`stride perf --tcp`, same harness) vs QUIC
+   (`bench/quic-perf`, quinn). Rounds interleave the three; medians and per-round ratios.
+2. 64-byte request/response round trips: STRIDE vs kernel TCP (TCP_NODELAY) vs raw UDP, all
+   through `stride perf --rr` (one tokio harness); medians of the per-run medians.
+3. Through the userspace bottleneck (`stride demo`: 1 Gbit/s, 20 us, 256 KiB queue): STRIDE's
+   default controller vs the same sender pinned at its line rate (no controller), with the
+   sender's line rate equal to the bottleneck (the demo's model) and at 10 Gbit/s.
+
+Everything runs on loopback. Builds what it needs (release).
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+STRIDE = TARGET / "release" / "stride"
+QUIC = ROOT / "bench" / "quic-perf" / "target" / "release" / "quic-perf"
+
+
+def port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def last_json(cmd, timeout=300):
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        sys.exit(f"failed: {' '.join(map(str, cmd))}\n{out.stderr}")
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1])
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--bytes", default="1GB")
+    ap.add_argument("--rr", type=int, default=5000)
+    ap.add_argument("--demo-bytes", default="300MB")
+    ap.add_argument("--out", default=str(ROOT / "out" / "bench-transport.json"))
+    a = ap.parse_args()
+
+    env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET))
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "stride-cli"], cwd=ROOT, env=env,
+                   check=True)
+    subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT / "bench" / "quic-perf",
+                   env={k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"},
+                   check=True)
+
+    p_stride, p_tcp, p_udp, p_quic = port(), port(), port(), port()
+    cert = ROOT / "out" / "quic-perf-cert.der"
+    cert.parent.mkdir(parents=True, exist_ok=True)
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = [
+        subprocess.Popen([STRIDE, "perf", "server", "--listen", f"127.0.0.1:{p_stride}"], **quiet),
+        subprocess.Popen([STRIDE, "perf", "server", "--tcp", "--listen", f"127.0.0.1:{p_tcp}"],
+                         **quiet),
+        subprocess.Popen([STRIDE, "perf", "server", "--udp", "--listen", f"127.0.0.1:{p_udp}"],
+                         **quiet),
+        subprocess.Popen([QUIC, "server", "--listen", f"127.0.0.1:{p_quic}", "--cert", cert],
+                         **quiet),
+    ]
+    res = {"reps": a.reps, "bytes": a.bytes, "rr_count": a.rr, "cores": os.cpu_count()}
+    try:
+        time.sleep(0.5)
+        # 1. loopback goodput
+        bulk = {"stride": [], "tcp": [], "quic": []}
+        for _ in range(a.reps):
+            bulk["stride"].append(last_json(
+                [STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_stride}", "--bytes", a.bytes,
+                 "--line-rate", "40gbit", "--json"]))
+            bulk["tcp"].append(last_json(
+                [STRIDE, "perf", "client", "--tcp", "--to", f"127.0.0.1:{p_tcp}", "--bytes",
+                 a.bytes, "--json"]))
+            nbytes = bulk["stride"][-1]["bytes"]
+            bulk["quic"].append(last_json(
+                [QUIC, "client", "--to", f"127.0.0.1:{p_quic}", "--cert", cert, "--bytes",
+                 str(nbytes)]))
+        g = {k: [r["goodput_gbps"] for r in v] for k, v in bulk.items()}
+        res["loopback"] = {
+            "goodput_gbps": g,
+            "median_gbps": {k: med(v) for k, v in g.items()},
+            "ratio_stride_tcp_per_round": [s / t for s, t in zip(g["stride"], g["tcp"])],
+            "ratio_stride_quic_per_round": [s / q for s, q in zip(g["stride"], g["quic"])],
+            "stride_retransmitted": [r["retransmitted_packets"] for r in bulk["stride"]],
+            "stride_timeouts": [r["timeouts"] for r in bulk["stride"]],
+        }
+        lb = res["loopback"]
+        lb["median_ratio_stride_tcp"] = med(lb["ratio_stride_tcp_per_round"])
+        lb["median_ratio_stride_quic"] = med(lb["ratio_stride_quic_per_round"])
+
+        # 2. round trips
+        rr = {"stride": [], "tcp": [], "udp": []}
+        for _ in range(a.reps):
+            for name, flag, p in (("stride", [], p_stride), ("tcp", ["--tcp"], p_tcp),
+                                  ("udp", ["--udp"], p_udp)):
+                rr[name].append(last_json(
+                    [STRIDE, "perf", "client", *flag, "--to", f"127.0.0.1:{p}", "--rr",
+                     str(a.rr), "--json"]))
+        p50 = {k: [r["rtt_p50_ns"] for r in v] for k, v in rr.items()}
+        p99 = {k: [r["rtt_p99_ns"] for r in v] for k, v in rr.items()}
+        res["rr"] = {
+            "p50_ns": p50, "p99_ns": p99,
+            "median_p50_ns": {k: med(v) for k, v in p50.items()},
+            "median_p99_ns": {k: med(v) for k, v in p99.items()},
+            "ratio_stride_udp_per_round": [s / u for s, u in zip(p50["stride"], p50["udp"])],
+            "ratio_tcp_udp_per_round": [t / u for t, u in zip(p50["tcp"], p50["udp"])],
+        }
+        res["rr"]["median_ratio_stride_udp"] = med(res["rr"]["ratio_stride_udp_per_round"])
+        res["rr"]["median_ratio_tcp_udp"] = med(res["rr"]["ratio_tcp_udp_per_round"])
+    finally:
+        for s in servers:
+            s.kill()
+
+    # 3. through the bottleneck
+    def demo(extra, nbytes):
+        d = last_json([STRIDE, "demo", "--bytes", nbytes, "--json", *extra])
+        r = d["relay"]
+        return {"goodput_gbps": d["goodput_gbps"], "utilization": r["utilization"],
+                "queue_p50_ns": r["queue_delay_p50_ns"], "queue_p99_ns": r["queue_delay_p99_ns"],
+                "queue_max_ns": r["queue_delay_max_ns"], "drops": r["queue_drops"],
+                "retransmitted": d["retransmitted_packets"], "timeouts": d["timeouts"]}
+
+    relay = {"controller": [], "pinned": []}
+    for _ in range(a.reps):
+        relay["controller"].append(demo([], a.demo_bytes))
+        relay["pinned"].append(demo(["--pin-rate"], a.demo_bytes))
+    relay["controller_10g_nic"] = [demo(["--line-rate", "10gbit"], a.demo_bytes)]
+    # A pinned 10 Gbit/s sender into a 1 Gbit/s bottleneck loses 90 %: a smaller transfer.
+    relay["pinned_10g_nic"] = [demo(["--pin-rate", "--line-rate", "10gbit"], "30MB")]
+    res["relay"] = {k: {"runs": v, "median": {f: med([x[f] for x in v]) for f in v[0]}}
+                    for k, v in relay.items()}
+
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(res, indent=1))
+
+    lb, rr, rl = res["loopback"], res["rr"], res["relay"]
+    print(f"\n## Loopback goodput, {a.bytes}, median of {a.reps} interleaved rounds")
+    print("| transport | median Gbit/s | runs |\n|---|---|---|")
+    for k in ("stride", "tcp", "quic"):
+        print(f"| {k} | {lb['median_gbps'][k]:.2f} | "
+              + ", ".join(f"{x:.2f}" for x in lb["goodput_gbps"][k]) + " |")
+    print(f"STRIDE/TCP median ratio {lb['median_ratio_stride_tcp']:.2f} (target >= 0.5); "
+          f"STRIDE/QUIC {lb['median_ratio_stride_quic']:.2f} (target >= 2); "
+          f"STRIDE retransmitted {lb['stride_retransmitted']}, timeouts {lb['stride_timeouts']}")
+    print(f"\n## 64-byte round trips, {a.rr} per run, median of {a.reps} runs")
+    print("| transport | median RTT (us) | p99 (us) |\n|---|---|---|")
+    for k in ("stride", "tcp", "udp"):
+        print(f"| {k} | {rr['median_p50_ns'][k] / 1e3:.1f} | {rr['median_p99_ns'][k] / 1e3:.1f} |")
+    print(f"STRIDE/UDP median ratio {rr['median_ratio_stride_udp']:.2f} (target <= 1.5); "
+          f"TCP/UDP {rr['median_ratio_tcp_udp']:.2f}")
+    print("\n## Through the 1 Gbit/s relay (256 KiB queue, 20 us), medians")
+    print("| sender | runs | goodput Gbit/s | utilization | queue p50/p99/max (us) | drops "
+          "| retransmitted |\n|---|---|---|---|---|---|---|")
+    names = {"controller": "STRIDE controller, NIC = bottleneck (1G)",
+             "pinned": "pinned at line rate, NIC = bottleneck (1G)",
+             "controller_10g_nic": "STRIDE controller, 10G NIC",
+             "pinned_10g_nic": "pinned at line rate, 10G NIC (30 MB)"}
+    for k, v in rl.items():
+        m = v["median"]
+        print(f"| {names[k]} | {len(v['runs'])} | {m['goodput_gbps']:.3f} | "
+              f"{100 * m['utilization']:.1f} % | {m['queue_p50_ns'] / 1e3:.0f}/"
+              f"{m['queue_p99_ns'] / 1e3:.0f}/{m['queue_max_ns'] / 1e3:.0f} | {m['drops']:.0f} | "
+              f"{m['retransmitted']:.0f} |")
+    print(f"\nraw figures: {a.out}")
+
+
+if __name__ == "__main__":
+    main()
