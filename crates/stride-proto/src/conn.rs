@@ -35,7 +35,7 @@ pub enum Event {
     Accepted,
     /// New bytes (or the end of stream) can be read.
     Readable,
-    /// Send buffer space was freed.
+    /// After a write that did not fit, a quarter of the send buffer is free again.
     Writable,
     /// The connection ended; no more events follow.
     Closed(CloseReason),
@@ -83,6 +83,11 @@ pub struct Connection {
     ns_per_byte_fp: u64,
     burst_ns: u64,
     next_send: u64,
+    /// The last DATA packet left more data queued behind it (the pacer, not the
+    /// application, decides when the next one goes).
+    backlogged: bool,
+    /// When the last DATA packet was produced.
+    last_data_at: u64,
     rto_ns: u64,
     rto_at: Option<u64>,
     retries: u32,
@@ -146,6 +151,8 @@ impl Connection {
             ns_per_byte_fp: 0,
             burst_ns: 0,
             next_send: 0,
+            backlogged: false,
+            last_data_at: 0,
             rto_ns: cfg.initial_rto_ns,
             rto_at: None,
             retries: 0,
@@ -577,7 +584,11 @@ impl Connection {
             self.retries = 0;
             self.rto_at = None;
             self.stats.acks_received += 1;
-            if self.want_writable && self.sbuf.len() < self.cfg.send_buffer {
+            // Writable once a quarter of the send buffer is free again (not per freed packet:
+            // a writer woken per ACK costs a wake-up per packet at low rates).
+            if self.want_writable
+                && self.sbuf.len() <= self.cfg.send_buffer - self.cfg.send_buffer / 4
+            {
                 self.want_writable = false;
                 self.events.push_back(Event::Writable);
             }
@@ -879,6 +890,16 @@ impl Connection {
                 if seq_lt(self.snd_max, self.snd_nxt) {
                     self.snd_max = self.snd_nxt;
                 }
+                if self.backlogged {
+                    // How late this packet leaves after the pacer allowed it: its release is
+                    // the pacer's time or, inside a burst, the previous packet's departure.
+                    let release = self.next_send.max(self.last_data_at);
+                    self.stats
+                        .pacing_lateness
+                        .record(now.saturating_sub(release));
+                }
+                self.backlogged = self.pending_data() > 0 && self.window_room() > 0;
+                self.last_data_at = now;
                 self.pace(now, HEADER_LEN as u64 + u64::from(len));
                 self.arm_rto(now);
                 return Some(self.finish(now, &mut h, buf));

@@ -115,6 +115,10 @@ pub struct ConnStats {
     pub srtt_ns: u64,
     /// Queueing delay (echoed STT minus the controller's windowed minimum) per ACK, ns.
     pub queue_delay: Histogram,
+    /// Per DATA packet sent while backlogged: how long after the pacer's release time it was
+    /// produced (`now` passed to `poll_transmit` minus the release time), ns. Measures how
+    /// closely the caller's clock and wake-ups follow the pacer.
+    pub pacing_lateness: Histogram,
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@ struct Pair {
     ch: ConnHandle,
     sh: Option<ConnHandle>,
     now: u64,
+    /// Added to every timer wake-up (a caller whose sleeps overshoot).
+    wake_lag: u64,
     air: VecDeque<(u64, bool, Vec<u8>)>,
     c_events: Vec<Event>,
     s_events: Vec<Event>,
@@ -37,6 +39,7 @@ impl Pair {
             ch: ConnHandle(0),
             sh: None,
             now: 1_000,
+            wake_lag: 0,
             air: VecDeque::new(),
             c_events: vec![],
             s_events: vec![],
@@ -86,7 +89,7 @@ impl Pair {
                 .into_iter()
                 .flatten()
             {
-                next = next.min(t.max(self.now + 1));
+                next = next.min(t.max(self.now + 1) + self.wake_lag);
             }
             if next > until {
                 self.now = until;
@@ -269,4 +272,39 @@ fn receiver_window_stops_and_resumes_the_sender() {
     }
     total += p.read_server().len();
     assert_eq!(total, 1_000_000);
+}
+
+/// Paced at a pinned 1 Gbit/s (a packet per 11.8 µs): a caller that wakes exactly at
+/// `poll_timeout` sends every backlogged packet at its release time; one that wakes 1 µs late
+/// shows it in the lateness histogram (the figure the UDP driver reports as pacing accuracy).
+/// (A larger lag would be cut short by the harness: it also wakes when a datagram lands,
+/// 10 µs after each departure.)
+#[test]
+fn pacing_lateness_measures_how_late_the_caller_wakes() {
+    for lag in [0u64, 1_000] {
+        let cfg = Config {
+            cc: stride_proto::cc::CcConfig::Fixed(stride_proto::cc::rate_from_gbps(1.0)),
+            ..Config::default()
+        };
+        let mut p = Pair::new(cfg);
+        p.run(100_000, &mut nodrop);
+        p.wake_lag = lag;
+        p.c.write(p.ch, &vec![7u8; 1 << 20]).unwrap();
+        p.run(50_000_000, &mut nodrop);
+        assert_eq!(p.read_server().len(), 1 << 20);
+        let h = &p.c.conn(p.ch).unwrap().stats().pacing_lateness;
+        // 1 MiB / 1440 B = 729 packets; all but the burst at the start are paced.
+        assert!(h.count() > 600, "lag {lag}: {} samples", h.count());
+        if lag == 0 {
+            assert_eq!(h.max(), 0, "punctual caller, yet a packet left late");
+        } else {
+            let p50 = h.quantile(0.5);
+            assert!((900..=1_000).contains(&p50), "lag {lag}: p50 {p50}");
+            assert!(
+                (1_000..2_000).contains(&h.max()),
+                "lag {lag}: max {}",
+                h.max()
+            );
+        }
+    }
 }
