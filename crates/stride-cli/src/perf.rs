@@ -9,7 +9,7 @@
 //! server echoes each datagram.
 
 use crate::control::ControlArgs;
-use crate::units::{fail, fmt_ns, human, parse_bytes, report, runtime};
+use crate::units::{cpu_seconds, fail, fmt_ns, human, parse_bytes, report, runtime};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 use std::io;
@@ -153,14 +153,18 @@ enum Job {
     },
 }
 
-/// Serves one connection of either mode; returns the bytes of a bulk transfer (None for
-/// round trips).
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S) -> io::Result<Option<u64>> {
+/// Serves one connection of either mode; a bulk transfer's bytes and seconds (first byte to
+/// confirmation) go to `done` before the connection closes.
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    done: impl FnOnce(u64, f64),
+) -> io::Result<()> {
     let mut mode = [0u8; 1];
     s.read_exact(&mut mode).await?;
     let mut buf = vec![0u8; 256 * 1024];
     match mode[0] {
         b'T' => {
+            let start = Instant::now();
             let mut total = 0u64;
             loop {
                 let n = s.read(&mut buf).await?;
@@ -170,8 +174,9 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S) -> io::Result<Optio
                 total += n as u64;
             }
             s.write_all(b"k").await?;
-            s.shutdown().await?;
-            Ok(Some(total))
+            done(total, start.elapsed().as_secs_f64());
+            let _ = tokio::time::timeout(Duration::from_secs(2), s.shutdown()).await;
+            Ok(())
         }
         b'R' => {
             loop {
@@ -182,7 +187,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S) -> io::Result<Optio
                 s.write_all(&buf[..n]).await?;
             }
             s.shutdown().await?;
-            Ok(None)
+            Ok(())
         }
         m => Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -191,32 +196,27 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S) -> io::Result<Optio
     }
 }
 
-fn server_line(json_out: bool, remote: SocketAddr, start: Instant, r: &io::Result<Option<u64>>) {
-    let secs = start.elapsed().as_secs_f64();
-    match r {
-        Ok(None) => {}
-        Ok(Some(total)) => {
-            let gbps = *total as f64 * 8.0 / secs.max(1e-9) / 1e9;
-            if json_out {
-                println!(
-                    "{}",
-                    json!({"remote": remote.to_string(), "bytes": total, "seconds": secs,
-                           "goodput_gbps": gbps, "ok": true})
-                );
-            } else {
-                println!("{remote}: received {total} bytes in {secs:.3} s = {gbps:.3} Gbit/s");
-            }
-        }
-        Err(e) => {
-            if json_out {
-                println!(
-                    "{}",
-                    json!({"remote": remote.to_string(), "ok": false, "error": e.to_string()})
-                );
-            } else {
-                eprintln!("{remote}: failed: {e}");
-            }
-        }
+fn server_line(json_out: bool, remote: SocketAddr, total: u64, secs: f64) {
+    let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
+    if json_out {
+        println!(
+            "{}",
+            json!({"remote": remote.to_string(), "bytes": total, "seconds": secs,
+                   "goodput_gbps": gbps, "ok": true})
+        );
+    } else {
+        println!("{remote}: received {total} bytes in {secs:.3} s = {gbps:.3} Gbit/s");
+    }
+}
+
+fn server_error(json_out: bool, remote: SocketAddr, e: io::Error) {
+    if json_out {
+        println!(
+            "{}",
+            json!({"remote": remote.to_string(), "ok": false, "error": e.to_string()})
+        );
+    } else {
+        eprintln!("{remote}: failed: {e}");
     }
 }
 
@@ -232,9 +232,11 @@ async fn server(listen: SocketAddr, json_out: bool) -> i32 {
             Err(e) => fail("perf server", e),
         };
         tokio::spawn(async move {
-            let t = Instant::now();
-            let r = serve(&mut s).await;
-            server_line(json_out, s.remote_addr(), t, &r);
+            let remote = s.remote_addr();
+            let r = serve(&mut s, |n, t| server_line(json_out, remote, n, t)).await;
+            if let Err(e) = r {
+                server_error(json_out, remote, e);
+            }
         });
     }
 }
@@ -254,9 +256,10 @@ async fn tcp_server(listen: SocketAddr, json_out: bool) -> i32 {
         };
         let _ = s.set_nodelay(true);
         tokio::spawn(async move {
-            let t = Instant::now();
-            let r = serve(&mut s).await;
-            server_line(json_out, remote, t, &r);
+            let r = serve(&mut s, |n, t| server_line(json_out, remote, n, t)).await;
+            if let Err(e) = r {
+                server_error(json_out, remote, e);
+            }
         });
     }
 }
@@ -281,16 +284,18 @@ async fn udp_server(listen: SocketAddr) -> i32 {
 }
 
 /// Sends the bulk job on `s` (after its mode byte) and waits for the server's confirmation;
-/// `tick` sees (elapsed, bytes written) after every chunk. Returns (bytes, seconds).
+/// `tick` sees (elapsed, bytes written) after every chunk. Returns (bytes, seconds, CPU cores
+/// this process used meanwhile).
 async fn bulk<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     bytes: Option<u64>,
     time: Option<f64>,
     mut tick: impl FnMut(&S, Duration, u64),
-) -> io::Result<(u64, f64)> {
+) -> io::Result<(u64, f64, f64)> {
     let chunk = vec![0u8; 256 * 1024];
     s.write_all(b"T").await?;
     let start = Instant::now();
+    let cpu0 = cpu_seconds();
     let limit = time.map(Duration::from_secs_f64);
     let mut written = 0u64;
     loop {
@@ -309,7 +314,15 @@ async fn bulk<S: AsyncRead + AsyncWrite + Unpin>(
     s.shutdown().await?;
     let mut k = [0u8; 1];
     s.read_exact(&mut k).await?;
-    Ok((written, start.elapsed().as_secs_f64()))
+    let secs = start.elapsed().as_secs_f64();
+    let cores = (cpu_seconds() - cpu0) / secs.max(1e-9);
+    // Untimed: take the server's end of stream, so its close completes before we exit.
+    let mut sink = [0u8; 64];
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+    Ok((written, secs, cores))
 }
 
 /// Round-trip times (ns) of `count` request/response exchanges of `size` bytes on `s`, after
@@ -445,13 +458,14 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
         last_retx = cs.retransmitted_packets;
         next_report += Duration::from_secs(1);
     };
-    let (written, secs) = match bulk(&mut s, bytes, time, tick).await {
+    let (written, secs, cores) = match bulk(&mut s, bytes, time, tick).await {
         Ok(r) => r,
         Err(e) => fail("perf client", format!("transfer failed: {e}")),
     };
     let cs = s.stats().unwrap_or_default();
     let mut m = report(written, secs, &cs);
     m.insert("transport".into(), json!("stride"));
+    m.insert("cpu_cores".into(), json!((cores * 1e3).round() / 1e3));
     if json_out {
         println!("{}", Value::Object(m));
     } else {
@@ -472,7 +486,7 @@ async fn tcp_client(to: SocketAddr, job: Job, json_out: bool) -> i32 {
             Err(e) => fail("perf client", format!("round trips failed: {e}")),
         },
         Job::Bulk { bytes, time } => {
-            let (written, secs) = match bulk(&mut s, bytes, time, |_, _, _| {}).await {
+            let (written, secs, cores) = match bulk(&mut s, bytes, time, |_, _, _| {}).await {
                 Ok(r) => r,
                 Err(e) => fail("perf client", format!("transfer failed: {e}")),
             };
@@ -480,7 +494,8 @@ async fn tcp_client(to: SocketAddr, job: Job, json_out: bool) -> i32 {
             if json_out {
                 println!(
                     "{}",
-                    json!({"bytes": written, "seconds": secs, "goodput_gbps": gbps, "transport": "tcp"})
+                    json!({"bytes": written, "seconds": secs, "goodput_gbps": gbps, "transport": "tcp",
+                           "cpu_cores": (cores * 1e3).round() / 1e3})
                 );
             } else {
                 println!("total: {written} bytes in {secs:.3} s = {gbps:.3} Gbit/s (tcp)");

@@ -135,7 +135,24 @@ pub fn report(bytes: u64, seconds: f64, cs: &ConnStats) -> Map<String, Value> {
         "queue_delay_p99_ns".into(),
         json!(cs.queue_delay.quantile(0.99)),
     );
+    m.insert(
+        "pacing_lateness_p50_ns".into(),
+        json!(cs.pacing_lateness.quantile(0.5)),
+    );
+    m.insert(
+        "pacing_lateness_p99_ns".into(),
+        json!(cs.pacing_lateness.quantile(0.99)),
+    );
     m
+}
+
+/// CPU time (user + system) this process has used so far, in seconds.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// One human line for a report.

@@ -69,6 +69,10 @@ pub struct RecvArgs {
     /// One JSON object per received file on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Give up on a connection (and delete its NAME.part) after this long without a datagram
+    /// from the sender, e.g. when the sender died.
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "30s")]
+    pub idle_timeout: u64,
 }
 
 /// Arguments of `stride send`.
@@ -334,7 +338,13 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
     }
     let rt = runtime()?;
     let code = rt.block_on(async move {
-        let ep = match Endpoint::bind(a.listen) {
+        let mut proto = stride::host_config(10_000_000_000);
+        proto.idle_timeout_ns = a.idle_timeout.max(1_000_000);
+        let opts = stride::EndpointConfig {
+            proto,
+            ..stride::EndpointConfig::default()
+        };
+        let ep = match Endpoint::bind_with(a.listen, opts) {
             Ok(ep) => ep,
             Err(e) => fail("recv", format!("cannot listen on {}: {e}", a.listen)),
         };

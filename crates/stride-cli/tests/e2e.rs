@@ -415,6 +415,76 @@ fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
     let _ = std::fs::remove_dir_all(&dst);
 }
 
+#[test]
+fn sender_killed_mid_transfer_leaves_no_file_after_the_idle_timeout() {
+    let src = tempdir("sdie-src");
+    let dst = tempdir("sdie-dst");
+    let f = src.join("big.bin");
+    std::fs::write(&f, random_bytes(30_000_000, 78)).expect("write");
+    let (recv, raddr) = Proc::start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+        "--idle-timeout",
+        "1s",
+        "--out",
+        dst.to_str().expect("utf8"),
+    ]);
+    let (_relay, laddr) = Proc::start(&[
+        "relay",
+        "--listen",
+        "127.0.0.1:0",
+        "--to",
+        &raddr.to_string(),
+        "--rate",
+        "100mbit",
+    ]);
+    let mut child = Command::new(BIN)
+        .args(["send", "--to", &laddr.to_string()])
+        .arg(&f)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn send");
+    // Wait until the receiver is writing, then kill the sender outright.
+    let part = dst.join("big.bin.part");
+    let t = Instant::now();
+    while !part.exists() {
+        assert!(t.elapsed() < Duration::from_secs(10), "no .part appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().expect("kill sender");
+    let _ = child.wait();
+    assert!(
+        part.exists(),
+        "the transfer ended before the sender was killed"
+    );
+    let t = Instant::now();
+    while part.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(8),
+            ".part still there 8 s after the sender died (idle timeout 1 s)"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!dst.join("big.bin").exists());
+    // The report line follows the removal (a task wake-up later): give it time to be printed.
+    std::thread::sleep(Duration::from_millis(500));
+    let out = recv.interrupt();
+    let line: serde_json::Value = serde_json::from_str(
+        out.lines()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_else(|| panic!("no report line from recv: {out:?}")),
+    )
+    .expect("json");
+    assert_eq!(line["ok"], false, "{line}");
+    assert_eq!(line["name"], "big.bin", "{line}");
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&dst);
+}
+
 struct Mount(PathBuf);
 impl Drop for Mount {
     fn drop(&mut self) {
