@@ -83,6 +83,7 @@ fn compare_writes_summary_and_csv() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("ring") || e.contains("kind"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn tiny(dir: &std::path::Path) -> std::path::PathBuf {
@@ -146,4 +147,5 @@ fn sweep_runs_every_point_and_compares_with_the_baseline() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("t_hihg_ns"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

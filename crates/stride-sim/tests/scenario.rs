@@ -3,9 +3,28 @@ use std::path::PathBuf;
 use stride_sim::report::{csv, rows};
 use stride_sim::scenario::Scenario;
 
-/// Each scenario gets its own directory: tests run in parallel, and a shared
-/// `workloads/tiny.txt` being rewritten by one test was read half-written by another.
-fn write(name: &str, text: &str) -> PathBuf {
+/// A scenario file in a directory of its own, removed when dropped. Each scenario gets its own
+/// directory: tests run in parallel, and a shared `workloads/tiny.txt` being rewritten by one
+/// test was read half-written by another.
+struct Written {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Written {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl Drop for Written {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn write(name: &str, text: &str) -> Written {
     let dir = std::env::temp_dir().join(format!(
         "stride-sim-test-{}-{}",
         std::process::id(),
@@ -13,9 +32,9 @@ fn write(name: &str, text: &str) -> PathBuf {
     ));
     std::fs::create_dir_all(dir.join("workloads")).unwrap();
     std::fs::write(dir.join("workloads/tiny.txt"), "0 0\n1000 50\n200000 100\n").unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    Written { dir, path }
 }
 
 const TINY: &str = r#"
