@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::time::{Duration, Instant};
 use stride::relay::{Relay, RelayConfig};
 use stride::Endpoint;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 /// Arguments of `stride demo`.
 #[derive(Args, Debug)]
@@ -85,15 +85,7 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     }
     let sink = tokio::spawn(async move {
         let mut s = receiver.accept().await.map_err(stride::Error::into_io)?;
-        let mut buf = vec![0u8; 256 * 1024];
-        let mut total = 0u64;
-        loop {
-            let n = s.read(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            total += n as u64;
-        }
+        let total = crate::units::discard_to_end(&mut s).await?;
         s.shutdown().await?;
         Ok::<u64, std::io::Error>(total)
     });

@@ -9,7 +9,9 @@
 //! server echoes each datagram.
 
 use crate::control::ControlArgs;
-use crate::units::{cpu_seconds, fail, fmt_ns, human, parse_bytes, report, runtime};
+use crate::units::{
+    cpu_seconds, discard_to_end, fail, fmt_ns, human, parse_bytes, report, runtime,
+};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 use std::io;
@@ -161,24 +163,17 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> io::Result<()> {
     let mut mode = [0u8; 1];
     s.read_exact(&mut mode).await?;
-    let mut buf = vec![0u8; 256 * 1024];
     match mode[0] {
         b'T' => {
             let start = Instant::now();
-            let mut total = 0u64;
-            loop {
-                let n = s.read(&mut buf).await?;
-                if n == 0 {
-                    break;
-                }
-                total += n as u64;
-            }
+            let total = discard_to_end(s).await?;
             s.write_all(b"k").await?;
             done(total, start.elapsed().as_secs_f64());
             let _ = tokio::time::timeout(Duration::from_secs(2), s.shutdown()).await;
             Ok(())
         }
         b'R' => {
+            let mut buf = vec![0u8; 64 * 1024];
             loop {
                 let n = s.read(&mut buf).await?;
                 if n == 0 {

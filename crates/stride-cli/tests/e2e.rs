@@ -58,6 +58,22 @@ impl Drop for Proc {
     }
 }
 
+/// `stride recv --listen 127.0.0.1:0 --out DIR EXTRA...`, with the address it listens on.
+fn start_recv(dir: &Path, extra: &[&str]) -> (Proc, SocketAddr) {
+    let mut args = vec!["recv", "--listen", "127.0.0.1:0", "--out"];
+    args.push(dir.to_str().expect("utf8"));
+    args.extend_from_slice(extra);
+    Proc::start(&args)
+}
+
+/// `stride relay --listen 127.0.0.1:0 --to TO EXTRA...`, with the address it listens on.
+fn start_relay(to: SocketAddr, extra: &[&str]) -> (Proc, SocketAddr) {
+    let to = to.to_string();
+    let mut args = vec!["relay", "--listen", "127.0.0.1:0", "--to", to.as_str()];
+    args.extend_from_slice(extra);
+    Proc::start(&args)
+}
+
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("stride-e2e-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -113,36 +129,27 @@ fn sizes_through_relay_with(tag: &str, loss: &str, seed: u64, extra: &[usize]) {
         std::fs::write(&p, random_bytes(n, seed + i as u64)).expect("write");
         files.push(p);
     }
-    let (recv, raddr) = Proc::start(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--out",
-        dst.to_str().expect("utf8"),
-        "--json",
-    ]);
-    let (relay, laddr) = Proc::start(&[
-        "relay",
-        "--listen",
-        "127.0.0.1:0",
-        "--to",
-        &raddr.to_string(),
-        "--rate",
-        "1gbit",
-        "--delay",
-        "20us",
-        "--queue",
-        "256KiB",
-        "--loss",
-        loss,
-        "--reorder",
-        "1%",
-        "--dup",
-        "1%",
-        "--seed",
-        &seed.to_string(),
-        "--json",
-    ]);
+    let (recv, raddr) = start_recv(&dst, &["--json"]);
+    let (relay, laddr) = start_relay(
+        raddr,
+        &[
+            "--rate",
+            "1gbit",
+            "--delay",
+            "20us",
+            "--queue",
+            "256KiB",
+            "--loss",
+            loss,
+            "--reorder",
+            "1%",
+            "--dup",
+            "1%",
+            "--seed",
+            &seed.to_string(),
+            "--json",
+        ],
+    );
     let t = Instant::now();
     let out = send(laddr, &files);
     let el = t.elapsed();
@@ -215,14 +222,7 @@ fn hundred_megabytes_one_percent_loss() {
 fn thirty_two_concurrent_senders() {
     let src = tempdir("c32-src");
     let dst = tempdir("c32-dst");
-    let (recv, raddr) = Proc::start(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--out",
-        dst.to_str().expect("utf8"),
-        "--json",
-    ]);
+    let (recv, raddr) = start_recv(&dst, &["--json"]);
     let mut kids = Vec::new();
     let mut files = Vec::new();
     for i in 0..32u64 {
@@ -274,13 +274,7 @@ fn existing_file_is_not_overwritten_without_force() {
     let f = src.join("same.bin");
     std::fs::write(&f, random_bytes(50_000, 5)).expect("write");
     std::fs::write(dst.join("same.bin"), b"precious").expect("write");
-    let (recv, raddr) = Proc::start(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--out",
-        dst.to_str().expect("utf8"),
-    ]);
+    let (recv, raddr) = start_recv(&dst, &[]);
     let out = send(raddr, std::slice::from_ref(&f));
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -291,15 +285,7 @@ fn existing_file_is_not_overwritten_without_force() {
     );
     drop(recv);
     // With --force it is replaced.
-    let (recv, raddr) = Proc::start(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--out",
-        dst.to_str().expect("utf8"),
-        "--force",
-        "--once",
-    ]);
+    let (recv, raddr) = start_recv(&dst, &["--force", "--once"]);
     let out = send(raddr, std::slice::from_ref(&f));
     assert!(
         out.status.success(),
@@ -336,13 +322,7 @@ async fn raw_send(to: SocketAddr, name: &str, data: &[u8], hash: [u8; 32]) -> (u
 #[test]
 fn checksum_mismatch_and_bad_names_leave_no_file() {
     let dst = tempdir("bad-dst");
-    let (recv, raddr) = Proc::start(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--out",
-        dst.to_str().expect("utf8"),
-    ]);
+    let (recv, raddr) = start_recv(&dst, &[]);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -375,23 +355,9 @@ fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
     let dst = tempdir("die-dst");
     let f = src.join("big.bin");
     std::fs::write(&f, random_bytes(30_000_000, 77)).expect("write");
-    let (recv, raddr) = Proc::start(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--out",
-        dst.to_str().expect("utf8"),
-    ]);
+    let (recv, raddr) = start_recv(&dst, &[]);
     // A slow bottleneck so the transfer is still running when the receiver dies.
-    let (_relay, laddr) = Proc::start(&[
-        "relay",
-        "--listen",
-        "127.0.0.1:0",
-        "--to",
-        &raddr.to_string(),
-        "--rate",
-        "100mbit",
-    ]);
+    let (_relay, laddr) = start_relay(raddr, &["--rate", "100mbit"]);
     let t = Instant::now();
     let child = Command::new(BIN)
         .args(["send", "--to", &laddr.to_string()])
@@ -421,25 +387,8 @@ fn sender_killed_mid_transfer_leaves_no_file_after_the_idle_timeout() {
     let dst = tempdir("sdie-dst");
     let f = src.join("big.bin");
     std::fs::write(&f, random_bytes(30_000_000, 78)).expect("write");
-    let (recv, raddr) = Proc::start(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--json",
-        "--idle-timeout",
-        "1s",
-        "--out",
-        dst.to_str().expect("utf8"),
-    ]);
-    let (_relay, laddr) = Proc::start(&[
-        "relay",
-        "--listen",
-        "127.0.0.1:0",
-        "--to",
-        &raddr.to_string(),
-        "--rate",
-        "100mbit",
-    ]);
+    let (recv, raddr) = start_recv(&dst, &["--json", "--idle-timeout", "1s"]);
+    let (_relay, laddr) = start_relay(raddr, &["--rate", "100mbit"]);
     let mut child = Command::new(BIN)
         .args(["send", "--to", &laddr.to_string()])
         .arg(&f)
@@ -516,13 +465,7 @@ fn disk_full_is_reported_and_leaves_no_file() {
     let _m = Mount(dst.clone());
     let f = src.join("huge.bin");
     std::fs::write(&f, random_bytes(3_000_000, 8)).expect("write");
-    let (recv, raddr) = Proc::start(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--out",
-        dst.to_str().expect("utf8"),
-    ]);
+    let (recv, raddr) = start_recv(&dst, &[]);
     let out = send(raddr, std::slice::from_ref(&f));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());

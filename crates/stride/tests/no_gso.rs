@@ -1,7 +1,7 @@
 //! The send path without UDP GSO (the fallback taken when the kernel refuses it).
 
+mod common;
 use stride::Endpoint;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transfer_without_gso() {
@@ -12,17 +12,7 @@ async fn transfer_without_gso() {
     let data: Vec<u8> = (0..2_000_003u32)
         .map(|i| (i * 7 + (i >> 11)) as u8)
         .collect();
-    let addr = server.local_addr();
-    let srv = tokio::spawn(async move {
-        let mut s = server.accept().await.unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).await.unwrap();
-        got
-    });
-    let mut c = client.connect(addr).await.unwrap();
-    c.write_all(&data).await.unwrap();
-    c.shutdown().await.unwrap();
-    assert!(srv.await.unwrap() == data);
+    assert!(common::one_way(&server, &client, &data).await == data);
     let io = client.io_stats();
     // Without GSO every datagram is its own message: more than one per call on average
     // still means batching (sendmmsg) is in use.
