@@ -118,18 +118,9 @@ module stride_cc #(
 
     // ---- configuration derived once (cfg_* are static while events are in flight) -----------
     // The window count rolls when count + 1 == min_window, i.e. count == min_window - 1
-    // (mod 2^16). An increase saturates when rate + inc > rate_max, i.e. when inc > rate_max
-    // (whatever the rate) or rate > rate_max - inc.
+    // (mod 2^16).
     reg [15:0] wm1;
-    reg [31:0] lim_beta, lim_wbeta;
-    reg        big_beta, big_wbeta;
-    always @(posedge clk) begin
-        wm1       <= cfg_min_window - 16'd1;
-        lim_beta  <= cfg_rate_max - cfg_beta;
-        lim_wbeta <= cfg_rate_max - cfg_wbeta;
-        big_beta  <= cfg_beta > cfg_rate_max;
-        big_wbeta <= cfg_wbeta > cfg_rate_max;
-    end
+    always @(posedge clk) wm1 <= cfg_min_window - 16'd1;
 
     // ---- stage A: register the accepted event ---------------------------------------------
     reg        a_valid, a_ctx;
@@ -326,8 +317,11 @@ module stride_cc #(
     end
 
     // ---- stage E: thresholds, the branch as one-hot flags ------------------------------------
-    wire       lt_low  = d_qd < cfg_t_low;
-    wire       ge_high = !(d_qd < cfg_t_high);
+    // each threshold compare is the borrow of one subtraction (one carry chain)
+    wire [32:0] qd_low  = {1'b0, d_qd} - {1'b0, cfg_t_low};
+    wire [32:0] qd_high = {1'b0, d_qd} - {1'b0, cfg_t_high};
+    wire        lt_low  = qd_low[32];
+    wire        ge_high = !qd_high[32];
     localparam [4:0] NS5 = NORM_SHIFT[4:0];
     wire [4:0] grad_sh = (d_lead >= NS5) ? 5'd1 : (NS5 - d_lead);
     reg        e_valid, e_ctx, e_low, e_high, e_ginc, e_gdec, e_nack, e_tout, e_reset;
@@ -365,14 +359,17 @@ module stride_cc #(
 
     // ---- stage G: the operands of the rate update -------------------------------------------
     // The rate update is written as: A = (over || force) ? k : rate + inc, where over means
-    // rate > rate_max - inc; then rate = (!dec || under) ? A : rate - cut, where cut = rate >> sh
-    // and under means cut > rate - rate_min. The stored rate always lies in [rate_min, rate_max],
-    // so an increase can only reach the maximum and a decrease only the minimum. An idle slot
-    // adds 0 with an unreachable limit and keeps the rate. A context reset, and every cycle of
-    // rst, forces k = rate_init, so the rate loop needs no reset multiplexer of its own (rst
-    // must be held for 3 cycles to reach every slot of the loop).
+    // rate + inc > rate_max, i.e. inc > rate_max (the borrow of rate_max - inc, decided here)
+    // or rate > rate_max - inc; then rate = (!dec || under) ? A : rate - cut, where
+    // cut = rate >> sh and under means cut > rate - rate_min. The stored rate always lies in
+    // [rate_min, rate_max] (cfg_rate_init does), so an increase can only reach the maximum and
+    // a decrease only the minimum, and an idle slot (inc = 0) keeps the rate. A context reset,
+    // and every cycle of rst, forces k = rate_init, so the rate loop needs no reset multiplexer
+    // of its own (rst must be held for 3 cycles to reach every slot of the loop).
     localparam [4:0] MD5 = MD_SHIFT[4:0];
-    wire       e_dec = e_high || e_gdec || e_nack || e_tout;
+    wire        e_dec = e_high || e_gdec || e_nack || e_tout;
+    wire [31:0] e_inc = e_low ? cfg_beta : e_ginc ? cfg_wbeta : 32'd0;
+    wire [32:0] e_lim = {1'b0, cfg_rate_max} - {1'b0, e_inc};
     reg        g_valid, g_ctx, g_force, g_dec;
     reg [2:0]  g_branch;
     reg [4:0]  g_sh;
@@ -386,11 +383,11 @@ module stride_cc #(
             g_dec   <= 1'b0;
         end else begin
             g_valid <= e_valid;
-            g_force <= e_dec || e_reset || (e_low && big_beta) || (e_ginc && big_wbeta);
+            g_force <= e_dec || e_reset || e_lim[32];
             g_dec   <= e_dec;
         end
-        g_inc      <= e_low ? cfg_beta : e_ginc ? cfg_wbeta : 32'd0;
-        g_lim      <= e_low ? lim_beta : e_ginc ? lim_wbeta : 32'hFFFF_FFFF;
+        g_inc      <= e_inc;
+        g_lim      <= e_lim[31:0];
         g_ctx      <= e_ctx;
         g_branch   <= e_low ? BR_LOW : e_high ? BR_HIGH : e_ginc ? BR_GRAD_INC
                     : e_gdec ? BR_GRAD_DEC : e_nack ? BR_NACK : e_tout ? BR_TIMEOUT : BR_NONE;
