@@ -27,17 +27,23 @@
 //   out_valid/out_ctx : out_valid pulses LATENCY cycles after an event was accepted; out_ctx is
 //                       the event's context, out_rate and out_* the controller state of that
 //                       context after that event (for checking against vectors/cc/).
-//   cfg_*             : runtime parameters (registers in a NIC), shared by all contexts; they
-//                       must be stable from 2 cycles before the first event on. rst loads
-//                       cfg_rate_init and the initial state into every context.
-//   ALPHA_SHIFT, MD_SHIFT, NORM_SHIFT: synthesis-time shift amounts (wiring, no barrel shifter).
+//   cfg_*             : runtime parameters (registers in a NIC), shared by all contexts (as
+//                       stride-proto shares one StrideParams among an endpoint's connections);
+//                       they must be stable from 2 cycles before the first event on.
+//   rst               : synchronous, held for at least 3 cycles; puts every context in the
+//                       initial state with rate = cfg_rate_init.
+//   ALPHA_SHIFT, MD_SHIFT, NORM_SHIFT: synthesis-time shift amounts (ALPHA_SHIFT is wiring;
+//                       MD_SHIFT and the gradient's shift are selected before the rate loop and
+//                       feed its one barrel shifter).
 //
-// Timing: LATENCY = 5 + 2 * CONTEXTS cycles (9 with CONTEXTS = 2, 7 with CONTEXTS = 1);
-// initiation interval 1 event per clock for the core, CONTEXTS clocks for one context, for any
-// event sequence. Stages: A input registers; P the clamped STT difference (reads the context's
-// previous sample where stage B has just left it); B1/B2 the state recurrences; C which window
-// holds the minimum; D queueing delay and leading one; E branch and everything the rate update
-// needs that does not depend on the rate; F1/F2 the rate recurrence.
+// Timing: LATENCY = 6 + 2 * CONTEXTS cycles from the cycle an event is accepted to the cycle
+// its out_valid is high (10 with CONTEXTS = 2, 8 with CONTEXTS = 1); initiation interval 1
+// event per clock for the core, CONTEXTS clocks for one context, for any event sequence; no
+// stall, no forwarding. Stages: A input registers; P the clamped STT difference (reads the
+// context's previous sample where stage B1 has just left it); B1/B2 the state recurrences;
+// C which window holds the minimum, leading one of each nibble of d; D queueing delay, leading
+// one of d; E threshold compares and branch; G the operands of the rate update (everything
+// that does not depend on the rate); F1/F2 the rate recurrence.
 `timescale 1ns / 1ps
 `default_nettype none
 
