@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs the hardware test tools: Icarus Verilog and Yosys (apt), cocotb in hw/.venv (pip).
+# Installs the hardware test tools: Icarus Verilog, Verilator and Yosys (apt), cocotb in hw/.venv
+# (pip).
 # Idempotent and quiet when everything is present. Run as root on Debian (CI) or with sudo.
 set -euo pipefail
 cd "$(dirname "$0")"
 need=()
 command -v iverilog >/dev/null 2>&1 || need+=(iverilog)
 command -v yosys >/dev/null 2>&1 || need+=(yosys)
+command -v verilator >/dev/null 2>&1 || need+=(verilator)
 if [ ${#need[@]} -gt 0 ]; then
   echo "hw/setup.sh: installing ${need[*]} (apt)"
   SUDO=""

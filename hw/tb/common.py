@@ -45,23 +45,67 @@ def random_vectors(n, seed, steps):
     return load_cases([out])
 
 
-def run_group(key, cases, name):
-    """Compiles stride_cc with these shift parameters and drives the cases through it."""
+def group_by_params(cases):
+    """Cases that share every parameter, in order of first appearance (cfg_* are shared by the
+    contexts of one core, so only such cases can run side by side)."""
+    groups = {}
+    for c in cases:
+        groups.setdefault(json.dumps(c["params"], sort_keys=True), []).append(c)
+    return list(groups.values())
+
+
+def prefix(case, n):
+    return {"name": f"{case['name']} (first {n} steps)", "params": case["params"],
+            "steps": case["steps"][:n]}
+
+
+def lanes_for(group, contexts):
+    """One lane per context. With two contexts every case runs in both, against a different
+    case (lane 1 takes the cases in reverse order) or, for a case alone with its parameters,
+    against itself shifted by a third of its length (lane 1 first runs that prefix)."""
+    if contexts == 1:
+        return [list(group)]
+    if len(group) > 1:
+        return [list(group), list(reversed(group))]
+    (case,) = group
+    return [[case], [prefix(case, max(1, len(case["steps"]) // 3)), case]]
+
+
+def plan(batches, contexts, seed=1):
+    events = sum(len(item["steps"]) + 1 for b in batches for lane in b["lanes"] for item in lane)
+    return {"contexts": contexts, "seed": seed, "batches": batches, "events": events}
+
+
+def plan_interleaved(cases, contexts, gap=0.0):
+    return plan([{"params": g[0]["params"], "lanes": lanes_for(g, contexts), "gap": gap}
+                 for g in group_by_params(cases)], contexts)
+
+
+def simulators():
+    """Both simulators unless SIM names one."""
+    sim = os.environ.get("SIM")
+    return [sim] if sim else ["icarus", "verilator"]
+
+
+def run_stride_cc(the_plan, shifts, sim, name):
+    """Compiles stride_cc with these shift parameters and CONTEXTS and drives the plan."""
     from cocotb_test.simulator import run
 
-    alpha, md, norm = key
-    build = BUILD / f"stride_cc_{name}_{alpha}_{md}_{norm}"
+    alpha, md, norm = shifts
+    contexts = the_plan["contexts"]
+    build = BUILD / sim / f"stride_cc_c{contexts}_{alpha}_{md}_{norm}"
     build.mkdir(parents=True, exist_ok=True)
-    cases_file = build / "cases.json"
-    cases_file.write_text(json.dumps(cases))
+    plan_file = build / f"plan-{name}.json"
+    plan_file.write_text(json.dumps(the_plan))
     run(
         verilog_sources=[str(RTL / "stride_cc.v")],
         toplevel="stride_cc",
         module="cocotb_stride_cc",
         python_search=[str(HW / "tb")],
-        parameters={"ALPHA_SHIFT": alpha, "MD_SHIFT": md, "NORM_SHIFT": norm},
+        parameters={"ALPHA_SHIFT": alpha, "MD_SHIFT": md, "NORM_SHIFT": norm,
+                    "CONTEXTS": contexts},
         sim_build=str(build),
-        extra_env={"STRIDE_CASES": str(cases_file)},
-        simulator=os.environ.get("SIM", "icarus"),
+        extra_env={"STRIDE_PLAN": str(plan_file)},
+        simulator=sim,
         waves=False,
     )
