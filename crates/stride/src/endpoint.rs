@@ -37,6 +37,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 pub use stride_proto::{Config, EndpointStats};
 
+/// Most bytes one `poll_write` copies into the send buffer: the copy happens under the lock
+/// the driver needs to pace, so a large write is taken in slices the driver can interleave with.
+pub const WRITE_SLICE: usize = 64 * 1024;
 /// Waits shorter than this are spun (with `sched_yield`) rather than slept in `ppoll`.
 pub const SPIN_NS: u64 = 20_000;
 /// A driver whose next deadline is at most this far away does not wake for arriving
@@ -678,6 +681,7 @@ impl AsyncWrite for Stream {
         if st.driver_gone {
             return Poll::Ready(Err(Error::EndpointClosed.into_io()));
         }
+        let data = &data[..data.len().min(WRITE_SLICE)];
         match st.ep.write(this.h, data) {
             Ok(n) if n > 0 => {
                 st.dispatch();
