@@ -14,7 +14,8 @@
    (its p50/p99 above the minimum, which on an empty path is timestamp and scheduling noise).
 4. Through the userspace bottleneck (`stride demo`: 1 Gbit/s, 20 us, 256 KiB queue): STRIDE's
    default controller vs the same sender pinned at its line rate (no controller), with the
-   sender's line rate equal to the bottleneck (the demo's model) and at 10 Gbit/s.
+   sender's line rate equal to the bottleneck (the demo's model) and at 10 Gbit/s, and an
+   open-loop sender at 90 % of the bottleneck (the queue it sees is the host's own jitter).
 
 Everything runs on loopback. Builds what it needs (release).
 """
@@ -158,10 +159,13 @@ def main():
                 "queue_max_ns": r["queue_delay_max_ns"], "drops": r["queue_drops"],
                 "retransmitted": d["retransmitted_packets"], "timeouts": d["timeouts"]}
 
-    relay = {"controller": [], "pinned": []}
+    relay = {"controller": [], "pinned": [], "pinned_90pct": []}
     for _ in range(a.reps):
         relay["controller"].append(demo([], a.demo_bytes))
         relay["pinned"].append(demo(["--pin-rate"], a.demo_bytes))
+        # The noise floor: an open-loop sender at 90 % of the bottleneck never builds a
+        # standing queue, so its queue is the host's own jitter.
+        relay["pinned_90pct"].append(demo(["--pin-rate", "--line-rate", "900mbit"], a.demo_bytes))
     relay["controller_10g_nic"] = [demo(["--line-rate", "10gbit"], a.demo_bytes)]
     # A pinned 10 Gbit/s sender into a 1 Gbit/s bottleneck loses 90 %: a smaller transfer.
     relay["pinned_10g_nic"] = [demo(["--pin-rate", "--line-rate", "10gbit"], "30MB")]
@@ -199,6 +203,7 @@ def main():
           "| retransmitted |\n|---|---|---|---|---|---|---|")
     names = {"controller": "STRIDE controller, NIC = bottleneck (1G)",
              "pinned": "pinned at line rate, NIC = bottleneck (1G)",
+             "pinned_90pct": "pinned at 0.9 Gbit/s (90 % of the bottleneck)",
              "controller_10g_nic": "STRIDE controller, 10G NIC",
              "pinned_10g_nic": "pinned at line rate, 10G NIC (30 MB)"}
     for k, v in rl.items():
