@@ -40,6 +40,11 @@ pub use stride_proto::{Config, EndpointStats};
 /// Most bytes one `poll_write` copies into the send buffer: the copy happens under the lock
 /// the driver needs to pace, so a large write is taken in slices the driver can interleave with.
 pub const WRITE_SLICE: usize = 64 * 1024;
+/// A write of at most this many bytes is sent by the writing thread itself when the driver
+/// holds nothing unsent (see `send_direct`).
+pub const DIRECT_MAX_BYTES: usize = 4096;
+/// Most datagrams one direct send takes from the core.
+pub const DIRECT_MAX_DATAGRAMS: usize = 4;
 /// Waits shorter than this are spun (with `sched_yield`) rather than slept in `ppoll`.
 pub const SPIN_NS: u64 = 20_000;
 /// A driver whose next deadline is at most this far away does not wake for arriving
@@ -69,6 +74,8 @@ pub struct IoStats {
     pub truncated: u64,
     /// Send errors other than "would block" (the datagram was dropped).
     pub send_errors: u64,
+    /// Datagrams an application thread sent itself after a small write (see [`Stream`]).
+    pub direct_sends: u64,
 }
 
 /// What the socket ended up with.
@@ -106,6 +113,12 @@ struct State {
     shutdown_waiters: Vec<ConnHandle>,
     io: IoStats,
     driver_gone: bool,
+    /// The driver holds datagrams taken from the core that are not in the kernel yet (or
+    /// `spill` holds some): an application thread must not send around them.
+    tx_inflight: bool,
+    /// Datagrams an application thread took from the core but could not send (socket buffer
+    /// full); the driver sends them first.
+    spill: Vec<(SocketAddr, Vec<u8>)>,
 }
 
 impl State {
@@ -204,6 +217,8 @@ struct Shared {
     state: Mutex<State>,
     /// eventfd the driver sleeps on next to the socket.
     efd: RawFd,
+    /// The socket (owned by the driver thread, which outlives every handle).
+    sock_fd: RawFd,
     info: SocketInfo,
 }
 
@@ -386,8 +401,11 @@ impl Endpoint {
                 shutdown_waiters: Vec::new(),
                 io: IoStats::default(),
                 driver_gone: false,
+                tx_inflight: false,
+                spill: Vec::new(),
             }),
             efd,
+            sock_fd: fd,
             info,
         });
         let guard = Arc::new(HandleGuard(shared.clone()));
@@ -684,8 +702,12 @@ impl AsyncWrite for Stream {
         let data = &data[..data.len().min(WRITE_SLICE)];
         match st.ep.write(this.h, data) {
             Ok(n) if n > 0 => {
+                if n <= DIRECT_MAX_BYTES && !st.tx_inflight {
+                    send_direct(&mut st, this.shared.sock_fd);
+                }
                 st.dispatch();
                 drop(st);
+                // Even after a direct send: the driver recomputes its deadlines (the RTO).
                 this.shared.wake();
                 Poll::Ready(Ok(n))
             }
@@ -759,6 +781,35 @@ impl Drop for Stream {
     }
 }
 
+/// Sends, from the calling application thread, the few datagrams the core lets leave now, so a
+/// small write does not wait for the driver thread to wake (one thread wake-up less on a
+/// request/response path). Only while the driver holds no unsent datagrams, so nothing is
+/// reordered; a datagram the kernel refuses (buffer full) goes to `spill` for the driver.
+fn send_direct(st: &mut State, fd: RawFd) {
+    let mut buf = [0u8; sys::DATAGRAM_ROOM];
+    for _ in 0..DIRECT_MAX_DATAGRAMS {
+        let Some(t) = st.ep.poll_transmit(sys::now_ns(), &mut buf) else {
+            break;
+        };
+        match sys::send_one(fd, &t.remote, &buf[..t.len]) {
+            Ok(()) => {
+                st.io.tx_calls += 1;
+                st.io.datagrams_out += 1;
+                st.io.direct_sends += 1;
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::Interrupted =>
+            {
+                st.spill.push((t.remote, buf[..t.len].to_vec()));
+                st.tx_inflight = true;
+                return;
+            }
+            Err(_) => st.io.send_errors += 1,
+        }
+    }
+}
+
 /// The driver thread. See the module documentation.
 fn drive(
     shared: Arc<Shared>,
@@ -827,6 +878,9 @@ fn drive(
             let now = sys::now_ns();
             st.ep.handle_timeout(now);
             if tx.is_empty() {
+                for (to, d) in std::mem::take(&mut st.spill) {
+                    tx.push(to, &d);
+                }
                 while !tx.is_full() {
                     let now = sys::now_ns();
                     match st.ep.poll_transmit(now, tx.next_buf()) {
@@ -835,6 +889,7 @@ fn drive(
                     }
                 }
             }
+            st.tx_inflight = !tx.is_empty();
             st.dispatch();
             st.check_shutdowns();
             deadline = st.ep.poll_timeout();
@@ -853,6 +908,7 @@ fn drive(
             match tx.send(fd) {
                 Ok(n) => {
                     let mut st = shared.lock();
+                    st.tx_inflight = !tx.is_empty() || !st.spill.is_empty();
                     st.io.tx_calls += 1;
                     st.io.datagrams_out += n as u64;
                     need_writable = false;

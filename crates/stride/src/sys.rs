@@ -528,6 +528,27 @@ impl TxBatch {
     }
 }
 
+/// Sends one datagram (non-blocking).
+pub fn send_one(fd: RawFd, to: &SocketAddr, data: &[u8]) -> io::Result<()> {
+    let (st, len) = to_storage(to);
+    // SAFETY: data and the address are live for the call.
+    let r = unsafe {
+        libc::sendto(
+            fd,
+            data.as_ptr() as *const libc::c_void,
+            data.len(),
+            libc::MSG_DONTWAIT,
+            &st as *const _ as *const libc::sockaddr,
+            len,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// Sixteen random bytes from the kernel (falls back to the clock).
 pub fn random16() -> [u8; 16] {
     let mut b = [0u8; 16];
