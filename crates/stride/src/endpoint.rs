@@ -248,8 +248,10 @@ pub const HOST_T_LOW_NS: u32 = 60_000;
 pub const HOST_T_HIGH_NS: u32 = 300_000;
 /// Host-stack gradient normaliser: 2^15 ns = 33 µs (see [`host_config`]).
 pub const HOST_NORM_SHIFT: u8 = 15;
-/// Host-stack pacing bucket depth (see [`host_config`]).
+/// Host-stack pacing bucket depth, at least (see [`host_config`]).
 pub const HOST_BURST_BYTES: u32 = 8 * 1024;
+/// Host-stack pacing bucket depth in time at the line rate, at least (see [`host_config`]).
+pub const HOST_BURST_NS: u64 = 10_000;
 /// Host-stack floor of the retransmission timeout (see [`host_config`]).
 pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 
@@ -267,14 +269,18 @@ pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 ///   loaded machine a thread can wait several milliseconds for a core, and with a 1 ms floor
 ///   such a stall fires spurious timeouts whose go-back-N resends waste the link. Losses in a
 ///   flow are still repaired at once by NACK; only a lost tail waits for the timer;
-/// - the pacing bucket holds [`HOST_BURST_BYTES`] (8 KiB) instead of 16 KiB: a software sender
-///   is descheduled now and then and spends its bucket at once when it runs again, and a
-///   bucket's worth arriving back to back at a bottleneck of the sender's rate is that much
-///   queue (16 KiB = 131 µs at 1 Gbit/s; 8 KiB took the demo's p99 from 74–98 to 66 µs).
+/// - the pacing bucket holds [`HOST_BURST_BYTES`] (8 KiB) or [`HOST_BURST_NS`] (10 µs) at the
+///   line rate, whichever is more, instead of 16 KiB: a software sender is descheduled now and
+///   then and spends its bucket at once when it runs again, and a bucket's worth arriving back
+///   to back at a bottleneck of the sender's rate is that much queue (16 KiB = 131 µs at
+///   1 Gbit/s; 8 KiB took the demo's p99 from 74–98 to 66 µs). At high line rates the bucket
+///   must still cover the driver's turnaround between two sends, or pacing caps the rate (a
+///   flat 8 KiB cost a quarter of the loopback goodput at a 40 Gbit/s line).
 pub fn host_config(line_bps: u64) -> Config {
     let mut c = Config::for_line_rate_gbps(line_bps as f64 / 1e9);
     c.min_rto_ns = HOST_MIN_RTO_NS;
-    c.burst_bytes = HOST_BURST_BYTES;
+    let line_burst = (line_bps / 8).saturating_mul(HOST_BURST_NS) / 1_000_000_000;
+    c.burst_bytes = HOST_BURST_BYTES.max(line_burst.min(1 << 20) as u32);
     if let stride_proto::cc::CcConfig::Stride(p) = &mut c.cc {
         p.t_low = HOST_T_LOW_NS;
         p.t_high = HOST_T_HIGH_NS;
