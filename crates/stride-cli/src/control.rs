@@ -19,12 +19,17 @@ pub struct ControlArgs {
     /// [default: the host profile's].
     #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
     pub t_high: Option<u64>,
+    /// Controller's gradient normaliser: between T_low and T_high a rising (smoothed) STT
+    /// gradient of 2^(N-1) ns or more per sample halves the rate, and each halving of the
+    /// gradient halves the cut (0..=31) [default: the host profile's, 19].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=31))]
+    pub norm_shift: Option<u8>,
     /// Lower bound of the retransmission timeout [default: the host profile's].
     #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
     pub min_rto: Option<u64>,
     /// No congestion control: pace at the line rate whatever the path does (what a sender
     /// without a controller does; for comparisons).
-    #[arg(long, conflicts_with_all = ["t_low", "t_high"])]
+    #[arg(long, conflicts_with_all = ["t_low", "t_high", "norm_shift"])]
     pub pin_rate: bool,
 }
 
@@ -52,6 +57,9 @@ impl ControlArgs {
             if let Some(t) = self.t_high {
                 p.t_high = t.min(i32::MAX as u64) as u32;
             }
+            if let Some(n) = self.norm_shift {
+                p.norm_shift = n;
+            }
         }
         if self.pin_rate {
             c.cc = stride::proto::cc::CcConfig::Fixed(stride::proto::cc::rate_from_gbps(
@@ -68,5 +76,42 @@ impl ControlArgs {
             anyhow::bail!("{flag}: {}", why.replace("t_high", "--t-high"));
         }
         Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use stride::proto::cc::CcConfig;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        c: ControlArgs,
+    }
+
+    fn stride_params(args: &[&str]) -> stride::proto::cc::StrideParams {
+        let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
+        match cli.c.config_for(1_000_000_000).unwrap().cc {
+            CcConfig::Stride(p) => p,
+            other => panic!("not the STRIDE controller: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flags_override_the_host_profile_and_nothing_else() {
+        let base = stride_params(&[]);
+        assert_eq!(base.norm_shift, stride::HOST_NORM_SHIFT);
+        let p = stride_params(&["--norm-shift", "15", "--t-low", "90us"]);
+        assert_eq!(p.norm_shift, 15);
+        assert_eq!(p.t_low, 90_000);
+        assert_eq!(p.t_high, base.t_high);
+    }
+
+    #[test]
+    fn out_of_range_norm_shift_and_pinned_rate_with_it_are_refused() {
+        assert!(Cli::try_parse_from(["t", "--norm-shift", "32"]).is_err());
+        assert!(Cli::try_parse_from(["t", "--norm-shift", "15", "--pin-rate"]).is_err());
     }
 }
