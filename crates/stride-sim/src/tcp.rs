@@ -173,8 +173,10 @@ impl TcpHost {
             s.established = true;
             s.syn_due = false;
         }
-        // RTT sample from the timestamp echo.
-        if seg.ts_echo > 0 && now > seg.ts_echo {
+        // RTT sample from the timestamp echo. Every ACK echoes the `ts` of the segment it
+        // answers, and 0 is a valid time (a flow starting at t = 0 sends its SYN then), so
+        // there is no "no timestamp" value to test for.
+        if now >= seg.ts_echo {
             let r = (now - seg.ts_echo) as f64;
             if s.srtt == 0.0 {
                 s.srtt = r;

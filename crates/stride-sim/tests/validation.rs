@@ -261,3 +261,38 @@ fn same_seed_same_result() {
     assert_eq!(a.done, b.done);
     assert_eq!((a.events, a.drops, a.sent), (b.events, b.drops, b.sent));
 }
+
+/// Regression (issue 11): a timestamp of 0 was read as "no timestamp", so flows starting at
+/// t = 0 took no RTT sample from the handshake and a lost first window waited out the 10 ms
+/// initial RTO. With the sample, the RTO is the 1 ms minimum and a 64-sender incast whose first
+/// windows overflow the buffer finishes well before the initial RTO could have fired.
+#[test]
+fn incast_at_time_zero_does_not_wait_for_the_initial_rto() {
+    for kind in ["dctcp", "newreno"] {
+        let n = 64;
+        let flows = (0..n)
+            .map(|i| Flow {
+                src: i,
+                dst: n,
+                bytes: 64_000,
+                start: 0,
+            })
+            .collect();
+        let mut sim = Sim::new(dumbbell(n), hosts(kind, n + 1), flows, 1);
+        assert!(sim.run(1_000_000_000, |_, _| {}), "{kind}: incomplete");
+        let last = *sim.done.iter().max().unwrap();
+        println!(
+            "{kind}: incast done at {} us, drops {}",
+            last / 1000,
+            sim.stats.drops
+        );
+        assert!(
+            sim.stats.drops > 0,
+            "{kind}: the first windows must overflow the buffer for this test to mean anything"
+        );
+        assert!(
+            last < 10_000_000,
+            "{kind}: incast finished at {last} ns, after the 10 ms initial RTO"
+        );
+    }
+}
