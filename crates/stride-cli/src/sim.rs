@@ -40,7 +40,8 @@ enum SimCmd {
     Compare {
         /// Scenario file (TOML).
         scenario: PathBuf,
-        /// Comma-separated transports: stride, dctcp, vegas, newreno.
+        /// Comma-separated transports (the simulator's registry): stride, dctcp, vegas,
+        /// newreno, aimd.
         #[arg(long, value_delimiter = ',', default_value = "stride,dctcp,vegas")]
         cc: Vec<String>,
         /// Output directory.
@@ -307,11 +308,12 @@ fn execute(
     Ok(())
 }
 
-pub(crate) const TRANSPORTS: [&str; 4] = ["stride", "dctcp", "vegas", "newreno"];
-
 pub(crate) fn check_transport(t: &str) -> anyhow::Result<()> {
-    if !TRANSPORTS.contains(&t) {
-        bail!("unknown transport {t:?}: use {}", TRANSPORTS.join(", "));
+    if stride_sim::transport::find(t).is_none() {
+        bail!(
+            "unknown transport {t:?}: use {}",
+            stride_sim::transport::names().join(", ")
+        );
     }
     Ok(())
 }

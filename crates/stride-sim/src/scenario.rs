@@ -3,14 +3,9 @@
 
 use crate::engine::{Flow, HostStack, Sim};
 use crate::net::{LinkSpec, QueueSpec, Topology};
-use crate::stride::StrideHost;
-use crate::tcp::{TcpConfig, TcpHost, Variant};
 use crate::workload::{incast, permutation, poisson, Cdf};
 use serde::Deserialize;
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use stride_proto::cc::{rate_from_gbps, CcConfig, StrideParams};
 use stride_proto::EchoPolicy;
 
@@ -191,9 +186,9 @@ pub struct StrideCfg {
     pub send_buffer: Option<usize>,
 }
 
-/// TCP section.
+/// TCP section (every field optional).
 #[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct TcpCfg {
     /// Payload per segment, bytes.
     pub mss: u32,
@@ -203,10 +198,16 @@ pub struct TcpCfg {
     pub min_rto_us: u64,
     /// DCTCP gain g.
     pub dctcp_g: f64,
+    /// DCTCP alpha of a new flow, in [0, 1].
+    pub dctcp_alpha_init: f64,
     /// Vegas alpha, packets.
     pub vegas_alpha: f64,
     /// Vegas beta, packets.
     pub vegas_beta: f64,
+    /// AIMD (seed 003): window increase per acknowledged window, segments.
+    pub aimd_step: f64,
+    /// AIMD (seed 003): the fixed retransmission timeout, µs.
+    pub aimd_rto_us: u64,
 }
 
 impl Default for TcpCfg {
@@ -216,8 +217,14 @@ impl Default for TcpCfg {
             init_cwnd: 10,
             min_rto_us: 1000,
             dctcp_g: 1.0 / 16.0,
+            // Linux's default (dctcp_alpha_on_init = 1024/1024) and ns-3's: a new flow reacts
+            // to its first marks with a full halving until alpha has learnt the path.
+            dctcp_alpha_init: 1.0,
             vegas_alpha: 2.0,
             vegas_beta: 4.0,
+            aimd_step: 1.0,
+            // The TCP models' minimum RTO; seed 003 tunes it (0.2 ms in its loopback Fig. 3).
+            aimd_rto_us: 1000,
         }
     }
 }
@@ -242,6 +249,13 @@ impl std::fmt::Display for ScenarioError {
     }
 }
 impl std::error::Error for ScenarioError {}
+
+impl ScenarioError {
+    /// An error about one field: ``field `tcp.mss`: must be at least 1``.
+    pub fn field(field: &str, why: impl std::fmt::Display) -> Self {
+        bad(field, why)
+    }
+}
 
 fn bad(field: &str, why: impl std::fmt::Display) -> ScenarioError {
     ScenarioError(format!("field `{field}`: {why}"))
@@ -433,12 +447,16 @@ impl Scenario {
             }
         }
         for t in &self.transports {
-            if !["stride", "dctcp", "vegas", "newreno"].contains(&t.as_str()) {
+            let Some(tr) = crate::transport::find(t) else {
                 return Err(bad(
                     "transports",
-                    format!("unknown transport {t:?} (stride, dctcp, vegas, newreno)"),
+                    format!(
+                        "unknown transport {t:?} ({})",
+                        crate::transport::names().join(", ")
+                    ),
                 ));
-            }
+            };
+            (tr.build)(self, 0)?;
         }
         self.stride_config().map(|_| ())
     }
@@ -609,39 +627,18 @@ impl Scenario {
         Ok(cfg)
     }
 
-    /// Host stacks for one transport.
+    /// Host stacks for one transport (any name in `crate::transport::TRANSPORTS`).
     pub fn stacks(&self, transport: &str) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
-        let n = self.hosts();
-        if transport == "stride" {
-            let cfg = self.stride_config()?;
-            let reg = Rc::new(RefCell::new(HashMap::new()));
-            return Ok((0..n)
-                .map(|i| {
-                    Box::new(StrideHost::new(i, cfg.clone(), self.seed, reg.clone()))
-                        as Box<dyn HostStack>
-                })
-                .collect());
-        }
-        let t = &self.tcp;
-        let variant = match transport {
-            "newreno" => Variant::NewReno,
-            "dctcp" => Variant::Dctcp { g: t.dctcp_g },
-            "vegas" => Variant::Vegas {
-                alpha: t.vegas_alpha,
-                beta: t.vegas_beta,
-            },
-            other => return Err(bad("transports", format!("unknown transport {other:?}"))),
+        let Some(tr) = crate::transport::find(transport) else {
+            return Err(bad(
+                "transports",
+                format!(
+                    "unknown transport {transport:?} ({})",
+                    crate::transport::names().join(", ")
+                ),
+            ));
         };
-        let cfg = TcpConfig {
-            variant,
-            mss: t.mss,
-            init_cwnd: t.init_cwnd,
-            min_rto_ns: t.min_rto_us * 1000,
-            init_rto_ns: (t.min_rto_us * 1000).max(10_000_000),
-        };
-        Ok((0..n)
-            .map(|i| Box::new(TcpHost::new(i, cfg)) as Box<dyn HostStack>)
-            .collect())
+        (tr.build)(self, self.hosts())
     }
 
     /// A simulator for one transport on these flows, with watched ports set.

@@ -6,7 +6,11 @@ use stride_proto::cc::{rate_from_gbps, CcConfig, StrideParams};
 use stride_sim::engine::{Flow, HostStack, Sim};
 use stride_sim::net::{LinkSpec, QueueSpec, Topology};
 use stride_sim::stride::StrideHost;
-use stride_sim::tcp::{TcpConfig, TcpHost, Variant};
+use stride_sim::tcp::aimd::Aimd;
+use stride_sim::tcp::dctcp::Dctcp;
+use stride_sim::tcp::newreno::NewReno;
+use stride_sim::tcp::vegas::Vegas;
+use stride_sim::tcp::{Congestion, TcpConfig, TcpHost};
 
 const G10: u64 = 10_000_000_000;
 
@@ -30,26 +34,30 @@ fn hosts(kind: &str, n: u32) -> Vec<Box<dyn HostStack>> {
     let reg = Rc::new(RefCell::new(HashMap::new()));
     (0..n)
         .map(|i| -> Box<dyn HostStack> {
-            let tcp = |v| {
+            fn tcp<C: Congestion>(i: u32, cc: C) -> Box<dyn HostStack> {
                 Box::new(TcpHost::new(
                     i,
                     TcpConfig {
-                        variant: v,
                         mss: 1460,
                         init_cwnd: 10,
                         min_rto_ns: 1_000_000,
                         init_rto_ns: 10_000_000,
                     },
-                )) as Box<dyn HostStack>
-            };
+                    cc,
+                ))
+            }
             match kind {
                 "stride" => Box::new(StrideHost::new(i, stride_cfg(), 7, reg.clone())),
-                "newreno" => tcp(Variant::NewReno),
-                "dctcp" => tcp(Variant::Dctcp { g: 1.0 / 16.0 }),
-                "vegas" => tcp(Variant::Vegas {
-                    alpha: 2.0,
-                    beta: 4.0,
-                }),
+                "newreno" => tcp(i, NewReno),
+                "dctcp" => tcp(i, Dctcp::new(1.0 / 16.0, 1.0)),
+                "vegas" => tcp(i, Vegas::new(2.0, 4.0)),
+                "aimd" => tcp(
+                    i,
+                    Aimd {
+                        step: 1.0,
+                        rto_ns: 1_000_000,
+                    },
+                ),
                 _ => unreachable!(),
             }
         })
@@ -66,7 +74,7 @@ fn dumbbell(senders: u32) -> Topology {
 
 #[test]
 fn one_flow_reaches_line_rate() {
-    for kind in ["stride", "dctcp", "newreno", "vegas"] {
+    for kind in ["stride", "dctcp", "newreno", "vegas", "aimd"] {
         let bytes = 20_000_000u64;
         let flows = vec![Flow {
             src: 0,
@@ -216,7 +224,7 @@ fn stride_keeps_queueing_delay_within_its_thresholds() {
 
 #[test]
 fn conservation_of_bytes_and_packets() {
-    for kind in ["stride", "dctcp", "newreno", "vegas"] {
+    for kind in ["stride", "dctcp", "newreno", "vegas", "aimd"] {
         let r = shared_bottleneck(kind, 4, 3_000_000, 5);
         assert_eq!(
             r.bytes_delivered,

@@ -1,43 +1,104 @@
-//! Packet-level TCP models: NewReno (slow start, fast retransmit / recovery, RTO), DCTCP (ECN
-//! echo per packet, alpha with gain g, one cut per window) and Vegas (alpha/beta in packets
-//! against the base RTT). One sender/receiver implementation; the variant decides the reaction.
+//! Packet-level TCP models. One sender / receiver (SYN handshake, cumulative ACKs with a
+//! timestamp echo, an out-of-order buffer at the receiver, fast retransmit and NewReno recovery,
+//! RTO with RFC 6298 estimation) runs any window algorithm behind the [`Congestion`] trait:
+//! [`newreno`], [`dctcp`], [`vegas`], [`aimd`]. Each is registered as a transport in
+//! `crate::transport`.
 //!
-//! Modelled: a SYN / SYN-ACK exchange before data (one RTT, like STRIDE's handshake), an ACK per
-//! segment carrying a timestamp echo, cumulative ACKs with an out-of-order buffer at the
-//! receiver, no SACK, no delayed ACKs, no pacing.
+//! Not modelled: SACK, pacing, receive windows.
+
+pub mod aimd;
+pub mod dctcp;
+pub mod newreno;
+pub mod vegas;
 
 use crate::engine::{flow_hash, Ctx, HostStack};
 use crate::net::{Packet, Payload};
+use crate::scenario::{Scenario, ScenarioError};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// Bytes on the wire around a TCP payload: Ethernet header + FCS (18), preamble + gap (20),
 /// IPv4 (20), TCP (20). A full 1460-byte segment is 1538 bytes, like a full STRIDE packet.
 pub const TCP_OVERHEAD: u32 = 18 + 20 + 20 + 20;
 
-/// Which TCP.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Variant {
-    /// TCP NewReno.
-    NewReno,
-    /// DCTCP with gain `g`.
-    Dctcp {
-        /// EWMA gain of the marked fraction (1/16 in the DCTCP paper).
-        g: f64,
-    },
-    /// TCP Vegas with thresholds in packets.
-    Vegas {
-        /// Increase below this many queued packets.
-        alpha: f64,
-        /// Decrease above this many queued packets.
-        beta: f64,
-    },
+/// The congestion window a [`Congestion`] algorithm governs, bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    /// Congestion window.
+    pub cwnd: f64,
+    /// Slow-start threshold.
+    pub ssthresh: f64,
+    /// Segment payload size.
+    pub mss: f64,
 }
 
-/// TCP model parameters.
+impl Window {
+    /// RFC 5681 growth: slow start below ssthresh (at most one MSS per ACK), else one MSS per
+    /// window.
+    pub fn reno_grow(&mut self, newly: u64) {
+        if self.cwnd < self.ssthresh {
+            self.cwnd += (newly as f64).min(self.mss);
+        } else {
+            self.cwnd += self.mss * self.mss / self.cwnd;
+        }
+    }
+}
+
+/// What one arriving ACK told the sender (after the shared sender processed it).
+#[derive(Clone, Copy, Debug)]
+pub struct Ack {
+    /// Time, ns.
+    pub now: u64,
+    /// Bytes newly acknowledged (0 for a duplicate).
+    pub newly: u64,
+    /// The ACK carried ECN-Echo.
+    pub ece: bool,
+    /// New data was acknowledged outside loss recovery: the window may grow.
+    pub grow: bool,
+    /// The sender is in fast recovery after this ACK.
+    pub in_recovery: bool,
+    /// First unacknowledged byte after this ACK.
+    pub snd_una: u64,
+    /// Next byte to send.
+    pub snd_nxt: u64,
+}
+
+/// A TCP window algorithm. One value per flow (cloned from the host's template), so it may
+/// keep per-flow state. The shared sender does the reliability; the algorithm sets the window.
+pub trait Congestion: Clone + 'static {
+    /// Data segments carry ECT (the algorithm reacts to ECN).
+    fn ect(&self) -> bool {
+        false
+    }
+    /// An RTT sample, ns.
+    fn on_rtt(&mut self, _rtt_ns: f64) {}
+    /// Every ACK, after the shared sender updated `snd_una` and its recovery state.
+    fn on_ack(&mut self, w: &mut Window, a: &Ack);
+    /// Whether three duplicate ACKs trigger fast retransmit / recovery.
+    fn fast_retransmit(&self) -> bool {
+        true
+    }
+    /// Fast retransmit: set ssthresh (the sender then inflates cwnd to ssthresh + 3 MSS).
+    fn on_fast_loss(&mut self, w: &mut Window) {
+        w.ssthresh = (w.cwnd / 2.0).max(2.0 * w.mss);
+    }
+    /// The retransmission timer fired.
+    fn on_timeout(&mut self, w: &mut Window) {
+        w.ssthresh = (w.cwnd / 2.0).max(2.0 * w.mss);
+        w.cwnd = w.mss;
+    }
+    /// A fixed retransmission timeout instead of the RFC 6298 estimate with backoff.
+    fn fixed_rto(&self) -> Option<u64> {
+        None
+    }
+    /// DCTCP's alpha, for traces.
+    fn alpha(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// TCP model parameters shared by every algorithm.
 #[derive(Clone, Copy, Debug)]
 pub struct TcpConfig {
-    /// Variant.
-    pub variant: Variant,
     /// Payload bytes per segment.
     pub mss: u32,
     /// Initial window, segments.
@@ -46,6 +107,37 @@ pub struct TcpConfig {
     pub min_rto_ns: u64,
     /// Initial retransmission timeout, ns.
     pub init_rto_ns: u64,
+}
+
+impl TcpConfig {
+    /// The shared parameters of a scenario's `[tcp]` section.
+    pub fn from_scenario(sc: &Scenario) -> Result<TcpConfig, ScenarioError> {
+        let t = &sc.tcp;
+        if t.mss == 0 {
+            return Err(ScenarioError::field("tcp.mss", "must be at least 1"));
+        }
+        if t.init_cwnd == 0 {
+            return Err(ScenarioError::field("tcp.init_cwnd", "must be at least 1"));
+        }
+        Ok(TcpConfig {
+            mss: t.mss,
+            init_cwnd: t.init_cwnd,
+            min_rto_ns: t.min_rto_us * 1000,
+            init_rto_ns: (t.min_rto_us * 1000).max(10_000_000),
+        })
+    }
+}
+
+/// `n` TCP hosts of a scenario running algorithm `cc` (registry builders call this).
+pub fn hosts<C: Congestion>(
+    sc: &Scenario,
+    n: u32,
+    cc: C,
+) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
+    let cfg = TcpConfig::from_scenario(sc)?;
+    Ok((0..n)
+        .map(|i| Box::new(TcpHost::new(i, cfg, cc.clone())) as Box<dyn HostStack>)
+        .collect())
 }
 
 /// A TCP segment (the simulator carries fields, not bytes).
@@ -71,15 +163,15 @@ pub struct Segment {
     pub ts_echo: u64,
 }
 
-struct Sender {
+struct Sender<C> {
     dst: u32,
     size: u64,
     established: bool,
     syn_due: bool,
     snd_una: u64,
     snd_nxt: u64,
-    cwnd: f64,
-    ssthresh: f64,
+    w: Window,
+    cc: C,
     dupacks: u32,
     recovery: Option<u64>,
     rtx_now: bool,
@@ -87,16 +179,6 @@ struct Sender {
     rto_at: Option<u64>,
     srtt: f64,
     rttvar: f64,
-    // DCTCP
-    alpha: f64,
-    win_end: u64,
-    acked: u64,
-    marked: u64,
-    cut_until: u64,
-    // Vegas
-    base_rtt: f64,
-    epoch_min_rtt: f64,
-    epoch_end: u64,
 }
 
 struct Receiver {
@@ -106,23 +188,25 @@ struct Receiver {
     ooo: BTreeMap<u64, u32>,
 }
 
-/// One host's TCP stack (all flows it sends and receives).
-pub struct TcpHost {
+/// One host's TCP stack (all flows it sends and receives), running window algorithm `C`.
+pub struct TcpHost<C: Congestion> {
     id: u32,
     cfg: TcpConfig,
-    senders: HashMap<u32, Sender>,
+    cc: C,
+    senders: HashMap<u32, Sender<C>>,
     receivers: HashMap<u32, Receiver>,
     ready: VecDeque<u32>,
     acks: VecDeque<(u32, Segment)>,
     timers: BTreeSet<(u64, u32)>,
 }
 
-impl TcpHost {
-    /// A host running `cfg`.
-    pub fn new(id: u32, cfg: TcpConfig) -> Self {
+impl<C: Congestion> TcpHost<C> {
+    /// A host running `cfg`; every flow it starts gets a copy of `cc`.
+    pub fn new(id: u32, cfg: TcpConfig, cc: C) -> Self {
         TcpHost {
             id,
             cfg,
+            cc,
             senders: HashMap::new(),
             receivers: HashMap::new(),
             ready: VecDeque::new(),
@@ -148,27 +232,27 @@ impl TcpHost {
             dst,
             wire: seg.len + TCP_OVERHEAD,
             hash: flow_hash(self.id, dst, u64::from(seg.flow)),
-            ect: matches!(self.cfg.variant, Variant::Dctcp { .. }),
+            ect: self.cc.ect(),
             ce: false,
             payload: Payload::Tcp(seg),
         }
     }
 
-    fn can_send(s: &Sender) -> bool {
+    fn can_send(s: &Sender<C>) -> bool {
         if s.syn_due || s.rtx_now {
             return true;
         }
         s.established
             && s.snd_nxt < s.size
-            && (s.snd_nxt - s.snd_una) as f64 + 1.0 <= s.cwnd.max(1.0)
+            && (s.snd_nxt - s.snd_una) as f64 + 1.0 <= s.w.cwnd.max(1.0)
     }
 
     fn on_ack(&mut self, now: u64, seg: Segment) {
         let cfg = self.cfg;
-        let mss = f64::from(cfg.mss);
         let Some(s) = self.senders.get_mut(&seg.flow) else {
             return;
         };
+        let mss = s.w.mss;
         if seg.syn && !s.established {
             s.established = true;
             s.syn_due = false;
@@ -185,98 +269,53 @@ impl TcpHost {
                 s.rttvar = 0.75 * s.rttvar + 0.25 * (s.srtt - r).abs();
                 s.srtt = 0.875 * s.srtt + 0.125 * r;
             }
-            s.rto = ((s.srtt + 4.0 * s.rttvar) as u64).max(cfg.min_rto_ns);
-            s.base_rtt = if s.base_rtt == 0.0 {
-                r
-            } else {
-                s.base_rtt.min(r)
-            };
-            s.epoch_min_rtt = if s.epoch_min_rtt == 0.0 {
-                r
-            } else {
-                s.epoch_min_rtt.min(r)
-            };
+            s.rto =
+                s.cc.fixed_rto()
+                    .unwrap_or(((s.srtt + 4.0 * s.rttvar) as u64).max(cfg.min_rto_ns));
+            s.cc.on_rtt(r);
         }
-        let mut cut = false;
+        let mut newly = 0;
+        let mut grow = false;
         if seg.ack > s.snd_una {
-            let newly = seg.ack - s.snd_una;
+            newly = seg.ack - s.snd_una;
             s.snd_una = seg.ack;
             if s.snd_nxt < s.snd_una {
                 s.snd_nxt = s.snd_una;
             }
             s.dupacks = 0;
-            if let Variant::Dctcp { g } = cfg.variant {
-                s.acked += newly;
-                if seg.ece {
-                    s.marked += newly;
-                }
-                if s.snd_una >= s.win_end {
-                    let f = if s.acked > 0 {
-                        s.marked as f64 / s.acked as f64
-                    } else {
-                        0.0
-                    };
-                    s.alpha = (1.0 - g) * s.alpha + g * f;
-                    s.acked = 0;
-                    s.marked = 0;
-                    s.win_end = s.snd_nxt;
-                }
-            }
             match s.recovery {
                 Some(rec) if s.snd_una < rec => {
                     // Partial ACK: the next hole is lost too.
                     s.rtx_now = true;
-                    s.cwnd = (s.cwnd - newly as f64 + mss).max(mss);
+                    s.w.cwnd = (s.w.cwnd - newly as f64 + mss).max(mss);
                 }
                 Some(_) => {
                     s.recovery = None;
-                    s.cwnd = s.ssthresh;
+                    s.w.cwnd = s.w.ssthresh;
                 }
-                None => {
-                    if s.cwnd < s.ssthresh {
-                        s.cwnd += (newly as f64).min(mss);
-                    } else if !matches!(cfg.variant, Variant::Vegas { .. }) {
-                        s.cwnd += mss * mss / s.cwnd;
-                    }
-                }
-            }
-            if let Variant::Vegas { alpha, beta } = cfg.variant {
-                if s.snd_una >= s.epoch_end && s.epoch_min_rtt > 0.0 {
-                    let diff = s.cwnd / mss * (1.0 - s.base_rtt / s.epoch_min_rtt);
-                    if s.cwnd < s.ssthresh {
-                        if diff > 1.0 {
-                            s.ssthresh = s.cwnd;
-                        }
-                    } else if diff < alpha {
-                        s.cwnd += mss;
-                    } else if diff > beta {
-                        s.cwnd = (s.cwnd - mss).max(2.0 * mss);
-                    }
-                    s.epoch_min_rtt = 0.0;
-                    s.epoch_end = s.snd_nxt;
-                }
+                None => grow = true,
             }
         } else if seg.ack == s.snd_una && s.snd_una < s.snd_nxt && seg.len == 0 && !seg.syn {
             s.dupacks += 1;
             if s.recovery.is_some() {
-                s.cwnd += mss;
-            } else if s.dupacks == 3 {
-                s.ssthresh = (s.cwnd / 2.0).max(2.0 * mss);
-                s.cwnd = s.ssthresh + 3.0 * mss;
+                s.w.cwnd += mss;
+            } else if s.dupacks == 3 && s.cc.fast_retransmit() {
+                s.cc.on_fast_loss(&mut s.w);
+                s.w.cwnd = s.w.ssthresh + 3.0 * mss;
                 s.recovery = Some(s.snd_nxt);
                 s.rtx_now = true;
             }
         }
-        if let Variant::Dctcp { .. } = cfg.variant {
-            if seg.ece && s.snd_una > s.cut_until && s.recovery.is_none() {
-                cut = true;
-            }
-        }
-        if cut {
-            s.cwnd = (s.cwnd * (1.0 - s.alpha / 2.0)).max(mss);
-            s.ssthresh = s.cwnd;
-            s.cut_until = s.snd_nxt;
-        }
+        let a = Ack {
+            now,
+            newly,
+            ece: seg.ece,
+            grow,
+            in_recovery: s.recovery.is_some(),
+            snd_una: s.snd_una,
+            snd_nxt: s.snd_nxt,
+        };
+        s.cc.on_ack(&mut s.w, &a);
         let flow = seg.flow;
         let (done, outstanding, rto) = (
             s.snd_una >= s.size && s.established,
@@ -339,7 +378,7 @@ impl TcpHost {
     }
 }
 
-impl HostStack for TcpHost {
+impl<C: Congestion> HostStack for TcpHost<C> {
     fn start_flow(&mut self, ctx: &mut Ctx, flow: u32) {
         let f = ctx.flows[flow as usize];
         let cfg = self.cfg;
@@ -350,23 +389,19 @@ impl HostStack for TcpHost {
             syn_due: true,
             snd_una: 0,
             snd_nxt: 0,
-            cwnd: f64::from(cfg.init_cwnd * cfg.mss),
-            ssthresh: f64::INFINITY,
+            w: Window {
+                cwnd: f64::from(cfg.init_cwnd * cfg.mss),
+                ssthresh: f64::INFINITY,
+                mss: f64::from(cfg.mss),
+            },
+            cc: self.cc.clone(),
             dupacks: 0,
             recovery: None,
             rtx_now: false,
-            rto: cfg.init_rto_ns,
+            rto: self.cc.fixed_rto().unwrap_or(cfg.init_rto_ns),
             rto_at: None,
             srtt: 0.0,
             rttvar: 0.0,
-            alpha: 1.0,
-            win_end: 0,
-            acked: 0,
-            marked: 0,
-            cut_until: 0,
-            base_rtt: 0.0,
-            epoch_min_rtt: 0.0,
-            epoch_end: 0,
         };
         self.senders.insert(flow, s);
         self.ready.push_back(flow);
@@ -436,7 +471,6 @@ impl HostStack for TcpHost {
 
     fn wake(&mut self, ctx: &mut Ctx) {
         let now = ctx.now;
-        let mss = f64::from(self.cfg.mss);
         while let Some(&(t, flow)) = self.timers.iter().next() {
             if t > now {
                 break;
@@ -446,12 +480,12 @@ impl HostStack for TcpHost {
                 continue;
             };
             s.rto_at = None;
-            // Retransmission timeout: back to one segment, go back to the first unacked byte.
-            s.ssthresh = (s.cwnd / 2.0).max(2.0 * mss);
-            s.cwnd = mss;
+            // Retransmission timeout: the algorithm sets the window; go back to the first
+            // unacked byte.
+            s.cc.on_timeout(&mut s.w);
             s.recovery = None;
             s.dupacks = 0;
-            s.rto = (s.rto * 2).min(1_000_000_000);
+            s.rto = s.cc.fixed_rto().unwrap_or((s.rto * 2).min(1_000_000_000));
             if s.established {
                 s.snd_nxt = s.snd_una;
             } else {
