@@ -208,6 +208,12 @@ pub struct TcpCfg {
     pub aimd_step: f64,
     /// AIMD (seed 003): the fixed retransmission timeout, µs.
     pub aimd_rto_us: u64,
+    /// Delayed ACKs at TCP receivers (Linux-like; see `tcp::DelAck`).
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer, µs.
+    pub delack_timeout_us: u64,
+    /// Segments ACKed at once at the start of a connection (Linux's quick-ACK mode).
+    pub delack_quickack: u32,
 }
 
 impl Default for TcpCfg {
@@ -225,6 +231,12 @@ impl Default for TcpCfg {
             aimd_step: 1.0,
             // The TCP models' minimum RTO; seed 003 tunes it (0.2 ms in its loopback Fig. 3).
             aimd_rto_us: 1000,
+            delayed_ack: true,
+            // Linux's delayed-ACK minimum (40 ms) is a fifth of its minimum RTO (200 ms); the
+            // same fraction of the models' 1 ms minimum RTO.
+            delack_timeout_us: 200,
+            // Linux's TCP_MAX_QUICKACKS.
+            delack_quickack: 16,
         }
     }
 }

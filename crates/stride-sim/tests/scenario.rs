@@ -246,4 +246,26 @@ fn every_registered_transport_runs_and_unknown_names_are_refused() {
         &format!("transports = [\"aimd\"]\n{TINY}[tcp]\naimd_rto_us = 0\n"),
     );
     assert!(e.contains("tcp.aimd_rto_us"), "{e}");
+    let e = err(
+        "bad-delack.toml",
+        &format!("transports = [\"newreno\"]\n{TINY}[tcp]\ndelack_timeout_us = 0\n"),
+    );
+    assert!(e.contains("tcp.delack_timeout_us"), "{e}");
+    // turning delayed ACKs off is accepted and changes the packet count
+    let on = Scenario::load(&write("delack-on.toml", TINY)).unwrap();
+    let off = Scenario::load(&write(
+        "delack-off.toml",
+        &format!("{TINY}[tcp]\ndelayed_ack = false\n"),
+    ))
+    .unwrap();
+    let sent = |l: &stride_sim::scenario::Loaded| {
+        let mut sim = l.sc.sim("dctcp", &l.flows).unwrap();
+        assert!(sim.run(10_000_000_000, |_, _| {}));
+        sim.stats.packets_sent
+    };
+    let (a, b) = (sent(&on), sent(&off));
+    assert!(
+        a < b,
+        "delayed ACKs must send fewer packets: on {a}, off {b}"
+    );
 }

@@ -10,7 +10,7 @@ use stride_sim::tcp::aimd::Aimd;
 use stride_sim::tcp::dctcp::Dctcp;
 use stride_sim::tcp::newreno::NewReno;
 use stride_sim::tcp::vegas::Vegas;
-use stride_sim::tcp::{Congestion, TcpConfig, TcpHost};
+use stride_sim::tcp::{Congestion, DelAck, TcpConfig, TcpHost};
 
 const G10: u64 = 10_000_000_000;
 
@@ -42,6 +42,10 @@ fn hosts(kind: &str, n: u32) -> Vec<Box<dyn HostStack>> {
                         init_cwnd: 10,
                         min_rto_ns: 1_000_000,
                         init_rto_ns: 10_000_000,
+                        delack: Some(DelAck {
+                            timeout_ns: 200_000,
+                            quickack: 16,
+                        }),
                     },
                     cc,
                 ))

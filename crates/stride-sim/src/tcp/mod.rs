@@ -32,11 +32,11 @@ pub struct Window {
 }
 
 impl Window {
-    /// RFC 5681 growth: slow start below ssthresh (at most one MSS per ACK), else one MSS per
-    /// window.
+    /// RFC 5681 growth with RFC 3465's L = 2: slow start below ssthresh (at most two MSS per
+    /// ACK, so an ACK for two segments under delayed ACKs counts both), else one MSS per window.
     pub fn reno_grow(&mut self, newly: u64) {
         if self.cwnd < self.ssthresh {
-            self.cwnd += (newly as f64).min(self.mss);
+            self.cwnd += (newly as f64).min(2.0 * self.mss);
         } else {
             self.cwnd += self.mss * self.mss / self.cwnd;
         }
@@ -107,6 +107,22 @@ pub struct TcpConfig {
     pub min_rto_ns: u64,
     /// Initial retransmission timeout, ns.
     pub init_rto_ns: u64,
+    /// Delayed ACKs at the receiver (`None`: an ACK per segment).
+    pub delack: Option<DelAck>,
+}
+
+/// Linux-like delayed ACKs (RFC 1122 4.2.3.2, RFC 5681 4.2): an ACK once more than one full
+/// segment is unacknowledged, else when the timer fires; at once for out-of-order or duplicate
+/// data, for data that fills a hole, for the first `quickack` segments of a connection (Linux's
+/// quick-ACK mode, at most 16 segments), and, for DCTCP, when the CE bit of arriving data differs
+/// from the previous segment's (the receiver state machine of the DCTCP paper, Fig. 10: the
+/// pending ACK goes out with the old ECE value, so the sender sees exactly the marked bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct DelAck {
+    /// Delayed-ACK timer, ns.
+    pub timeout_ns: u64,
+    /// Segments ACKed at once at the start of a connection.
+    pub quickack: u32,
 }
 
 impl TcpConfig {
@@ -119,11 +135,21 @@ impl TcpConfig {
         if t.init_cwnd == 0 {
             return Err(ScenarioError::field("tcp.init_cwnd", "must be at least 1"));
         }
+        if t.delayed_ack && t.delack_timeout_us == 0 {
+            return Err(ScenarioError::field(
+                "tcp.delack_timeout_us",
+                "must be at least 1 (or set delayed_ack = false)",
+            ));
+        }
         Ok(TcpConfig {
             mss: t.mss,
             init_cwnd: t.init_cwnd,
             min_rto_ns: t.min_rto_us * 1000,
             init_rto_ns: (t.min_rto_us * 1000).max(10_000_000),
+            delack: t.delayed_ack.then_some(DelAck {
+                timeout_ns: t.delack_timeout_us * 1000,
+                quickack: t.delack_quickack,
+            }),
         })
     }
 }
@@ -186,6 +212,14 @@ struct Receiver {
     size: u64,
     rcv_nxt: u64,
     ooo: BTreeMap<u64, u32>,
+    /// Bytes received and not yet acknowledged.
+    pending: u64,
+    /// `ts` of the first unacknowledged segment (RFC 7323's TS.Recent under delayed ACKs).
+    pending_ts: u64,
+    /// CE of the last data segment (DCTCP's receiver state).
+    ce_state: bool,
+    quick_left: u32,
+    delack_at: Option<u64>,
 }
 
 /// One host's TCP stack (all flows it sends and receives), running window algorithm `C`.
@@ -198,6 +232,7 @@ pub struct TcpHost<C: Congestion> {
     ready: VecDeque<u32>,
     acks: VecDeque<(u32, Segment)>,
     timers: BTreeSet<(u64, u32)>,
+    delacks: BTreeSet<(u64, u32)>,
 }
 
 impl<C: Congestion> TcpHost<C> {
@@ -212,6 +247,7 @@ impl<C: Congestion> TcpHost<C> {
             ready: VecDeque::new(),
             acks: VecDeque::new(),
             timers: BTreeSet::new(),
+            delacks: BTreeSet::new(),
         }
     }
 
@@ -336,23 +372,48 @@ impl<C: Congestion> TcpHost<C> {
     fn on_data(&mut self, ctx: &mut Ctx, src: u32, seg: Segment, ce: bool) {
         let flow = seg.flow;
         let size = ctx.flows[flow as usize].bytes;
+        let now = ctx.now;
+        let delack = self.cfg.delack;
         let r = self.receivers.entry(flow).or_insert(Receiver {
             src,
             size,
             rcv_nxt: 0,
             ooo: BTreeMap::new(),
+            pending: 0,
+            pending_ts: 0,
+            ce_state: false,
+            quick_left: delack.map_or(0, |d| d.quickack),
+            delack_at: None,
         });
-        let mut reply = Segment {
+        let to = r.src;
+        let ack = |r: &Receiver, ece: bool, ts_echo: u64| Segment {
             flow,
             is_ack: true,
-            ece: ce,
-            ts_echo: seg.ts,
-            ts: ctx.now,
+            ack: r.rcv_nxt,
+            ece,
+            ts_echo,
+            ts: now,
             ..Default::default()
         };
         if seg.syn {
+            let mut reply = ack(r, ce, seg.ts);
             reply.syn = true;
-        } else if seg.seq == r.rcv_nxt {
+            self.acks.push_back((to, reply));
+            return;
+        }
+        let mut out = Vec::new();
+        if ce != r.ce_state {
+            // DCTCP receiver: the bytes received so far were (not) marked; acknowledge them
+            // with the old ECE before this segment changes the state.
+            if r.pending > 0 {
+                out.push(ack(r, r.ce_state, r.pending_ts));
+                r.pending = 0;
+            }
+            r.ce_state = ce;
+        }
+        let in_order = seg.seq == r.rcv_nxt;
+        let had_holes = !r.ooo.is_empty();
+        if in_order {
             r.rcv_nxt += u64::from(seg.len);
             *ctx.delivered += u64::from(seg.len);
             while let Some((&s, &l)) = r.ooo.iter().next() {
@@ -369,12 +430,40 @@ impl<C: Congestion> TcpHost<C> {
         } else if seg.seq > r.rcv_nxt {
             r.ooo.insert(seg.seq, seg.len);
         }
-        reply.ack = r.rcv_nxt;
         if r.rcv_nxt >= r.size {
             ctx.complete(flow);
         }
-        let to = r.src;
-        self.acks.push_back((to, reply));
+        if r.pending == 0 {
+            r.pending_ts = seg.ts;
+        }
+        r.pending += u64::from(seg.len).max(1);
+        let now_ack = match delack {
+            None => true,
+            Some(_) => {
+                !in_order || had_holes || r.quick_left > 0 || r.pending > u64::from(self.cfg.mss)
+            }
+        };
+        let old_timer = r.delack_at;
+        if now_ack {
+            out.push(ack(r, r.ce_state, r.pending_ts));
+            r.pending = 0;
+            r.quick_left = r.quick_left.saturating_sub(1);
+            r.delack_at = None;
+        } else if r.delack_at.is_none() {
+            r.delack_at = Some(now + delack.map_or(0, |d| d.timeout_ns));
+        }
+        let new_timer = r.delack_at;
+        if old_timer != new_timer {
+            if let Some(t) = old_timer {
+                self.delacks.remove(&(t, flow));
+            }
+            if let Some(t) = new_timer {
+                self.delacks.insert((t, flow));
+            }
+        }
+        for a in out {
+            self.acks.push_back((to, a));
+        }
     }
 }
 
@@ -466,11 +555,39 @@ impl<C: Congestion> HostStack for TcpHost<C> {
     }
 
     fn next_wake(&mut self) -> Option<u64> {
-        self.timers.iter().next().map(|&(t, _)| t)
+        let rto = self.timers.iter().next().map(|&(t, _)| t);
+        let del = self.delacks.iter().next().map(|&(t, _)| t);
+        match (rto, del) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn wake(&mut self, ctx: &mut Ctx) {
         let now = ctx.now;
+        while let Some(&(t, flow)) = self.delacks.iter().next() {
+            if t > now {
+                break;
+            }
+            self.delacks.remove(&(t, flow));
+            let Some(r) = self.receivers.get_mut(&flow) else {
+                continue;
+            };
+            r.delack_at = None;
+            if r.pending > 0 {
+                r.pending = 0;
+                let a = Segment {
+                    flow,
+                    is_ack: true,
+                    ack: r.rcv_nxt,
+                    ece: r.ce_state,
+                    ts_echo: r.pending_ts,
+                    ts: now,
+                    ..Default::default()
+                };
+                self.acks.push_back((r.src, a));
+            }
+        }
         while let Some(&(t, flow)) = self.timers.iter().next() {
             if t > now {
                 break;
@@ -497,5 +614,155 @@ impl<C: Congestion> HostStack for TcpHost<C> {
                 self.ready.push_back(flow);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Flow;
+
+    const MSS: u32 = 1000;
+
+    fn cfg(delack: bool) -> TcpConfig {
+        TcpConfig {
+            mss: MSS,
+            init_cwnd: 10,
+            min_rto_ns: 1_000_000,
+            init_rto_ns: 10_000_000,
+            delack: delack.then_some(DelAck {
+                timeout_ns: 200_000,
+                quickack: 4,
+            }),
+        }
+    }
+
+    /// A receiving host (id 1) of one flow from host 0; `data` = (segment index, CE) in
+    /// arrival order, one segment per µs. Returns the ACKs it sent: (time, ack, ece).
+    fn receive(delack: bool, data: &[(u64, bool)], until: u64) -> Vec<(u64, u64, bool)> {
+        let flows = [Flow {
+            src: 0,
+            dst: 1,
+            bytes: 1_000_000,
+            start: 0,
+        }];
+        let mut done = vec![u64::MAX];
+        let (mut delivered, mut completed) = (0, 0);
+        let mut h = TcpHost::new(1, cfg(delack), newreno::NewReno);
+        let mut acks = Vec::new();
+        let mut step = |h: &mut TcpHost<newreno::NewReno>, now: u64, pkt: Option<Packet>| {
+            let mut ctx = Ctx {
+                now,
+                flows: &flows,
+                done: &mut done,
+                delivered: &mut delivered,
+                completed: &mut completed,
+            };
+            if let Some(p) = pkt {
+                h.receive(&mut ctx, p);
+            } else {
+                h.wake(&mut ctx);
+            }
+            while let Some(p) = h.poll_packet(&mut ctx) {
+                let Payload::Tcp(s) = p.payload else {
+                    unreachable!()
+                };
+                acks.push((now, s.ack, s.ece));
+            }
+        };
+        for (i, &(k, ce)) in data.iter().enumerate() {
+            let now = 1_000 * (i as u64 + 1);
+            let seg = Segment {
+                flow: 0,
+                seq: k * u64::from(MSS),
+                len: MSS,
+                ts: now - 500,
+                ..Default::default()
+            };
+            let pkt = Packet {
+                src: 0,
+                dst: 1,
+                wire: MSS + TCP_OVERHEAD,
+                hash: 0,
+                ect: true,
+                ce,
+                payload: Payload::Tcp(seg),
+            };
+            step(&mut h, now, Some(pkt));
+        }
+        while let Some(t) = h.next_wake() {
+            if t > until {
+                break;
+            }
+            step(&mut h, t, None);
+        }
+        acks
+    }
+
+    fn in_order(n: u64) -> Vec<(u64, bool)> {
+        (0..n).map(|k| (k, false)).collect()
+    }
+
+    #[test]
+    fn without_delayed_acks_every_segment_is_acked() {
+        assert_eq!(receive(false, &in_order(20), u64::MAX).len(), 20);
+    }
+
+    #[test]
+    fn delayed_acks_ack_every_second_segment_after_quickack() {
+        let acks = receive(true, &in_order(20), 0);
+        // 4 quick ACKs, then one per two segments: (20 - 4) / 2.
+        assert_eq!(acks.len(), 4 + 8, "{acks:?}");
+        assert_eq!(acks.last().unwrap().1, 20 * u64::from(MSS));
+    }
+
+    #[test]
+    fn a_lone_segment_waits_for_the_timer() {
+        let acks = receive(true, &in_order(5), u64::MAX);
+        // segment 5 (index 4) arrives at 5 µs and is acknowledged when the timer fires.
+        assert_eq!(acks.len(), 5, "{acks:?}");
+        assert_eq!(acks[4], (5_000 + 200_000, 5 * u64::from(MSS), false));
+    }
+
+    #[test]
+    fn out_of_order_and_hole_filling_data_is_acked_at_once() {
+        // 0..6 in order (4 quick + one delayed pair), then 7 (gap at 6), then 6 fills it.
+        let mut d = in_order(6);
+        d.push((7, false));
+        d.push((6, false));
+        let acks = receive(true, &d, 0);
+        let m = u64::from(MSS);
+        let n = acks.len();
+        assert_eq!(acks[n - 2], (7_000, 6 * m, false), "duplicate ACK at once");
+        assert_eq!(
+            acks[n - 1],
+            (8_000, 8 * m, false),
+            "hole filled: ACK at once"
+        );
+    }
+
+    #[test]
+    fn dctcp_receiver_echoes_exactly_the_marked_bytes() {
+        let pattern = [
+            false, false, false, false, false, true, false, true, true, true, false, false, true,
+            false, false, false, true, true, false, true, true, true, true, false, false,
+        ];
+        let d: Vec<(u64, bool)> = pattern
+            .iter()
+            .enumerate()
+            .map(|(k, &c)| (k as u64, c))
+            .collect();
+        let acks = receive(true, &d, u64::MAX);
+        let (mut una, mut echoed) = (0, 0);
+        for &(_, ack, ece) in &acks {
+            if ece {
+                echoed += ack - una;
+            }
+            una = ack;
+        }
+        let marked = pattern.iter().filter(|&&c| c).count() as u64 * u64::from(MSS);
+        assert_eq!(una, pattern.len() as u64 * u64::from(MSS));
+        assert_eq!(echoed, marked, "{acks:?}");
+        assert!(acks.len() < pattern.len(), "still delaying: {acks:?}");
     }
 }
