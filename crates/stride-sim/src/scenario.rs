@@ -1,7 +1,7 @@
 //! Scenario files (TOML): topology, queues, workload, transports and their parameters, seed.
 //! Unknown fields are errors; every semantic error names its field.
 
-use crate::engine::{Flow, HostStack, Sim};
+use crate::engine::{Flow, HostStack, LossModel, Sim};
 use crate::net::{LinkSpec, QueueSpec, Topology};
 use crate::workload::{incast, permutation, poisson, Cdf};
 use serde::Deserialize;
@@ -40,6 +40,33 @@ pub struct Scenario {
     /// Ports (by `switch-name:port-number-in-switch`) whose queue is sampled, and how often.
     #[serde(default)]
     pub watch: WatchCfg,
+    /// Random link loss (absent: none).
+    pub loss: Option<LossCfg>,
+}
+
+/// Random loss on links, counted apart from queue drops (`link_losses`).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct LossCfg {
+    /// `bernoulli` or `gilbert_elliott`.
+    pub model: String,
+    /// bernoulli: loss probability per packet.
+    pub p: Option<f64>,
+    /// gilbert_elliott: P(good -> bad) per packet.
+    pub p_good_bad: Option<f64>,
+    /// gilbert_elliott: P(bad -> good) per packet.
+    pub p_bad_good: Option<f64>,
+    /// gilbert_elliott: loss probability in the good state (default 0).
+    pub loss_good: Option<f64>,
+    /// gilbert_elliott: loss probability in the bad state (default 1).
+    pub loss_bad: Option<f64>,
+    /// Lossy links: every output link of these switches. With neither this nor `hosts`,
+    /// every link of the fabric (host NICs included).
+    #[serde(default)]
+    pub switches: Vec<String>,
+    /// Lossy links: the NIC links of these hosts (by index).
+    #[serde(default)]
+    pub hosts: Vec<u32>,
 }
 
 fn one() -> u64 {
@@ -470,6 +497,7 @@ impl Scenario {
             };
             (tr.build)(self, 0)?;
         }
+        self.loss_model()?;
         self.stride_config().map(|_| ())
     }
 
@@ -653,6 +681,59 @@ impl Scenario {
         (tr.build)(self, self.hosts())
     }
 
+    /// The loss model of `[loss]` (after validation of its fields).
+    pub fn loss_model(&self) -> Result<Option<LossModel>, ScenarioError> {
+        let Some(l) = &self.loss else {
+            return Ok(None);
+        };
+        let prob = |f: &str, v: Option<f64>, default: Option<f64>| {
+            let v = v.or(default).ok_or_else(|| {
+                bad(
+                    &format!("loss.{f}"),
+                    format!("required when model = {:?}", l.model),
+                )
+            })?;
+            if (0.0..=1.0).contains(&v) {
+                Ok(v)
+            } else {
+                Err(bad(&format!("loss.{f}"), "must be a probability in [0, 1]"))
+            }
+        };
+        Ok(Some(match l.model.as_str() {
+            "bernoulli" => LossModel::Bernoulli {
+                p: prob("p", l.p, None)?,
+            },
+            "gilbert_elliott" => {
+                let m = LossModel::GilbertElliott {
+                    p_good_bad: prob("p_good_bad", l.p_good_bad, None)?,
+                    p_bad_good: prob("p_bad_good", l.p_bad_good, None)?,
+                    loss_good: prob("loss_good", l.loss_good, Some(0.0))?,
+                    loss_bad: prob("loss_bad", l.loss_bad, Some(1.0))?,
+                };
+                if let LossModel::GilbertElliott {
+                    p_good_bad,
+                    p_bad_good,
+                    ..
+                } = m
+                {
+                    if p_good_bad + p_bad_good == 0.0 {
+                        return Err(bad(
+                            "loss.p_bad_good",
+                            "p_good_bad and p_bad_good cannot both be 0",
+                        ));
+                    }
+                }
+                m
+            }
+            other => {
+                return Err(bad(
+                    "loss.model",
+                    format!("{other:?}: use \"bernoulli\" or \"gilbert_elliott\""),
+                ))
+            }
+        }))
+    }
+
     /// A simulator for one transport on these flows, with watched ports set.
     pub fn sim(&self, transport: &str, flows: &[Flow]) -> Result<Sim, ScenarioError> {
         let topo = self.topology();
@@ -663,7 +744,33 @@ impl Scenario {
             };
             watch.extend(topo.switches[si].ports.iter().copied());
         }
+        let mut lossy = Vec::new();
+        if let (Some(l), Some(_)) = (&self.loss, self.loss_model()?) {
+            for name in &l.switches {
+                let Some(si) = topo.switch_names.iter().position(|n| n == name) else {
+                    return Err(bad("loss.switches", format!("no switch named {name:?}")));
+                };
+                lossy.extend(topo.switches[si].ports.iter().copied());
+            }
+            for &h in &l.hosts {
+                if h >= topo.hosts {
+                    return Err(bad(
+                        "loss.hosts",
+                        format!("no host {h} ({} hosts)", topo.hosts),
+                    ));
+                }
+                lossy.push(topo.host_port[h as usize]);
+            }
+            if l.switches.is_empty() && l.hosts.is_empty() {
+                lossy.extend(0..topo.ports.len());
+            }
+        }
         let mut sim = Sim::new(topo, self.stacks(transport)?, flows.to_vec(), self.seed);
+        if let Some(m) = self.loss_model()? {
+            for p in lossy {
+                sim.set_loss(p, m);
+            }
+        }
         sim.watch = watch;
         sim.watch_every = self.watch.every_ns;
         Ok(sim)

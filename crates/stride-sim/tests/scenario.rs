@@ -269,3 +269,37 @@ fn every_registered_transport_runs_and_unknown_names_are_refused() {
         "delayed ACKs must send fewer packets: on {a}, off {b}"
     );
 }
+
+#[test]
+fn loss_section_is_checked_and_counted_apart_from_drops() {
+    let e = err(
+        "loss-model.toml",
+        &format!("{TINY}[loss]\nmodel = \"uniform\"\n"),
+    );
+    assert!(e.contains("loss.model"), "{e}");
+    let e = err(
+        "loss-p.toml",
+        &format!("{TINY}[loss]\nmodel = \"bernoulli\"\n"),
+    );
+    assert!(e.contains("loss.p"), "{e}");
+    let e = err(
+        "loss-range.toml",
+        &format!("{TINY}[loss]\nmodel = \"gilbert_elliott\"\np_good_bad = 0.1\np_bad_good = 1.5\n"),
+    );
+    assert!(e.contains("loss.p_bad_good"), "{e}");
+    let l = Scenario::load(&write(
+        "loss-ok.toml",
+        &format!("{TINY}[loss]\nmodel = \"bernoulli\"\np = 0.01\nswitches = [\"spine0\"]\n"),
+    ))
+    .unwrap();
+    let mut sim = l.sc.sim("dctcp", &l.flows).unwrap();
+    assert!(sim.run(10_000_000_000, |_, _| {}));
+    assert!(
+        sim.stats.link_losses > 0,
+        "spine0's links must lose packets"
+    );
+    let mut sc = l.sc.clone();
+    sc.loss.as_mut().unwrap().switches = vec!["spine9".into()];
+    let e = sc.sim("dctcp", &l.flows).err().unwrap().to_string();
+    assert!(e.contains("loss.switches"), "{e}");
+}

@@ -415,7 +415,7 @@ impl<C: Congestion> TcpHost<C> {
         let had_holes = !r.ooo.is_empty();
         if in_order {
             r.rcv_nxt += u64::from(seg.len);
-            *ctx.delivered += u64::from(seg.len);
+            ctx.deliver(flow, u64::from(seg.len));
             while let Some((&s, &l)) = r.ooo.iter().next() {
                 if s > r.rcv_nxt {
                     break;
@@ -423,7 +423,7 @@ impl<C: Congestion> TcpHost<C> {
                 r.ooo.remove(&s);
                 let end = s + u64::from(l);
                 if end > r.rcv_nxt {
-                    *ctx.delivered += end - r.rcv_nxt;
+                    ctx.deliver(flow, end - r.rcv_nxt);
                     r.rcv_nxt = end;
                 }
             }
@@ -647,6 +647,7 @@ mod tests {
             start: 0,
         }];
         let mut done = vec![u64::MAX];
+        let mut per_flow = vec![0];
         let (mut delivered, mut completed) = (0, 0);
         let mut h = TcpHost::new(1, cfg(delack), newreno::NewReno);
         let mut acks = Vec::new();
@@ -656,6 +657,7 @@ mod tests {
                 flows: &flows,
                 done: &mut done,
                 delivered: &mut delivered,
+                flow_delivered: &mut per_flow,
                 completed: &mut completed,
             };
             if let Some(p) = pkt {
