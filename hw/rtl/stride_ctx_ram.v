@@ -1,8 +1,9 @@
 // Per-connection context table: DEPTH records of WIDTH bits, one registered read port and one
 // write port (simple dual port), written so that Yosys, Vivado and Quartus infer block RAM
 // (DP16KD on ECP5, RAMB18/36 on 7-series, M10K on Arria V) instead of flip-flops.
-// Read-during-write of the same address returns the old record; the engine that uses it never
-// reads an address in the cycle it writes it.
+// Read-during-write of the same address returns the old record (the engine forwards around it).
+// No initial contents (Yosys maps Arria V M10K only without them): the engine clears every
+// record after reset.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -25,10 +26,6 @@ module stride_ctx_ram #(
     endgenerate
 
     reg [WIDTH-1:0] mem [0:DEPTH-1];
-    integer i;
-    initial begin
-        for (i = 0; i < DEPTH; i = i + 1) mem[i] = {WIDTH{1'b0}};
-    end
     always @(posedge clk) begin
         if (wr_en) mem[wr_addr] <= wr_data;
         rd_data <= mem[rd_addr];

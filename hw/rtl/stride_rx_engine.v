@@ -156,9 +156,10 @@ module stride_rx_engine #(
     wire        ctl_idx_ok = {{(32 - AW) {1'b0}}, ctl_cid[AW-1:0]} < N;
     wire [AW-1:0] pkt_idx = h_dst[AW-1:0];
     wire [AW-1:0] ctl_idx = ctl_cid[AW-1:0];
-    wire        take_pkt = !busy && hp;
-    wire        take_ctl = !busy && !hp && ctl_valid;
-    wire        take_scan = !busy && !hp && !ctl_valid;
+    reg         clearing;          // after reset: every record is written with zeros
+    reg  [AW-1:0] clear_idx;
+    wire        take_pkt = !clearing && !busy && hp;
+    wire        take_ctl = !clearing && !busy && !hp && ctl_valid;
     assign ctl_ready = take_ctl;
     reg  [1:0]  c_op;
     reg  [31:0] c_cid, c_pip, c_rnxt;
@@ -173,7 +174,8 @@ module stride_rx_engine #(
 
     stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W)) table_ (
         .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
-        .wr_en(wr_en), .wr_addr(x_idx), .wr_data(wr_data)
+        .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : x_idx),
+        .wr_data(clearing ? {W{1'b0}} : wr_data)
     );
 
     // The write of an op lands in the cycle after its EXEC, when the next op's read is issued:
@@ -215,7 +217,12 @@ module stride_rx_engine #(
             ctl_rd_valid <= 1'b0; dlv_valid <= 1'b0; ack_valid <= 1'b0; snd_valid <= 1'b0;
             host_valid <= 1'b0;
             cnt_in_order <= 0; cnt_dup <= 0; cnt_gap <= 0; cnt_to_host <= 0;
-            x_idx <= 0; x_idx_ok <= 1'b0;
+            x_idx <= 0; x_idx_ok <= 1'b0; clearing <= 1'b1; clear_idx <= 0;
+            byp <= 1'b0;
+        end else if (clearing) begin
+            clear_idx <= clear_idx + 1'b1;
+            if (clear_idx == LAST) clearing <= 1'b0;
+            if (hdr_valid) hp <= 1'b1;   // kept; handled once the table is clear
         end else begin
             wr_en <= 1'b0;
             byp <= wr_en && rd_addr == x_idx && !busy;
@@ -343,13 +350,16 @@ module stride_rx_engine #(
 
             // header intake (after the EXEC clear above, so a header arriving while its
             // predecessor executes is kept)
-            if (hdr_valid) begin
-                hp <= 1'b1;
-                h_flags <= hdr_flags; h_len <= hdr_payload_len; h_dst <= hdr_dst_cid;
-                h_seq <= hdr_seq; h_ack <= hdr_ack; h_tx_ts <= hdr_tx_ts; h_echo <= hdr_echo_stt;
-                h_window <= hdr_window; h_ce_count <= hdr_ce_count; h_ip <= hdr_ip_src;
-                h_sport <= hdr_udp_sport; h_ce <= hdr_ecn_ce; h_rx_ts <= now;
-            end
+            if (hdr_valid) hp <= 1'b1;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (hdr_valid) begin
+            h_flags <= hdr_flags; h_len <= hdr_payload_len; h_dst <= hdr_dst_cid;
+            h_seq <= hdr_seq; h_ack <= hdr_ack; h_tx_ts <= hdr_tx_ts; h_echo <= hdr_echo_stt;
+            h_window <= hdr_window; h_ce_count <= hdr_ce_count; h_ip <= hdr_ip_src;
+            h_sport <= hdr_udp_sport; h_ce <= hdr_ecn_ce; h_rx_ts <= now;
         end
     end
 

@@ -10,12 +10,15 @@ from pathlib import Path
 
 OUT = Path(sys.argv[1])
 REPORT = Path(sys.argv[2])
-ALL_MODULES = ["stride_cc", "stride_cc_c1", "stride_pacer", "timely_cc"]
+ALL_MODULES = ["stride_cc", "stride_cc_c1", "stride_pacer", "timely_cc", "stride_rx_parser",
+               "stride_rx_engine_n1", "stride_rx_engine_n64", "stride_rx_engine_n1024"]
 MODULES = sys.argv[3:] or ALL_MODULES
 for _m in MODULES:
     if _m not in ALL_MODULES:
         sys.exit(f"report.py: unknown module {_m!r} (known: {', '.join(ALL_MODULES)})")
-LABEL = {"stride_cc_c1": "stride_cc, CONTEXTS=1"}
+LABEL = {"stride_cc_c1": "stride_cc, CONTEXTS=1", "stride_rx_engine_n1": "stride_rx_engine, N=1",
+         "stride_rx_engine_n64": "stride_rx_engine, N=64",
+         "stride_rx_engine_n1024": "stride_rx_engine, N=1024"}
 TARGETS = (os.environ.get("TARGETS") or "ecp5 xilinx arriav").split()
 
 # cell -> column, per target
