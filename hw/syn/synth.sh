@@ -3,17 +3,22 @@
 #   synth.sh MODULE TARGET OUTDIR      TARGET: ecp5 | xilinx | arriav
 # stride_cc is synthesized with STATE_OUT=0 (rate output only, as a NIC would use it) and its
 # default CONTEXTS=2; stride_cc_c1 is the same file with CONTEXTS=1 (one context, loops in one
-# cycle), for comparison.
+# cycle), for comparison. stride_rx_engine_nN is the receive engine with N contexts (its context
+# table included); stride_rx_parser the 64-bit parser.
 set -euo pipefail
 mod=$1 target=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
 top=$mod
 chparam=""
+extra=""
 case "$mod" in
   stride_cc)    chparam="chparam -set STATE_OUT 0 stride_cc;" ;;
   stride_cc_c1) top=stride_cc; chparam="chparam -set STATE_OUT 0 -set CONTEXTS 1 stride_cc;" ;;
+  stride_rx_engine_n*)
+    top=stride_rx_engine; extra="$here/../rtl/stride_ctx_ram.v"
+    chparam="chparam -set N ${mod#stride_rx_engine_n} stride_rx_engine;" ;;
 esac
-rtl="$here/../rtl/$top.v"
+rtl="$here/../rtl/$top.v $extra"
 mkdir -p "$out"
 case "$target" in
   ecp5)   synth="synth_ecp5 -top $top -json $out/${mod}_ecp5.json" ;;

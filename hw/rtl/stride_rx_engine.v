@@ -1,0 +1,368 @@
+// STRIDE receive engine: arbitration of parsed packets, the per-connection context table of
+// N connections (block RAM), and the receiver of docs/spec.md §6.3-6.4 and §8.1-8.2.
+//
+// Connection setup is host software's (AccelTCP's split; see hw/README.md): the host runs the
+// handshake and its cookies, picks the local connection identifier so that its low AW bits are
+// the context index (index < N), and installs the connection over the control port. The engine
+// then owns the data path of that connection: every packet whose dst_cid selects an installed
+// context with the same full cid and the peer's address and port is handled here; everything
+// else (SYN, SYN-ACK, RST, unknown connections) goes to the host port.
+//
+// Inputs: the parser's header descriptor (stride_rx_parser hdr_*; hdr_valid pulses at most every
+// 10 cycles) and `now`, the local clock in ns (mod 2^32), which timestamps reception (STT).
+//
+// Per event (one op takes 2 cycles: read the record, then compute and write it back):
+//   DATA, in order (seq = rcv_nxt): deliver (dlv_accept), rcv_nxt += len, STT = now - tx_ts is
+//        remembered (echo policy `last`), the gap state clears; bytes count towards the ACK.
+//   DATA, old (seq < rcv_nxt): duplicate, not delivered; bytes count towards the ACK.
+//   DATA, gap (seq > rcv_nxt): dropped; one NACK (ack = rcv_nxt, echo = last STT) if none is
+//        outstanding, and the NACK timer starts; otherwise it is remembered that more
+//        out-of-order packets came.
+//   An ACK request (ack = rcv_nxt, echo = last STT) when the bytes since the last ACK reach
+//   ACK_INTERVAL, on PSH, on an in-order or repeated FIN (rcv_nxt then counts the FIN), or when
+//   the delayed-ACK timer (armed by the first unacknowledged byte) expires.
+//   CE-marked DATA increments the connection's ce_count (wire v2), sent in every ACK.
+//   Every matched packet with ACK set is also passed to the sender port (snd_*): ack, window,
+//   echo, tx_ts, NACK and CN flags, ce_count.
+// Timers: a scanner visits one context per free op slot (packets and control first) and acts on
+// the NACK timer (repeat the NACK if rcv_nxt has not moved and out-of-order packets came since)
+// and the delayed-ACK timer. With N contexts a timer fires up to about 2·N cycles late (13 us
+// at N = 1024 and 156.25 MHz, against delayed_ack = 50 us and nack_retry = 500 us).
+//
+// Outputs are one-cycle pulses without back-pressure (at most one per op); a transmit path
+// queues them.
+`timescale 1ns / 1ps
+`default_nettype none
+
+module stride_rx_engine #(
+    parameter integer N = 64,
+    parameter integer ACK_INTERVAL = 65536,
+    parameter integer DELAYED_ACK_NS = 50000,
+    parameter integer NACK_RETRY_NS = 500000
+) (
+    input  wire        clk,
+    input  wire        rst,
+    input  wire [31:0] now,
+
+    // parsed packet (from stride_rx_parser)
+    input  wire        hdr_valid,
+    input  wire [7:0]  hdr_flags,
+    input  wire [15:0] hdr_payload_len,
+    input  wire [31:0] hdr_dst_cid,
+    input  wire [31:0] hdr_seq,
+    input  wire [31:0] hdr_ack,
+    input  wire [31:0] hdr_tx_ts,
+    input  wire [31:0] hdr_echo_stt,
+    input  wire [15:0] hdr_window,
+    input  wire [15:0] hdr_ce_count,
+    input  wire [31:0] hdr_ip_src,
+    input  wire [15:0] hdr_udp_sport,
+    input  wire        hdr_ecn_ce,
+    output wire        hdr_overrun,      // a header came while one was still waiting (never, by
+                                         // the parser's 10-cycle spacing; counted for the tests)
+
+    // control port (host software): op 1 = install, 2 = remove, 0 = read
+    input  wire        ctl_valid,
+    output wire        ctl_ready,
+    input  wire [1:0]  ctl_op,
+    input  wire [31:0] ctl_cid,          // local cid; its low AW bits are the context index
+    input  wire [31:0] ctl_peer_ip,
+    input  wire [15:0] ctl_peer_port,
+    input  wire [31:0] ctl_rcv_nxt,      // peer's ISN + 1
+    output reg         ctl_rd_valid,
+    output reg  [31:0] ctl_rd_rcv_nxt,
+    output reg         ctl_rd_installed,
+
+    // payload verdict for the packet just parsed (DATA only): deliver to the connection's
+    // stream at dlv_seq, or discard
+    output reg         dlv_valid,
+    output reg         dlv_accept,
+    output reg  [15:0] dlv_ctx,
+    output reg  [31:0] dlv_seq,
+    output reg  [15:0] dlv_len,
+
+    // ACK / NACK requests for the transmit path
+    output reg         ack_valid,
+    output reg         ack_nack,
+    output reg  [15:0] ack_ctx,
+    output reg  [31:0] ack_ack,
+    output reg  [31:0] ack_echo_stt,
+    output reg  [15:0] ack_ce_count,
+
+    // to the sender: fields of every matched packet with ACK set
+    output reg         snd_valid,
+    output reg  [15:0] snd_ctx,
+    output reg  [7:0]  snd_flags,
+    output reg  [31:0] snd_ack,
+    output reg  [15:0] snd_window,
+    output reg  [31:0] snd_echo_stt,
+    output reg  [31:0] snd_tx_ts,
+    output reg  [15:0] snd_ce_count,
+
+    // to host software: packets the engine does not own (handshake, RST, unknown connections)
+    output reg         host_valid,
+    output reg  [7:0]  host_flags,
+    output reg  [31:0] host_dst_cid,
+
+    output reg  [31:0] cnt_in_order,
+    output reg  [31:0] cnt_dup,
+    output reg  [31:0] cnt_gap,
+    output reg  [31:0] cnt_to_host
+);
+    localparam integer AW = (N <= 2) ? 1 : $clog2(N);
+    localparam integer LAST_I = N - 1;
+    localparam [AW-1:0] LAST = LAST_I[AW-1:0];
+    localparam [31:0] NACK_NS = NACK_RETRY_NS, DACK_NS = DELAYED_ACK_NS;
+    localparam integer ACK_I = ACK_INTERVAL;
+    localparam [16:0] ACK_BYTES = ACK_I[16:0];
+    generate
+        if (N < 1 || N > 1024) begin : bad_n
+            parameter_N_must_be_1_to_1024 error_instance();
+        end
+        if (ACK_INTERVAL < 1 || ACK_INTERVAL > 65536) begin : bad_ack_interval
+            parameter_ACK_INTERVAL_must_be_1_to_65536 error_instance();
+        end
+    endgenerate
+
+    // ---- context record
+    localparam integer R_VALID = 0, R_CID = 1, R_PIP = 33, R_PPORT = 65, R_RNXT = 81,
+                       R_ACC = 113, R_STT = 130, R_NACK = 162, R_OOO = 163, R_NDL = 164,
+                       R_DON = 196, R_DDL = 197, R_CE = 229, W = 245;
+
+    // ---- serial compare: a < b on the circle mod 2^32 (spec §1)
+    function lt32;
+        input [31:0] a, b;
+        reg [31:0] d;
+        begin
+            d = a - b;
+            lt32 = d[31];
+        end
+    endfunction
+
+    // ---- input holding registers
+    reg        hp;                 // a header waits
+    reg [7:0]  h_flags;
+    reg [15:0] h_len, h_window, h_ce_count, h_sport;
+    reg [31:0] h_dst, h_seq, h_ack, h_tx_ts, h_echo, h_ip, h_rx_ts;
+    reg        h_ce;
+    assign hdr_overrun = hdr_valid && hp;
+
+    // ---- op pipeline: IDLE picks an op and reads its record, EXEC computes and writes back
+    localparam [1:0] OP_PKT = 0, OP_CTL = 1, OP_SCAN = 2;
+    reg         busy;              // EXEC this cycle
+    reg  [1:0]  op;
+    reg  [AW-1:0] scan_idx;
+    wire        pkt_idx_ok = {{(32 - AW) {1'b0}}, h_dst[AW-1:0]} < N;
+    wire        ctl_idx_ok = {{(32 - AW) {1'b0}}, ctl_cid[AW-1:0]} < N;
+    wire [AW-1:0] pkt_idx = h_dst[AW-1:0];
+    wire [AW-1:0] ctl_idx = ctl_cid[AW-1:0];
+    reg         clearing;          // after reset: every record is written with zeros
+    reg  [AW-1:0] clear_idx;
+    wire        take_pkt = !clearing && !busy && hp;
+    wire        take_ctl = !clearing && !busy && !hp && ctl_valid;
+    assign ctl_ready = take_ctl;
+    reg  [1:0]  c_op;
+    reg  [31:0] c_cid, c_pip, c_rnxt;
+    reg  [15:0] c_pport;
+    reg  [AW-1:0] x_idx;
+    reg         x_idx_ok;
+
+    wire [AW-1:0] rd_addr = take_pkt ? pkt_idx : take_ctl ? ctl_idx : scan_idx;
+    wire [W-1:0]  ram_q;
+    reg           wr_en;
+    reg  [W-1:0]  wr_data;
+
+    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W)) table_ (
+        .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
+        .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : x_idx),
+        .wr_data(clearing ? {W{1'b0}} : wr_data)
+    );
+
+    // The write of an op lands in the cycle after its EXEC, when the next op's read is issued:
+    // a read of that same address gets the record being written instead of the RAM's old one.
+    reg           byp;
+    reg  [W-1:0]  byp_data;
+    wire [W-1:0]  rec = byp ? byp_data : ram_q;
+
+    // ---- record fields of the op in EXEC
+    wire        r_valid = rec[R_VALID];
+    wire [31:0] r_cid   = rec[R_CID +: 32];
+    wire [31:0] r_pip   = rec[R_PIP +: 32];
+    wire [15:0] r_pport = rec[R_PPORT +: 16];
+    wire [31:0] r_rnxt  = rec[R_RNXT +: 32];
+    wire [16:0] r_acc   = rec[R_ACC +: 17];
+    wire [31:0] r_stt   = rec[R_STT +: 32];
+    wire        r_nack  = rec[R_NACK];
+    wire        r_ooo   = rec[R_OOO];
+    wire [31:0] r_ndl   = rec[R_NDL +: 32];
+    wire        r_don   = rec[R_DON];
+    wire [31:0] r_ddl   = rec[R_DDL +: 32];
+    wire [15:0] r_ce    = rec[R_CE +: 16];
+
+    wire matched = x_idx_ok && r_valid && r_cid == h_dst && r_pip == h_ip && r_pport == h_sport;
+    wire is_data = h_flags[5];
+    wire is_fin  = h_flags[3];
+    wire is_psh  = h_flags[6];
+    wire has_ack = h_flags[1];
+    wire handshake_or_rst = h_flags[0] || h_flags[4];
+    wire [31:0] seq_end = h_seq + {16'd0, h_len};
+    wire in_order = h_seq == r_rnxt;
+    wire old_seq  = lt32(h_seq, r_rnxt);
+    wire fin_repeat = is_fin && (h_seq + 32'd1 == r_rnxt);
+    wire [31:0] stt_now = h_rx_ts - h_tx_ts;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            hp <= 1'b0; busy <= 1'b0; op <= OP_SCAN; scan_idx <= 0; wr_en <= 1'b0;
+            ctl_rd_valid <= 1'b0; dlv_valid <= 1'b0; ack_valid <= 1'b0; snd_valid <= 1'b0;
+            host_valid <= 1'b0;
+            cnt_in_order <= 0; cnt_dup <= 0; cnt_gap <= 0; cnt_to_host <= 0;
+            x_idx <= 0; x_idx_ok <= 1'b0; clearing <= 1'b1; clear_idx <= 0;
+            byp <= 1'b0;
+        end else if (clearing) begin
+            clear_idx <= clear_idx + 1'b1;
+            if (clear_idx == LAST) clearing <= 1'b0;
+            if (hdr_valid) hp <= 1'b1;   // kept; handled once the table is clear
+        end else begin
+            wr_en <= 1'b0;
+            byp <= wr_en && rd_addr == x_idx && !busy;
+            byp_data <= wr_data;
+            ctl_rd_valid <= 1'b0; dlv_valid <= 1'b0; ack_valid <= 1'b0; snd_valid <= 1'b0;
+            host_valid <= 1'b0;
+
+            // pick an op (IDLE) or execute it (EXEC)
+            if (!busy) begin
+                busy <= 1'b1;
+                if (take_pkt) begin
+                    op <= OP_PKT; x_idx <= pkt_idx; x_idx_ok <= pkt_idx_ok;
+                end else if (take_ctl) begin
+                    op <= OP_CTL; x_idx <= ctl_idx; x_idx_ok <= ctl_idx_ok;
+                    c_op <= ctl_op; c_cid <= ctl_cid; c_pip <= ctl_peer_ip;
+                    c_pport <= ctl_peer_port; c_rnxt <= ctl_rcv_nxt;
+                end else begin
+                    op <= OP_SCAN; x_idx <= scan_idx; x_idx_ok <= 1'b1;
+                    scan_idx <= (scan_idx == LAST) ? {AW{1'b0}} : scan_idx + 1'b1;
+                end
+            end else begin : exec
+                reg [W-1:0] nr;
+                reg         send_ack, send_nack, wr;
+                reg [31:0]  rnxt;
+                reg [16:0]  acc;
+                reg [31:0]  stt;
+                reg         nack, ooo, don;
+                reg [31:0]  ndl, ddl;
+                reg [15:0]  ce;
+                busy <= 1'b0;
+                if (op == OP_PKT) hp <= 1'b0;
+                nr = rec;
+                rnxt = r_rnxt; acc = r_acc; stt = r_stt; nack = r_nack; ooo = r_ooo; ndl = r_ndl;
+                don = r_don; ddl = r_ddl; ce = r_ce;
+                send_ack = 1'b0; send_nack = 1'b0; wr = 1'b0;
+                case (op)
+                    OP_CTL: begin
+                        wr = c_op != 2'd0 && x_idx_ok;
+                        nr = {W{1'b0}};
+                        if (c_op == 2'd1) begin
+                            nr[R_VALID] = 1'b1; nr[R_CID +: 32] = c_cid; nr[R_PIP +: 32] = c_pip;
+                            nr[R_PPORT +: 16] = c_pport; nr[R_RNXT +: 32] = c_rnxt;
+                        end
+                        ctl_rd_valid <= c_op == 2'd0;
+                        ctl_rd_rcv_nxt <= r_rnxt;
+                        ctl_rd_installed <= r_valid && r_cid == c_cid;
+                    end
+                    OP_SCAN: if (r_valid) begin
+                        // NACK timer: repeat if the gap persists and more came out of order
+                        if (nack && !lt32(now, ndl)) begin
+                            if (ooo) begin
+                                send_nack = 1'b1; ooo = 1'b0; ndl = now + NACK_NS;
+                            end else begin
+                                ndl = now + NACK_NS;   // re-arm; no repeat without news
+                            end
+                            wr = 1'b1;
+                        end
+                        if (don && !lt32(now, ddl)) begin
+                            send_ack = 1'b1; wr = 1'b1;
+                        end
+                    end
+                    default: begin   // OP_PKT
+                        if (!matched || handshake_or_rst) begin
+                            host_valid <= 1'b1; host_flags <= h_flags; host_dst_cid <= h_dst;
+                            cnt_to_host <= cnt_to_host + 1;
+                        end else begin
+                            wr = 1'b1;
+                            if (is_data) begin
+                                dlv_valid <= 1'b1; dlv_ctx <= {{(16 - AW) {1'b0}}, x_idx};
+                                dlv_seq <= h_seq; dlv_len <= h_len;
+                                dlv_accept <= in_order;
+                                if (h_ce) ce = ce + 16'd1;
+                                if (in_order) begin
+                                    cnt_in_order <= cnt_in_order + 1;
+                                    rnxt = seq_end; stt = stt_now; nack = 1'b0; ooo = 1'b0;
+                                    acc = acc + {1'b0, h_len};
+                                end else if (old_seq) begin
+                                    cnt_dup <= cnt_dup + 1;
+                                    acc = acc + {1'b0, h_len};
+                                end else begin
+                                    cnt_gap <= cnt_gap + 1;
+                                    if (!nack) begin
+                                        send_nack = 1'b1; nack = 1'b1; ooo = 1'b0;
+                                        ndl = h_rx_ts + NACK_NS;
+                                    end else begin
+                                        ooo = 1'b1;
+                                    end
+                                end
+                                if (in_order || old_seq) begin
+                                    if (acc >= ACK_BYTES || is_psh) send_ack = 1'b1;
+                                    else if (!don) begin
+                                        don = 1'b1; ddl = h_rx_ts + DACK_NS;
+                                    end
+                                end
+                            end
+                            if (is_fin && (in_order || fin_repeat)) begin
+                                if (in_order) rnxt = rnxt + 32'd1;
+                                send_ack = 1'b1;
+                            end
+                            if (has_ack) begin
+                                snd_valid <= 1'b1; snd_ctx <= {{(16 - AW) {1'b0}}, x_idx};
+                                snd_flags <= h_flags; snd_ack <= h_ack; snd_window <= h_window;
+                                snd_echo_stt <= h_echo; snd_tx_ts <= h_tx_ts;
+                                snd_ce_count <= h_ce_count;
+                            end
+                        end
+                    end
+                endcase
+                if (send_ack) begin
+                    acc = 17'd0; don = 1'b0;
+                end
+                if (send_ack || send_nack) begin
+                    ack_valid <= 1'b1; ack_nack <= send_nack && !send_ack;
+                    ack_ctx <= {{(16 - AW) {1'b0}}, x_idx};
+                    ack_ack <= rnxt; ack_echo_stt <= stt; ack_ce_count <= ce;
+                end
+                if (op != OP_CTL) begin
+                    nr[R_RNXT +: 32] = rnxt; nr[R_ACC +: 17] = acc; nr[R_STT +: 32] = stt;
+                    nr[R_NACK] = nack; nr[R_OOO] = ooo; nr[R_NDL +: 32] = ndl;
+                    nr[R_DON] = don; nr[R_DDL +: 32] = ddl; nr[R_CE +: 16] = ce;
+                end
+                wr_en <= wr;
+                wr_data <= nr;
+            end
+
+            // header intake (after the EXEC clear above, so a header arriving while its
+            // predecessor executes is kept)
+            if (hdr_valid) hp <= 1'b1;
+        end
+    end
+
+    always @(posedge clk) begin
+        if (hdr_valid) begin
+            h_flags <= hdr_flags; h_len <= hdr_payload_len; h_dst <= hdr_dst_cid;
+            h_seq <= hdr_seq; h_ack <= hdr_ack; h_tx_ts <= hdr_tx_ts; h_echo <= hdr_echo_stt;
+            h_window <= hdr_window; h_ce_count <= hdr_ce_count; h_ip <= hdr_ip_src;
+            h_sport <= hdr_udp_sport; h_ce <= hdr_ecn_ce; h_rx_ts <= now;
+        end
+    end
+
+endmodule
+
+`default_nettype wire

@@ -1,0 +1,370 @@
+// STRIDE receive parser, 64-bit AXI-Stream: Ethernet II / IPv4 / UDP / STRIDE (wire version 2,
+// docs/spec.md §2-3) header extraction, IPv4 and UDP checksum checks, malformed frames counted
+// and dropped.
+//
+// Input: one Ethernet frame per packet (no preamble, no FCS, as a MAC such as verilog-ethernet's
+// delivers it), byte 0 in tdata[7:0], tkeep contiguous from lane 0 and partial on the last beat
+// only, s_axis_tuser on the last beat = the MAC saw a bad frame.
+//
+// The STRIDE header starts at frame byte 42 (14 + 20 + 8), two bytes into beat 5. The parser
+// re-aligns the stream by two bytes ({this beat[15:0], previous beat[63:16]}), after which the
+// 32-byte header is exactly four beats with every field on fixed wires (spec §3), and the payload
+// leaves on m_axis_* already aligned to byte 0.
+//
+// Outputs, per frame:
+//   - m_axis_*: the STRIDE payload (payload_len bytes, nothing for frames without payload, nothing
+//     for frames dropped on a header check). m_axis_tuser on the last beat = drop it: the frame
+//     failed a check known only at its end (UDP checksum, length against the bytes present, MAC
+//     error). A consumer stages the payload and commits it on hdr_valid.
+//   - done_valid: a one-cycle pulse 3 cycles after every frame's last beat; done_payload with it
+//     says that a payload packet of this frame went out on m_axis (in frame order; it may still
+//     be waiting behind m_axis_tready), so a consumer pairs packets with outcomes.
+//   - hdr_valid: with done_valid, for good frames only,
+//     with the header fields on hdr_*. The fields hold until the next frame's sixth beat (at
+//     least 3 cycles): the consumer takes them on the pulse (no back-pressure; a frame is at
+//     least 10 beats, so there is at most one pulse every 10 cycles).
+//   - cnt_*: 32-bit wrapping counters, one per verdict; every frame lands in exactly one.
+//
+// Checks, in this order (the first that fails names the counter):
+//   mac_err   s_axis_tuser on the last beat
+//   truncated frame shorter than 42 bytes (no UDP header), or too short for the IPv4 total length,
+//             or UDP length < 8 + 32 (spec §3.2 "truncated")
+//   other     not for the engine: EtherType != IPv4, IP protocol != UDP, UDP destination port !=
+//             cfg_udp_port (counted, dropped here; a NIC would pass them to the host)
+//   bad_ip    IPv4 version/IHL != 4/5 (no options), fragment (MF or offset), header checksum
+//             wrong, total length != UDP length + 20, frame longer than the total length
+//   bad_csum  UDP checksum wrong, or 0 (spec §2: it MUST be enabled)
+//   bad_version, bad_flags, bad_length   spec §3.2 (version 2; legal flag combinations of §3.1 with
+//             ACK|CN; payload_len = UDP length - 40, DATA iff payload_len > 0)
+//
+// Throughput: one beat per clock in and out, no stall between back-to-back frames (a frame
+// whose payload ends in the last 6 lanes of its last beat needs one more output beat, which
+// leaves while the next frame's first beat is taken: beats 0-9 of a frame produce no output).
+// s_axis_tready = m_axis_tready || !m_axis_tvalid (registered output stage).
+`timescale 1ns / 1ps
+`default_nettype none
+
+module stride_rx_parser #(
+    parameter integer DATA_WIDTH = 64,
+    parameter integer VERSION = 2
+) (
+    input  wire                  clk,
+    input  wire                  rst,
+    input  wire [15:0]           cfg_udp_port,
+
+    input  wire [DATA_WIDTH-1:0] s_axis_tdata,
+    input  wire [7:0]            s_axis_tkeep,
+    input  wire                  s_axis_tvalid,
+    output wire                  s_axis_tready,
+    input  wire                  s_axis_tlast,
+    input  wire                  s_axis_tuser,
+
+    output reg  [63:0]           m_axis_tdata,
+    output reg  [7:0]            m_axis_tkeep,
+    output reg                   m_axis_tvalid,
+    input  wire                  m_axis_tready,
+    output reg                   m_axis_tlast,
+    output reg                   m_axis_tuser,
+
+    output reg                   done_valid,
+    output reg                   done_payload,
+    output reg                   hdr_valid,
+    output reg  [7:0]            hdr_flags,
+    output reg  [15:0]           hdr_payload_len,
+    output reg  [31:0]           hdr_dst_cid,
+    output reg  [31:0]           hdr_src_cid,
+    output reg  [31:0]           hdr_seq,
+    output reg  [31:0]           hdr_ack,
+    output reg  [31:0]           hdr_tx_ts,
+    output reg  [31:0]           hdr_echo_stt,
+    output reg  [15:0]           hdr_window,
+    output reg  [15:0]           hdr_ce_count,
+    output reg  [31:0]           hdr_ip_src,
+    output reg  [15:0]           hdr_udp_sport,
+    output reg                   hdr_ecn_ce,
+
+    output reg  [31:0]           cnt_ok,
+    output reg  [31:0]           cnt_mac_err,
+    output reg  [31:0]           cnt_truncated,
+    output reg  [31:0]           cnt_other,
+    output reg  [31:0]           cnt_bad_ip,
+    output reg  [31:0]           cnt_bad_csum,
+    output reg  [31:0]           cnt_bad_version,
+    output reg  [31:0]           cnt_bad_flags,
+    output reg  [31:0]           cnt_bad_length
+);
+    generate
+        if (DATA_WIDTH != 64) begin : bad_width
+            parameter_DATA_WIDTH_must_be_64 error_instance();
+        end
+        if (VERSION < 1 || VERSION > 255) begin : bad_version_param
+            parameter_VERSION_must_be_1_to_255 error_instance();
+        end
+    endgenerate
+
+    // ---- byte helpers (lane i = bits 8i+7..8i; fields are big-endian)
+    function [15:0] be16;
+        input [63:0] d;
+        input integer lane;
+        be16 = {d[8*lane +: 8], d[8*(lane+1) +: 8]};
+    endfunction
+    function [31:0] be32;
+        input [63:0] d;
+        input integer lane;
+        be32 = {d[8*lane +: 8], d[8*(lane+1) +: 8], d[8*(lane+2) +: 8], d[8*(lane+3) +: 8]};
+    endfunction
+    function [3:0] popcount8;
+        input [7:0] k;
+        integer i;
+        begin
+            popcount8 = 4'd0;
+            for (i = 0; i < 8; i = i + 1) popcount8 = popcount8 + {3'd0, k[i]};
+        end
+    endfunction
+    // sum of the four big-endian 16-bit words of a beat, bytes outside mask read as 0
+    function [17:0] wsum;
+        input [63:0] d;
+        input [7:0] m;
+        reg [63:0] x;
+        integer i;
+        begin
+            for (i = 0; i < 8; i = i + 1) x[8*i +: 8] = m[i] ? d[8*i +: 8] : 8'd0;
+            wsum = {2'd0, be16(x, 0)} + {2'd0, be16(x, 2)} + {2'd0, be16(x, 4)} + {2'd0, be16(x, 6)};
+        end
+    endfunction
+    function legal_flags;
+        input [7:0] f;
+        case (f)
+            8'h01, 8'h03, 8'h02, 8'h22, 8'h62, 8'h06, 8'h0a, 8'h10, 8'h12, 8'h82: legal_flags = 1'b1;
+            default: legal_flags = 1'b0;
+        endcase
+    endfunction
+
+    // ---- input side
+    wire out_free = !m_axis_tvalid || m_axis_tready;
+    assign s_axis_tready = out_free;
+    wire in_fire = s_axis_tvalid && out_free;
+
+    reg  [3:0]  beat;        // beat index within the frame, saturates at 15
+    reg  [15:0] nbytes;      // bytes before this beat
+    reg  [63:0] prev;        // previous beat
+    reg  [7:0]  prev_keep;
+    reg         flush;       // one output beat of the previous frame is still owed
+
+    wire [63:0] al      = {s_axis_tdata[15:0], prev[63:16]};      // re-aligned beat
+    wire [7:0]  al_keep = {s_axis_tkeep[1:0], prev_keep[7:2]};
+    wire [15:0] frame_bytes = nbytes + {12'd0, popcount8(s_axis_tkeep)};
+
+    // per-frame facts gathered beat by beat
+    reg  [15:0] ethertype;
+    reg  [7:0]  ver_ihl, tos, proto;
+    reg  [15:0] ip_total, frag, udp_dport, udp_len, udp_csum;
+    reg  [31:0] ip_src;
+    reg  [15:0] udp_sport;
+    reg  [7:0]  version, flags;
+    reg  [15:0] payload_len;
+
+    // checksum pipelines: masked beat sums, then accumulators
+    wire [7:0] ip_mask  = (beat == 4'd1) ? 8'hc0 : (beat == 4'd2 || beat == 4'd3) ? 8'hff :
+                          (beat == 4'd4) ? 8'h03 : 8'h00;
+    wire [7:0] udp_mask = (beat == 4'd3) ? 8'hfc : (beat >= 4'd4) ? s_axis_tkeep : 8'h00;
+    reg  [17:0] ip_bs, udp_bs;
+    reg         bs_v, bs_last, bs_first;
+    reg  [31:0] ip_acc, udp_acc;
+    wire [16:0] ip_f1 = ip_acc[15:0] + ip_acc[31:16];
+    wire [15:0] ip_f2 = ip_f1[15:0] + {15'd0, ip_f1[16]};
+    wire        ip_csum_ok = (ip_f2 == 16'hffff);
+
+    // ---- verdict of everything but the UDP checksum, taken at the last beat (next frame's beats
+    // overwrite the facts from the following cycle on)
+    wire have_udp   = frame_bytes >= 16'd42;
+    wire is_other   = ethertype != 16'h0800 || proto != 8'd17 || udp_dport != cfg_udp_port;
+    wire too_short  = frame_bytes < 16'd74 || udp_len < 16'd40 || frame_bytes < ip_total + 16'd14;
+    wire ip_bad     = ver_ihl != 8'h45 || frag[13:0] != 14'd0 || !ip_csum_ok ||
+                      ip_total != udp_len + 16'd20 || frame_bytes != ip_total + 16'd14;
+    wire len_bad    = payload_len != udp_len - 16'd40 || (flags[5] != (payload_len != 16'd0));
+    // early: known from the header beats, before any payload leaves (suppresses the payload)
+    reg  early_drop;
+
+    localparam [3:0] V_OK = 0, V_MAC = 1, V_TRUNC = 2, V_OTHER = 3, V_IP = 4, V_CSUM = 5,
+                     V_VER = 6, V_FLAGS = 7, V_LEN = 8;
+
+    // the frame's facts, copied at its last beat (T) into p_*, at T+1 into f_* (the next frame's
+    // beats overwrite the originals; a one-beat runt may follow at once), used at T+2
+    reg  [3:0]  p_verdict, f_verdict;   // V_OK here means: the UDP checksum and STRIDE checks decide
+    reg         p_zero, f_zero;
+    reg  [7:0]  p_version, f_version, p_flags, f_flags;
+    reg         p_len_bad, f_len_bad, p_ce, f_ce;
+    reg  [15:0] p_payload, f_payload, p_sport, f_sport;
+    reg  [31:0] p_ip_src, f_ip_src;
+    reg  [31:0] fin_sum;
+    reg         fin_v;
+    reg         flush_user;
+    reg         p_emit, f_emit;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            beat <= 0; nbytes <= 0; prev <= 0; prev_keep <= 0; flush <= 1'b0;
+            m_axis_tvalid <= 1'b0; m_axis_tlast <= 1'b0; m_axis_tuser <= 1'b0;
+            m_axis_tdata <= 0; m_axis_tkeep <= 0;
+            bs_v <= 1'b0; bs_last <= 1'b0; bs_first <= 1'b0; ip_bs <= 0; udp_bs <= 0;
+            ip_acc <= 0; udp_acc <= 0;
+            p_verdict <= V_OK; f_verdict <= V_OK; p_zero <= 1'b0; f_zero <= 1'b0;
+            fin_v <= 1'b0; fin_sum <= 0; flush_user <= 1'b0;
+            hdr_valid <= 1'b0; early_drop <= 1'b0; done_valid <= 1'b0; done_payload <= 1'b0;
+            p_emit <= 1'b0; f_emit <= 1'b0;
+            ethertype <= 0; ver_ihl <= 0; tos <= 0; proto <= 0; ip_total <= 0; frag <= 0;
+            udp_dport <= 0; udp_len <= 0; udp_csum <= 0; ip_src <= 0; udp_sport <= 0;
+            version <= 0; flags <= 0; payload_len <= 0;
+            cnt_ok <= 0; cnt_mac_err <= 0; cnt_truncated <= 0; cnt_other <= 0; cnt_bad_ip <= 0;
+            cnt_bad_csum <= 0; cnt_bad_version <= 0; cnt_bad_flags <= 0; cnt_bad_length <= 0;
+        end else begin
+            // ---- output stage
+            if (out_free) begin
+                m_axis_tvalid <= 1'b0;
+                if (flush) begin
+                    // the rest of the previous frame's last beat
+                    m_axis_tvalid <= 1'b1;
+                    m_axis_tdata  <= {16'd0, prev[63:16]};
+                    m_axis_tkeep  <= {2'b00, prev_keep[7:2]};
+                    m_axis_tlast  <= 1'b1;
+                    m_axis_tuser  <= flush_user;
+                    flush <= 1'b0;
+                end
+            end
+
+            // ---- input beats
+            if (in_fire) begin
+                prev <= s_axis_tdata;
+                prev_keep <= s_axis_tkeep;
+                case (beat)
+                    4'd0: early_drop <= 1'b0;
+                    4'd1: begin ethertype <= be16(s_axis_tdata, 4); ver_ihl <= s_axis_tdata[55:48];
+                                tos <= s_axis_tdata[63:56]; end
+                    4'd2: begin ip_total <= be16(s_axis_tdata, 0); frag <= be16(s_axis_tdata, 4);
+                                proto <= s_axis_tdata[63:56]; end
+                    4'd3: ip_src <= be32(s_axis_tdata, 2);
+                    4'd4: begin udp_sport <= be16(s_axis_tdata, 2); udp_dport <= be16(s_axis_tdata, 4);
+                                udp_len <= be16(s_axis_tdata, 6); end
+                    4'd5: udp_csum <= be16(s_axis_tdata, 0);
+                    4'd6: begin
+                        version <= al[7:0]; flags <= al[15:8]; payload_len <= be16(al, 2);
+                        hdr_dst_cid <= be32(al, 4);
+                        // the header checks, from beats 1-6 (the IP checksum fold is complete:
+                        // its last beat was two cycles ago at least)
+                        early_drop <= is_other || ver_ihl != 8'h45 || frag[13:0] != 14'd0 ||
+                                      !ip_csum_ok || ip_total != udp_len + 16'd20 ||
+                                      udp_len < 16'd40 || al[7:0] != VERSION[7:0] ||
+                                      !legal_flags(al[15:8]) ||
+                                      be16(al, 2) != udp_len - 16'd40 ||
+                                      (al[13] != (be16(al, 2) != 16'd0));
+                    end
+                    4'd7: begin hdr_src_cid <= be32(al, 0); hdr_seq <= be32(al, 4); end
+                    4'd8: begin hdr_ack <= be32(al, 0); hdr_tx_ts <= be32(al, 4); end
+                    4'd9: begin hdr_echo_stt <= be32(al, 0); hdr_window <= be16(al, 4);
+                                hdr_ce_count <= be16(al, 6); end
+                    default: ;
+                endcase
+                // payload beats: the re-aligned beat from beat 10 on
+                if (beat >= 4'd10 && !early_drop) begin
+                    if (s_axis_tlast && s_axis_tkeep[7:2] != 6'd0) begin
+                        m_axis_tvalid <= 1'b1; m_axis_tdata <= al; m_axis_tkeep <= 8'hff;
+                        m_axis_tlast <= 1'b0; m_axis_tuser <= 1'b0;
+                        flush <= 1'b1;
+                    end else begin
+                        m_axis_tvalid <= 1'b1; m_axis_tdata <= al; m_axis_tkeep <= al_keep;
+                        m_axis_tlast <= s_axis_tlast; m_axis_tuser <= 1'b0;
+                    end
+                end else if (beat == 4'd9 && s_axis_tlast && s_axis_tkeep[7:2] != 6'd0 &&
+                             !early_drop) begin
+                    // a payload of 1-6 bytes, all of it in the flush beat
+                    flush <= 1'b1;
+                end
+                if (s_axis_tlast) begin
+                    beat <= 0;
+                    nbytes <= 0;
+                end else begin
+                    if (beat != 4'd15) beat <= beat + 4'd1;
+                    nbytes <= nbytes + 16'd8;
+                end
+            end
+
+            // ---- checksum pipeline: beat sums, then accumulation
+            bs_v <= in_fire;
+            bs_last <= in_fire && s_axis_tlast;
+            bs_first <= in_fire && beat == 4'd0;
+            ip_bs <= wsum(s_axis_tdata, ip_mask);
+            udp_bs <= wsum(s_axis_tdata, udp_mask);
+            if (bs_v) begin
+                ip_acc <= (bs_first ? 32'd0 : ip_acc) + {14'd0, ip_bs};
+                udp_acc <= bs_last ? 32'd0 : (bs_first ? 32'd0 : udp_acc) + {14'd0, udp_bs};
+            end
+            fin_v <= bs_v && bs_last;
+            fin_sum <= (bs_first ? 32'd0 : udp_acc) + {14'd0, udp_bs} + 32'd17 + {16'd0, udp_len};
+            f_verdict <= p_verdict; f_zero <= p_zero; f_version <= p_version; f_flags <= p_flags;
+            f_len_bad <= p_len_bad; f_ce <= p_ce; f_payload <= p_payload; f_sport <= p_sport;
+            f_ip_src <= p_ip_src; f_emit <= p_emit;
+
+            // ---- verdict at the last beat (cycle T), checksum at T+2, outcome at T+3
+            if (in_fire && s_axis_tlast) begin
+                p_zero <= udp_csum == 16'd0;
+                p_version <= version; p_flags <= flags; p_len_bad <= len_bad;
+                p_payload <= payload_len; p_sport <= udp_sport; p_ip_src <= ip_src;
+                p_ce <= tos[1:0] == 2'b11;
+                if (s_axis_tuser)                          p_verdict <= V_MAC;
+                else if (!have_udp)                        p_verdict <= V_TRUNC;
+                else if (is_other)                         p_verdict <= V_OTHER;
+                else if (too_short)                        p_verdict <= V_TRUNC;
+                else if (ip_bad)                           p_verdict <= V_IP;
+                else                                       p_verdict <= V_OK;
+                // the payload's last beat learns now whether the frame was already condemned
+                // (MAC error, length against the bytes present); the checksum comes too late
+                // for it, so hdr_valid alone commits a frame
+                flush_user <= s_axis_tuser || too_short || ip_bad;
+                p_emit <= !early_drop && (beat >= 4'd10 || (beat == 4'd9 && s_axis_tkeep[7:2] != 6'd0));
+                if (beat >= 4'd10 && !early_drop && (s_axis_tuser || too_short || ip_bad)) begin
+                    m_axis_tuser <= 1'b1;
+                end
+            end
+            hdr_valid <= 1'b0;
+            done_valid <= fin_v;
+            done_payload <= fin_v && f_emit;
+            if (fin_v) begin : outcome
+                reg [16:0] f1;
+                reg [15:0] f2;
+                reg [3:0]  v;
+                f1 = fin_sum[15:0] + fin_sum[31:16];
+                f2 = f1[15:0] + {15'd0, f1[16]};
+                v = f_verdict;
+                if (v == V_OK) begin
+                    if (f2 != 16'hffff || f_zero)    v = V_CSUM;
+                    else if (f_version != VERSION[7:0])   v = V_VER;
+                    else if (!legal_flags(f_flags))  v = V_FLAGS;
+                    else if (f_len_bad)              v = V_LEN;
+                end
+                case (v)
+                    V_OK:    cnt_ok <= cnt_ok + 1;
+                    V_MAC:   cnt_mac_err <= cnt_mac_err + 1;
+                    V_TRUNC: cnt_truncated <= cnt_truncated + 1;
+                    V_OTHER: cnt_other <= cnt_other + 1;
+                    V_IP:    cnt_bad_ip <= cnt_bad_ip + 1;
+                    V_CSUM:  cnt_bad_csum <= cnt_bad_csum + 1;
+                    V_VER:   cnt_bad_version <= cnt_bad_version + 1;
+                    V_FLAGS: cnt_bad_flags <= cnt_bad_flags + 1;
+                    default: cnt_bad_length <= cnt_bad_length + 1;
+                endcase
+                if (v == V_OK) begin
+                    hdr_valid <= 1'b1;
+                    hdr_flags <= f_flags;
+                    hdr_payload_len <= f_payload;
+                    hdr_ip_src <= f_ip_src;
+                    hdr_udp_sport <= f_sport;
+                    hdr_ecn_ce <= f_ce;
+                end
+            end
+        end
+    end
+
+endmodule
+
+`default_nettype wire
