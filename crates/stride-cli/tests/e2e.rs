@@ -298,15 +298,12 @@ fn existing_file_is_not_overwritten_without_force() {
     let _ = std::fs::remove_dir_all(&dst);
 }
 
-/// Speaks the file-transfer protocol by hand: header, data, a given hash; returns the status.
+/// Speaks the file-transfer protocol with a chosen hash: header, data, hash; returns the status.
 async fn raw_send(to: SocketAddr, name: &str, data: &[u8], hash: [u8; 32]) -> (u8, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let ep = stride::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("bind");
     let mut s = ep.connect(to).await.expect("connect");
-    let mut b = b"STRF\x01".to_vec();
-    b.extend_from_slice(&(name.len() as u16).to_be_bytes());
-    b.extend_from_slice(name.as_bytes());
-    b.extend_from_slice(&(data.len() as u64).to_be_bytes());
+    let mut b = stride::xfer::encode_header(name, data.len() as u64);
     b.extend_from_slice(data);
     b.extend_from_slice(&hash);
     // The receiver may refuse before reading everything: ignore write errors, read the status.

@@ -1,0 +1,449 @@
+//! File transfer over STRIDE streams: the protocol behind `stride send` and `stride recv`.
+//!
+//! On one connection per file the sender writes a header (`STRF`, version 1, the name's length
+//! as u16, the name in UTF-8, the size as u64, all big-endian), the file's bytes and their
+//! 32-byte BLAKE3 hash, then ends its direction. The receiver writes `NAME.part`, checks size and
+//! hash, fsyncs, renames to `NAME` only on a match (and fsyncs the directory), and answers with a
+//! status (one code byte, a u16 length, a UTF-8 message) before ending its own direction. A
+//! failed transfer leaves no `NAME` behind (and removes `NAME.part`).
+//!
+//! [`send_file`] is the sending side, [`receive_file`] the receiving side of one connection;
+//! [`encode_header`] and [`Status`] are the wire format for other implementations and tests.
+//!
+//! ```no_run
+//! # async fn demo() -> stride::Result<()> {
+//! use std::time::Duration;
+//! let server = stride::Endpoint::bind("127.0.0.1:0".parse().unwrap())?;
+//! let client = stride::Endpoint::client("127.0.0.1:0".parse().unwrap())?;
+//! let to = server.local_addr();
+//! let recv = tokio::spawn(async move {
+//!     let s = server.accept().await.unwrap();
+//!     stride::xfer::receive_file(s, std::path::Path::new("incoming"), false).await
+//! });
+//! let sent = stride::xfer::send_file(&client, to, "notes.txt".as_ref(), Duration::from_secs(3)).await;
+//! println!("{sent:?} {:?}", recv.await.unwrap());
+//! # Ok(()) }
+//! ```
+
+use crate::{ConnStats, Endpoint, Error, Stream};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+/// First four bytes of a transfer.
+pub const MAGIC: &[u8; 4] = b"STRF";
+/// Protocol version this module speaks.
+pub const VERSION: u8 = 1;
+/// Bytes moved per read and write.
+pub const CHUNK: usize = 256 * 1024;
+
+/// Status codes of the receiver's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Status {
+    /// Stored under its name: size and hash matched.
+    Ok = 0,
+    /// The hash did not match the received bytes.
+    ChecksumMismatch = 1,
+    /// The name is not a plain file name.
+    RefusedName = 2,
+    /// A file of that name exists (and the receiver does not overwrite).
+    Exists = 3,
+    /// The receiver could not write the file.
+    WriteFailed = 4,
+    /// The byte stream broke the protocol.
+    Protocol = 5,
+}
+
+impl Status {
+    /// The status of a code byte (unknown codes read as [`Status::Protocol`]).
+    pub fn from_u8(b: u8) -> Status {
+        match b {
+            0 => Status::Ok,
+            1 => Status::ChecksumMismatch,
+            2 => Status::RefusedName,
+            3 => Status::Exists,
+            4 => Status::WriteFailed,
+            _ => Status::Protocol,
+        }
+    }
+}
+
+/// A name the receiver accepts: a plain file name.
+pub fn name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && !name.contains('/')
+        && !name.contains('\\')
+        && !name.contains('\0')
+        && !name.contains("..")
+        && name != "."
+}
+
+/// The header that starts a transfer of `size` bytes named `name`.
+pub fn encode_header(name: &str, size: u64) -> Vec<u8> {
+    let mut head = Vec::with_capacity(15 + name.len());
+    head.extend_from_slice(MAGIC);
+    head.push(VERSION);
+    head.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    head.extend_from_slice(name.as_bytes());
+    head.extend_from_slice(&size.to_be_bytes());
+    head
+}
+
+/// A readable message for an I/O error of a transfer stream.
+pub fn transfer_error(e: &std::io::Error) -> String {
+    match Error::from_io_ref(e) {
+        Some(Error::Reset) => "peer aborted the connection".into(),
+        Some(Error::Unreachable) => "peer stopped answering (unreachable)".into(),
+        Some(Error::IdleTimeout) => "connection idle timeout".into(),
+        Some(other) => other.to_string(),
+        None if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "peer closed the connection early".into()
+        }
+        None => e.to_string(),
+    }
+}
+
+fn connect_error(e: &Error, to: SocketAddr) -> String {
+    match e {
+        Error::Unreachable | Error::ConnectTimeout(_) => {
+            format!("peer unreachable: no STRIDE receiver answered at {to}")
+        }
+        Error::Reset => format!("connection refused by {to} (not accepting connections)"),
+        other => format!("cannot connect to {to}: {other}"),
+    }
+}
+
+async fn write_status(s: &mut Stream, st: Status, msg: &str) {
+    let m = msg.as_bytes();
+    let m = &m[..m.len().min(1024)];
+    let mut b = vec![st as u8];
+    b.extend_from_slice(&(m.len() as u16).to_be_bytes());
+    b.extend_from_slice(m);
+    let _ = s.write_all(&b).await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.shutdown()).await;
+}
+
+async fn read_status<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<(Status, String)> {
+    let code = r.read_u8().await?;
+    let len = r.read_u16().await?;
+    let mut m = vec![0u8; usize::from(len)];
+    r.read_exact(&mut m).await?;
+    Ok((
+        Status::from_u8(code),
+        String::from_utf8_lossy(&m).into_owned(),
+    ))
+}
+
+/// What the receiver reports per file.
+#[derive(Debug, Clone, Default)]
+pub struct Received {
+    /// The name the sender gave (lossily decoded).
+    pub name: String,
+    /// Bytes stored.
+    pub bytes: u64,
+    /// BLAKE3 of the stored bytes, hex.
+    pub checksum: String,
+    /// Why the transfer failed (None: stored).
+    pub error: Option<String>,
+}
+
+fn io_msg(e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(libc::ENOSPC) {
+        "disk full".into()
+    } else {
+        e.to_string()
+    }
+}
+
+async fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Receives one file from `s` into `dir` (overwriting an existing file only with `force`),
+/// answers the sender with the outcome and returns it.
+pub async fn receive_file(mut s: Stream, dir: &Path, force: bool) -> Received {
+    let mut out = Received::default();
+    // Header.
+    let mut head = [0u8; 7];
+    if let Err(e) = s.read_exact(&mut head).await {
+        out.error = Some(format!("bad header: {}", transfer_error(&e)));
+        return out;
+    }
+    if &head[..4] != MAGIC || head[4] != VERSION {
+        out.error = Some("bad header: not a STRIDE file transfer".into());
+        write_status(&mut s, Status::Protocol, "bad header").await;
+        return out;
+    }
+    let nlen = usize::from(u16::from_be_bytes([head[5], head[6]]));
+    let mut nb = vec![0u8; nlen];
+    let size = match async {
+        s.read_exact(&mut nb).await?;
+        s.read_u64().await
+    }
+    .await
+    {
+        Ok(v) => v,
+        Err(e) => {
+            out.error = Some(format!("bad header: {}", transfer_error(&e)));
+            return out;
+        }
+    };
+    out.name = String::from_utf8_lossy(&nb).into_owned();
+    if std::str::from_utf8(&nb).is_err() || !name_ok(&out.name) {
+        let msg = format!("refused name {:?}", out.name);
+        write_status(&mut s, Status::RefusedName, &msg).await;
+        out.error = Some(msg);
+        return out;
+    }
+    let fin = dir.join(&out.name);
+    let part = dir.join(format!("{}.part", out.name));
+    if fin.exists() && !force {
+        let msg = format!("{:?} already exists (receiver needs --force)", out.name);
+        write_status(&mut s, Status::Exists, &msg).await;
+        out.error = Some(msg);
+        return out;
+    }
+    let result = recv_body(&mut s, &part, size).await;
+    let (st, msg) = match result {
+        Err((st, msg)) => (st, msg),
+        Ok((hash, file)) => {
+            out.checksum = hash.to_hex().to_string();
+            out.bytes = size;
+            let mut theirs = [0u8; 32];
+            match s.read_exact(&mut theirs).await {
+                Err(e) => (
+                    Status::Protocol,
+                    format!("no checksum: {}", transfer_error(&e)),
+                ),
+                Ok(_) if blake3::Hash::from(theirs) != hash => {
+                    (Status::ChecksumMismatch, "checksum mismatch".into())
+                }
+                Ok(_) => {
+                    let synced = file.sync_all().await;
+                    drop(file);
+                    if let Err(e) = synced {
+                        (Status::WriteFailed, format!("fsync: {}", io_msg(&e)))
+                    } else if fin.exists() && !force {
+                        (
+                            Status::Exists,
+                            format!("{:?} already exists (receiver needs --force)", out.name),
+                        )
+                    } else if let Err(e) = tokio::fs::rename(&part, &fin).await {
+                        (Status::WriteFailed, format!("rename: {}", io_msg(&e)))
+                    } else {
+                        sync_dir(dir).await;
+                        (Status::Ok, String::new())
+                    }
+                }
+            }
+        }
+    };
+    if st != Status::Ok {
+        let _ = tokio::fs::remove_file(&part).await;
+        out.error = Some(msg.clone());
+    }
+    write_status(&mut s, st, &msg).await;
+    // Let the sender's end of stream arrive (and be acknowledged) before the stream goes.
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+    out
+}
+
+async fn recv_body(
+    s: &mut Stream,
+    part: &Path,
+    size: u64,
+) -> Result<(blake3::Hash, tokio::fs::File), (Status, String)> {
+    let mut file = tokio::fs::File::create(part)
+        .await
+        .map_err(|e| (Status::WriteFailed, format!("create: {}", io_msg(&e))))?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut left = size;
+    while left > 0 {
+        let want = (left.min(CHUNK as u64)) as usize;
+        let n = s
+            .read(&mut buf[..want])
+            .await
+            .map_err(|e| (Status::Protocol, transfer_error(&e)))?;
+        if n == 0 {
+            return Err((
+                Status::Protocol,
+                format!("peer ended the stream {left} bytes early"),
+            ));
+        }
+        hasher.update(&buf[..n]);
+        file.write_all(&buf[..n])
+            .await
+            .map_err(|e| (Status::WriteFailed, format!("write: {}", io_msg(&e))))?;
+        left -= n as u64;
+    }
+    file.flush()
+        .await
+        .map_err(|e| (Status::WriteFailed, format!("write: {}", io_msg(&e))))?;
+    Ok((hasher.finalize(), file))
+}
+
+/// A file the receiver confirmed.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    /// The name it was sent under.
+    pub name: String,
+    /// Its size.
+    pub bytes: u64,
+    /// Seconds from connecting to the receiver's confirmation.
+    pub seconds: f64,
+    /// BLAKE3 of its bytes.
+    pub checksum: blake3::Hash,
+    /// The connection's counters at the confirmation.
+    pub stats: ConnStats,
+}
+
+/// Sends the file at `path` to the receiver at `to` on a new connection of `ep` (giving up
+/// connecting after `connect_timeout`); Ok only when the receiver confirmed size and hash.
+pub async fn send_file(
+    ep: &Endpoint,
+    to: SocketAddr,
+    path: &Path,
+    connect_timeout: Duration,
+) -> Result<Sent, String> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| format!("{}: not a file name in UTF-8", path.display()))?
+        .to_string();
+    let mut file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let size = file
+        .metadata()
+        .await
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    let start = Instant::now();
+    let stream = ep
+        .connect_timeout(to, connect_timeout)
+        .await
+        .map_err(|e| connect_error(&e, to))?;
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let (hash, st) = {
+        let writer = async {
+            let head = encode_header(&name, size);
+            wr.write_all(&head).await.map_err(|e| transfer_error(&e))?;
+            let mut hasher = blake3::Hasher::new();
+            let mut buf = vec![0u8; CHUNK];
+            let mut left = size;
+            while left > 0 {
+                let want = left.min(CHUNK as u64) as usize;
+                let n = file
+                    .read(&mut buf[..want])
+                    .await
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                if n == 0 {
+                    return Err(format!("{}: file shrank while sending", path.display()));
+                }
+                hasher.update(&buf[..n]);
+                wr.write_all(&buf[..n])
+                    .await
+                    .map_err(|e| transfer_error(&e))?;
+                left -= n as u64;
+            }
+            let hash = hasher.finalize();
+            wr.write_all(hash.as_bytes())
+                .await
+                .map_err(|e| transfer_error(&e))?;
+            wr.shutdown().await.map_err(|e| transfer_error(&e))?;
+            Ok::<_, String>(hash)
+        };
+        tokio::pin!(writer);
+        let status = async { read_status(&mut rd).await };
+        tokio::pin!(status);
+        let (hash, st) = tokio::select! {
+            w = &mut writer => {
+                let w = match w {
+                    Ok(h) => h,
+                    Err(e) => {
+                        // The receiver may have said why it stopped us.
+                        if let Ok(Ok((st, msg))) = tokio::time::timeout(Duration::from_millis(500), &mut status).await {
+                            if st != Status::Ok { return Err(format!("receiver: {msg}")); }
+                        }
+                        return Err(e);
+                    }
+                };
+                (w, status.await)
+            }
+            st = &mut status => {
+                match st {
+                    // The confirmation can overtake our own notice that the last bytes were
+                    // acknowledged: the writer finishes right after.
+                    Ok((Status::Ok, m)) => match tokio::time::timeout(Duration::from_secs(5), &mut writer).await {
+                        Ok(Ok(h)) => (h, Ok((Status::Ok, m))),
+                        Ok(Err(e)) => return Err(e),
+                        Err(_) => return Err("receiver confirmed before the data ended".into()),
+                    },
+                    Ok((_, msg)) => return Err(format!("receiver: {msg}")),
+                    Err(e) => return Err(transfer_error(&e)),
+                }
+            }
+        };
+        (hash, st)
+    };
+    match st {
+        Ok((Status::Ok, _)) => {}
+        Ok((_, msg)) => return Err(format!("receiver: {msg}")),
+        Err(e) => {
+            return Err(format!(
+                "no confirmation from the receiver: {}",
+                transfer_error(&e)
+            ))
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let mut stream = rd.unsplit(wr);
+    let stats = stream.stats().unwrap_or_default();
+    // Wait (briefly) for the receiver's end of stream so its FIN is acknowledged.
+    let mut sink = [0u8; 256];
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+    Ok(Sent {
+        name,
+        bytes: size,
+        seconds,
+        checksum: hash,
+        stats,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_ok;
+
+    #[test]
+    fn names() {
+        assert!(name_ok("a.bin"));
+        assert!(name_ok(".hidden"));
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "a/b",
+            "/etc/passwd",
+            "a\\b",
+            "x..y",
+            "a\0b",
+        ] {
+            assert!(!name_ok(bad), "{bad:?}");
+        }
+    }
+}
