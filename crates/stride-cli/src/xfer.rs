@@ -13,8 +13,9 @@ use stride::Endpoint;
 /// Arguments of `stride recv`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Writes NAME.part, checks size and BLAKE3, fsyncs and renames to NAME only on a match; \
-refuses names with path separators or '..' and never overwrites without --force.\n\n\
+    after_help = "Writes a fresh NAME.RANDOM.part (never following or reusing an existing file), checks size and \
+the BLAKE3 of what is on disk, fsyncs and renames it to NAME only on a match; refuses names with path \
+separators or '..', a second upload of a name in progress, and never replaces NAME without --force.\n\n\
 Example:\n  stride recv --listen 0.0.0.0:7000 --out ./incoming --json"
 )]
 pub struct RecvArgs {
@@ -33,8 +34,8 @@ pub struct RecvArgs {
     /// One JSON object per received file on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Give up on a connection (and delete its NAME.part) after this long without a datagram
-    /// from the sender, e.g. when the sender died.
+    /// Give up on a connection (and delete its temporary .part file) after this long without a
+    /// datagram from the sender, e.g. when the sender died.
     #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "30s")]
     pub idle_timeout: u64,
 }

@@ -2,10 +2,21 @@
 //!
 //! On one connection per file the sender writes a header (`STRF`, version 1, the name's length
 //! as u16, the name in UTF-8, the size as u64, all big-endian), the file's bytes and their
-//! 32-byte BLAKE3 hash, then ends its direction. The receiver writes `NAME.part`, checks size and
-//! hash, fsyncs, renames to `NAME` only on a match (and fsyncs the directory), and answers with a
-//! status (one code byte, a u16 length, a UTF-8 message) before ending its own direction. A
-//! failed transfer leaves no `NAME` behind (and removes `NAME.part`).
+//! 32-byte BLAKE3 hash, then ends its direction. The receiver answers with a status (one code
+//! byte, a u16 length, a UTF-8 message) before ending its own direction.
+//!
+//! The receiver stores a file so that no remote sender can corrupt or redirect it:
+//! - one upload per name at a time (per process): a second upload of a name still in progress
+//!   is refused with [`Status::Busy`];
+//! - the bytes go to a fresh temporary file `PREFIX.RANDOM.part` in the target directory,
+//!   created with `O_CREAT | O_EXCL | O_NOFOLLOW` (mode 0600): it never truncates, follows or
+//!   reuses an existing file or symlink;
+//! - after fsync the receiver hashes what the file holds (reading it back) and compares that
+//!   with the sender's hash, so the confirmation is about the bytes on disk;
+//! - it renames the temporary file to `NAME` with `RENAME_NOREPLACE` (an existing `NAME` is
+//!   refused, never replaced) unless the receiver allows overwriting, then fsyncs the directory.
+//!
+//! A failed transfer leaves no `NAME` behind and removes its temporary file.
 //!
 //! [`send_file`] is the sending side, [`receive_file`] the receiving side of one connection;
 //! [`encode_header`] and [`Status`] are the wire format for other implementations and tests.
@@ -27,7 +38,7 @@
 
 use crate::{ConnStats, Endpoint, Error, Stream};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
@@ -54,6 +65,8 @@ pub enum Status {
     WriteFailed = 4,
     /// The byte stream broke the protocol.
     Protocol = 5,
+    /// Another upload of the same name is in progress.
+    Busy = 6,
 }
 
 impl Status {
@@ -65,6 +78,7 @@ impl Status {
             2 => Status::RefusedName,
             3 => Status::Exists,
             4 => Status::WriteFailed,
+            6 => Status::Busy,
             _ => Status::Protocol,
         }
     }
@@ -144,7 +158,7 @@ pub struct Received {
     pub name: String,
     /// Bytes stored.
     pub bytes: u64,
-    /// BLAKE3 of the stored bytes, hex.
+    /// BLAKE3 of the stored bytes (read back from disk), hex.
     pub checksum: String,
     /// Why the transfer failed (None: stored).
     pub error: Option<String>,
@@ -201,51 +215,69 @@ pub async fn receive_file(mut s: Stream, dir: &Path, force: bool) -> Received {
         return out;
     }
     let fin = dir.join(&out.name);
-    let part = dir.join(format!("{}.part", out.name));
-    if fin.exists() && !force {
+    let _claim = match Claim::take(&fin) {
+        Some(c) => c,
+        None => {
+            let msg = format!("another upload of {:?} is in progress", out.name);
+            write_status(&mut s, Status::Busy, &msg).await;
+            out.error = Some(msg);
+            return out;
+        }
+    };
+    if !force && std::fs::symlink_metadata(&fin).is_ok() {
         let msg = format!("{:?} already exists (receiver needs --force)", out.name);
         write_status(&mut s, Status::Exists, &msg).await;
         out.error = Some(msg);
         return out;
     }
-    let result = recv_body(&mut s, &part, size).await;
+    let (file, part) = match create_part(dir, &out.name) {
+        Ok(v) => v,
+        Err(e) => {
+            let msg = format!("create: {}", io_msg(&e));
+            write_status(&mut s, Status::WriteFailed, &msg).await;
+            out.error = Some(msg);
+            return out;
+        }
+    };
+    let result = recv_body(&mut s, tokio::fs::File::from_std(file), size).await;
     let (st, msg) = match result {
         Err((st, msg)) => (st, msg),
-        Ok((hash, file)) => {
-            out.checksum = hash.to_hex().to_string();
-            out.bytes = size;
+        Ok(file) => {
             let mut theirs = [0u8; 32];
             match s.read_exact(&mut theirs).await {
                 Err(e) => (
                     Status::Protocol,
                     format!("no checksum: {}", transfer_error(&e)),
                 ),
-                Ok(_) if blake3::Hash::from(theirs) != hash => {
-                    (Status::ChecksumMismatch, "checksum mismatch".into())
-                }
-                Ok(_) => {
-                    let synced = file.sync_all().await;
-                    drop(file);
-                    if let Err(e) = synced {
-                        (Status::WriteFailed, format!("fsync: {}", io_msg(&e)))
-                    } else if fin.exists() && !force {
-                        (
-                            Status::Exists,
-                            format!("{:?} already exists (receiver needs --force)", out.name),
-                        )
-                    } else if let Err(e) = tokio::fs::rename(&part, &fin).await {
-                        (Status::WriteFailed, format!("rename: {}", io_msg(&e)))
-                    } else {
-                        sync_dir(dir).await;
-                        (Status::Ok, String::new())
+                Ok(_) => match sync_and_hash(file).await {
+                    Err(e) => (Status::WriteFailed, format!("fsync: {}", io_msg(&e))),
+                    Ok((stored, hash)) if stored != size || blake3::Hash::from(theirs) != hash => {
+                        (Status::ChecksumMismatch, "checksum mismatch".into())
                     }
-                }
+                    Ok((_, hash)) => {
+                        out.checksum = hash.to_hex().to_string();
+                        out.bytes = size;
+                        match publish(&part, &fin, force) {
+                            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => (
+                                Status::Exists,
+                                format!("{:?} already exists (receiver needs --force)", out.name),
+                            ),
+                            Err(e) => (Status::WriteFailed, format!("rename: {}", io_msg(&e))),
+                            Ok(()) => {
+                                sync_dir(dir).await;
+                                (Status::Ok, String::new())
+                            }
+                        }
+                    }
+                },
             }
         }
     };
     if st != Status::Ok {
         let _ = tokio::fs::remove_file(&part).await;
         out.error = Some(msg.clone());
+        out.bytes = 0;
+        out.checksum.clear();
     }
     write_status(&mut s, st, &msg).await;
     // Let the sender's end of stream arrive (and be acknowledged) before the stream goes.
@@ -257,15 +289,128 @@ pub async fn receive_file(mut s: Stream, dir: &Path, force: bool) -> Received {
     out
 }
 
+/// The names being received in this process (full target paths): one upload per name.
+static IN_PROGRESS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// An upload's hold on its target path; released on drop.
+struct Claim(PathBuf);
+
+impl Claim {
+    fn take(path: &Path) -> Option<Claim> {
+        let mut busy = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+        if busy.iter().any(|p| p == path) {
+            return None;
+        }
+        busy.push(path.to_path_buf());
+        Some(Claim(path.to_path_buf()))
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut busy = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+        busy.retain(|p| p != &self.0);
+    }
+}
+
+/// 64 random bits in hex (from the kernel's random source).
+fn random_hex() -> std::io::Result<String> {
+    let mut b = [0u8; 8];
+    getrandom::getrandom(&mut b).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(format!("{:016x}", u64::from_le_bytes(b)))
+}
+
+/// Creates a fresh temporary file for `name` in `dir`: `PREFIX.RANDOM.part`, where PREFIX is
+/// at most the first 200 bytes of the name, so the temporary name fits where the name fits.
+fn create_part(dir: &Path, name: &str) -> std::io::Result<(std::fs::File, PathBuf)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut cut = name.len().min(200);
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut tries = 0;
+    loop {
+        let part = dir.join(format!("{}.{}.part", &name[..cut], random_hex()?));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&part)
+        {
+            Ok(f) => return Ok((f, part)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Flushes `file` to disk, then reads it back from the start: (bytes stored, their BLAKE3).
+async fn sync_and_hash(file: tokio::fs::File) -> std::io::Result<(u64, blake3::Hash)> {
+    let file = file.into_std().await;
+    tokio::task::spawn_blocking(move || {
+        use std::os::unix::fs::FileExt;
+        file.sync_all()?;
+        let mut hasher = blake3::Hasher::new();
+        let mut buf = vec![0u8; CHUNK];
+        let mut at = 0u64;
+        loop {
+            let n = file.read_at(&mut buf, at)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            at += n as u64;
+        }
+        Ok((at, hasher.finalize()))
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
+/// Moves the finished temporary file to its name: never replacing an existing entry unless
+/// `force` (`renameat2(RENAME_NOREPLACE)`, or `link` + `unlink` where the file system lacks it).
+fn publish(part: &Path, fin: &Path, force: bool) -> std::io::Result<()> {
+    if force {
+        return std::fs::rename(part, fin);
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+    };
+    let (from, to) = (c(part)?, c(fin)?);
+    // SAFETY: two valid NUL-terminated paths; the call only reads them.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+            std::fs::hard_link(part, fin)?;
+            std::fs::remove_file(part)
+        }
+        _ => Err(e),
+    }
+}
+
+/// Copies the `size` bytes of the body from `s` into `file`.
 async fn recv_body(
     s: &mut Stream,
-    part: &Path,
+    mut file: tokio::fs::File,
     size: u64,
-) -> Result<(blake3::Hash, tokio::fs::File), (Status, String)> {
-    let mut file = tokio::fs::File::create(part)
-        .await
-        .map_err(|e| (Status::WriteFailed, format!("create: {}", io_msg(&e))))?;
-    let mut hasher = blake3::Hasher::new();
+) -> Result<tokio::fs::File, (Status, String)> {
     let mut buf = vec![0u8; CHUNK];
     let mut left = size;
     while left > 0 {
@@ -280,7 +425,6 @@ async fn recv_body(
                 format!("peer ended the stream {left} bytes early"),
             ));
         }
-        hasher.update(&buf[..n]);
         file.write_all(&buf[..n])
             .await
             .map_err(|e| (Status::WriteFailed, format!("write: {}", io_msg(&e))))?;
@@ -289,7 +433,7 @@ async fn recv_body(
     file.flush()
         .await
         .map_err(|e| (Status::WriteFailed, format!("write: {}", io_msg(&e))))?;
-    Ok((hasher.finalize(), file))
+    Ok(file)
 }
 
 /// A file the receiver confirmed.
