@@ -7,7 +7,7 @@ use serde_json::json;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use stride::xfer::{receive_file, send_file, Received};
+use stride::xfer::{receive_file, send_file, ReceiveOptions, Received, SendOptions};
 use stride::Endpoint;
 
 /// Arguments of `stride recv`.
@@ -35,7 +35,8 @@ pub struct RecvArgs {
     #[arg(long)]
     pub json: bool,
     /// Give up on a connection (and delete its temporary .part file) after this long without a
-    /// datagram from the sender, e.g. when the sender died.
+    /// datagram from the sender (the sender died) or without new bytes from it (it stalls
+    /// while keeping the connection alive).
     #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "30s")]
     pub idle_timeout: u64,
 }
@@ -57,6 +58,15 @@ pub struct SendArgs {
     /// Give up connecting after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 3.0)]
     pub connect_timeout: f64,
+    /// Give up on a file (aborting its connection) when a write makes no progress for this long
+    /// or the receiver's confirmation does not come (this long, plus 1 s per 100 MB for its
+    /// check, after the last byte).
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "30s")]
+    pub stall_timeout: u64,
+    /// Give up on an unresponsive receiver when sent data stays unacknowledged this long
+    /// through retransmissions (the transport's give-up time).
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "30s")]
+    pub give_up: u64,
     /// Local address to bind (default: the unspecified address of the receiver's family).
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<SocketAddr>,
@@ -105,13 +115,17 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
         };
         eprintln!("listening on {}", ep.local_addr());
         let dir = std::sync::Arc::new(a.out.clone());
+        let ropts = ReceiveOptions {
+            force: a.force,
+            stall_timeout: Duration::from_nanos(a.idle_timeout.max(1_000_000)),
+        };
         loop {
             let s = match ep.accept().await {
                 Ok(s) => s,
                 Err(e) => fail("recv", e),
             };
             if a.once {
-                let r = receive_file(s, &dir, a.force).await;
+                let r = receive_file(s, &dir, &ropts).await;
                 print_received(&r, a.json);
                 if r.error.is_some() {
                     if a.json {
@@ -126,9 +140,9 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
                 return 0;
             }
             let dir = dir.clone();
-            let (force, json) = (a.force, a.json);
+            let json = a.json;
             tokio::spawn(async move {
-                let r = receive_file(s, &dir, force).await;
+                let r = receive_file(s, &dir, &ropts).await;
                 print_received(&r, json);
             });
         }
@@ -146,10 +160,11 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
         } else {
             "0.0.0.0:0".parse().expect("addr")
         });
-        let proto = match a.control.config() {
+        let mut proto = match a.control.config() {
             Ok(c) => c,
             Err(e) => fail("send", e),
         };
+        proto.give_up_ns = a.give_up.max(1);
         let opts = stride::EndpointConfig {
             proto,
             listen: false,
@@ -159,10 +174,13 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
             Ok(ep) => ep,
             Err(e) => fail("send", format!("cannot bind {bind}: {e}")),
         };
-        let limit = Duration::from_secs_f64(a.connect_timeout.max(0.01));
+        let opts = SendOptions {
+            connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.01)),
+            stall_timeout: Duration::from_nanos(a.stall_timeout.max(1_000_000)),
+        };
         let mut code = 0;
         for f in &a.files {
-            match send_file(&ep, a.to, f, limit).await {
+            match send_file(&ep, a.to, f, &opts).await {
                 Ok(sent) => {
                     let mut m = report(sent.bytes, sent.seconds, &sent.stats);
                     m.insert("file".into(), json!(sent.name));

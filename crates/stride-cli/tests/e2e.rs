@@ -363,8 +363,9 @@ fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
     // A slow bottleneck so the transfer is still running when the receiver dies.
     let (_relay, laddr) = start_relay(raddr, &["--rate", "100mbit"]);
     let t = Instant::now();
+    // A short give-up time (default 30 s) keeps the test short.
     let child = Command::new(BIN)
-        .args(["send", "--to", &laddr.to_string()])
+        .args(["send", "--give-up", "3s", "--to", &laddr.to_string()])
         .arg(&f)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

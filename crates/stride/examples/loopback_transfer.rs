@@ -5,7 +5,6 @@
 //! 4 MB file in a temporary directory).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,9 +32,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let srv = server.clone();
     let receiver = tokio::spawn(async move {
         let s = srv.accept().await?;
-        Ok::<_, stride::Error>(stride::xfer::receive_file(s, &dir, false).await)
+        Ok::<_, stride::Error>(stride::xfer::receive_file(s, &dir, &Default::default()).await)
     });
-    let sent = stride::xfer::send_file(&client, to, &file, Duration::from_secs(3)).await?;
+    let sent = stride::xfer::send_file(&client, to, &file, &Default::default()).await?;
     let got = receiver.await??;
     println!(
         "sent {} ({} bytes in {:.3} s, blake3 {}); receiver: {}",

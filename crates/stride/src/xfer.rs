@@ -23,15 +23,16 @@
 //!
 //! ```no_run
 //! # async fn demo() -> stride::Result<()> {
-//! use std::time::Duration;
 //! let server = stride::Endpoint::bind("127.0.0.1:0".parse().unwrap())?;
 //! let client = stride::Endpoint::client("127.0.0.1:0".parse().unwrap())?;
 //! let to = server.local_addr();
 //! let recv = tokio::spawn(async move {
 //!     let s = server.accept().await.unwrap();
-//!     stride::xfer::receive_file(s, std::path::Path::new("incoming"), false).await
+//!     let opts = stride::xfer::ReceiveOptions::default();
+//!     stride::xfer::receive_file(s, std::path::Path::new("incoming"), &opts).await
 //! });
-//! let sent = stride::xfer::send_file(&client, to, "notes.txt".as_ref(), Duration::from_secs(3)).await;
+//! let opts = stride::xfer::SendOptions::default();
+//! let sent = stride::xfer::send_file(&client, to, "notes.txt".as_ref(), &opts).await;
 //! println!("{sent:?} {:?}", recv.await.unwrap());
 //! # Ok(()) }
 //! ```
@@ -130,14 +131,33 @@ fn connect_error(e: &Error, to: SocketAddr) -> String {
     }
 }
 
+/// Default of [`ReceiveOptions::stall_timeout`] and [`SendOptions::stall_timeout`].
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest wait for the status to leave and for the peer's end of stream after it.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+
+/// Runs `f`, failing with `TimedOut` ("no progress for ...") when it takes longer than `limit`.
+async fn within<T>(
+    limit: Duration,
+    f: impl std::future::Future<Output = std::io::Result<T>>,
+) -> std::io::Result<T> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no progress for {:.1} s", limit.as_secs_f64()),
+        )),
+    }
+}
+
 async fn write_status(s: &mut Stream, st: Status, msg: &str) {
     let m = msg.as_bytes();
     let m = &m[..m.len().min(1024)];
     let mut b = vec![st as u8];
     b.extend_from_slice(&(m.len() as u16).to_be_bytes());
     b.extend_from_slice(m);
-    let _ = s.write_all(&b).await;
-    let _ = tokio::time::timeout(Duration::from_secs(10), s.shutdown()).await;
+    let _ = within(CLOSE_WAIT, s.write_all(&b)).await;
+    let _ = tokio::time::timeout(CLOSE_WAIT, s.shutdown()).await;
 }
 
 async fn read_status<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<(Status, String)> {
@@ -178,13 +198,32 @@ async fn sync_dir(dir: &Path) {
     }
 }
 
-/// Receives one file from `s` into `dir` (overwriting an existing file only with `force`),
-/// answers the sender with the outcome and returns it.
-pub async fn receive_file(mut s: Stream, dir: &Path, force: bool) -> Received {
+/// Options of [`receive_file`].
+#[derive(Clone, Copy, Debug)]
+pub struct ReceiveOptions {
+    /// Replace an existing file of the same name.
+    pub force: bool,
+    /// Give up (and delete the temporary file) when the sender's bytes make no progress for
+    /// this long; keepalives do not count. Default [`STALL_TIMEOUT`].
+    pub stall_timeout: Duration,
+}
+
+impl Default for ReceiveOptions {
+    fn default() -> Self {
+        ReceiveOptions {
+            force: false,
+            stall_timeout: STALL_TIMEOUT,
+        }
+    }
+}
+
+/// Receives one file from `s` into `dir`, answers the sender with the outcome and returns it.
+pub async fn receive_file(mut s: Stream, dir: &Path, opts: &ReceiveOptions) -> Received {
+    let (force, stall) = (opts.force, opts.stall_timeout);
     let mut out = Received::default();
     // Header.
     let mut head = [0u8; 7];
-    if let Err(e) = s.read_exact(&mut head).await {
+    if let Err(e) = within(stall, s.read_exact(&mut head)).await {
         out.error = Some(format!("bad header: {}", transfer_error(&e)));
         return out;
     }
@@ -195,10 +234,10 @@ pub async fn receive_file(mut s: Stream, dir: &Path, force: bool) -> Received {
     }
     let nlen = usize::from(u16::from_be_bytes([head[5], head[6]]));
     let mut nb = vec![0u8; nlen];
-    let size = match async {
+    let size = match within(stall, async {
         s.read_exact(&mut nb).await?;
         s.read_u64().await
-    }
+    })
     .await
     {
         Ok(v) => v,
@@ -239,12 +278,12 @@ pub async fn receive_file(mut s: Stream, dir: &Path, force: bool) -> Received {
             return out;
         }
     };
-    let result = recv_body(&mut s, tokio::fs::File::from_std(file), size).await;
+    let result = recv_body(&mut s, tokio::fs::File::from_std(file), size, stall).await;
     let (st, msg) = match result {
         Err((st, msg)) => (st, msg),
         Ok(file) => {
             let mut theirs = [0u8; 32];
-            match s.read_exact(&mut theirs).await {
+            match within(stall, s.read_exact(&mut theirs)).await {
                 Err(e) => (
                     Status::Protocol,
                     format!("no checksum: {}", transfer_error(&e)),
@@ -282,10 +321,14 @@ pub async fn receive_file(mut s: Stream, dir: &Path, force: bool) -> Received {
     write_status(&mut s, st, &msg).await;
     // Let the sender's end of stream arrive (and be acknowledged) before the stream goes.
     let mut sink = [0u8; 4096];
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+    let ended = tokio::time::timeout(stall.min(CLOSE_WAIT), async {
         while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
     })
     .await;
+    if ended.is_err() {
+        // The sender neither finished nor left: tell it we gave up.
+        s.abort();
+    }
     out
 }
 
@@ -410,13 +453,13 @@ async fn recv_body(
     s: &mut Stream,
     mut file: tokio::fs::File,
     size: u64,
+    stall: Duration,
 ) -> Result<tokio::fs::File, (Status, String)> {
     let mut buf = vec![0u8; CHUNK];
     let mut left = size;
     while left > 0 {
         let want = (left.min(CHUNK as u64)) as usize;
-        let n = s
-            .read(&mut buf[..want])
+        let n = within(stall, s.read(&mut buf[..want]))
             .await
             .map_err(|e| (Status::Protocol, transfer_error(&e)))?;
         if n == 0 {
@@ -451,13 +494,34 @@ pub struct Sent {
     pub stats: ConnStats,
 }
 
-/// Sends the file at `path` to the receiver at `to` on a new connection of `ep` (giving up
-/// connecting after `connect_timeout`); Ok only when the receiver confirmed size and hash.
+/// Options of [`send_file`].
+#[derive(Clone, Copy, Debug)]
+pub struct SendOptions {
+    /// Give up connecting after this long.
+    pub connect_timeout: Duration,
+    /// Give up (aborting the connection) when a write makes no progress for this long, or
+    /// when the receiver's status has not come this long (plus one second per 100 MB for the
+    /// receiver's check) after the last byte left. Default [`STALL_TIMEOUT`].
+    pub stall_timeout: Duration,
+}
+
+impl Default for SendOptions {
+    fn default() -> Self {
+        SendOptions {
+            connect_timeout: Duration::from_secs(3),
+            stall_timeout: STALL_TIMEOUT,
+        }
+    }
+}
+
+/// Sends the file at `path` to the receiver at `to` on a new connection of `ep`; Ok only when
+/// the receiver confirmed size and hash. Every wait is bounded (see [`SendOptions`]); on
+/// failure the connection is aborted, so the receiver learns of it at once.
 pub async fn send_file(
     ep: &Endpoint,
     to: SocketAddr,
     path: &Path,
-    connect_timeout: Duration,
+    opts: &SendOptions,
 ) -> Result<Sent, String> {
     let name = path
         .file_name()
@@ -467,21 +531,28 @@ pub async fn send_file(
     let mut file = tokio::fs::File::open(path)
         .await
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let size = file
+    let meta = file
         .metadata()
         .await
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .len();
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
+    let size = meta.len();
+    let stall = opts.stall_timeout;
+    let check_time = stall + Duration::from_secs(size / 100_000_000);
     let start = Instant::now();
     let stream = ep
-        .connect_timeout(to, connect_timeout)
+        .connect_timeout(to, opts.connect_timeout)
         .await
         .map_err(|e| connect_error(&e, to))?;
     let (mut rd, mut wr) = tokio::io::split(stream);
-    let (hash, st) = {
+    let outcome = async {
         let writer = async {
             let head = encode_header(&name, size);
-            wr.write_all(&head).await.map_err(|e| transfer_error(&e))?;
+            within(stall, wr.write_all(&head))
+                .await
+                .map_err(|e| transfer_error(&e))?;
             let mut hasher = blake3::Hasher::new();
             let mut buf = vec![0u8; CHUNK];
             let mut left = size;
@@ -495,16 +566,18 @@ pub async fn send_file(
                     return Err(format!("{}: file shrank while sending", path.display()));
                 }
                 hasher.update(&buf[..n]);
-                wr.write_all(&buf[..n])
+                within(stall, wr.write_all(&buf[..n]))
                     .await
                     .map_err(|e| transfer_error(&e))?;
                 left -= n as u64;
             }
             let hash = hasher.finalize();
-            wr.write_all(hash.as_bytes())
+            within(stall, wr.write_all(hash.as_bytes()))
                 .await
                 .map_err(|e| transfer_error(&e))?;
-            wr.shutdown().await.map_err(|e| transfer_error(&e))?;
+            within(stall, wr.shutdown())
+                .await
+                .map_err(|e| transfer_error(&e))?;
             Ok::<_, String>(hash)
         };
         tokio::pin!(writer);
@@ -522,7 +595,8 @@ pub async fn send_file(
                         return Err(e);
                     }
                 };
-                (w, status.await)
+                // Every byte is acknowledged: the receiver checks the file and answers.
+                (w, within(check_time, &mut status).await)
             }
             st = &mut status => {
                 match st {
@@ -538,20 +612,25 @@ pub async fn send_file(
                 }
             }
         };
-        (hash, st)
-    };
-    match st {
-        Ok((Status::Ok, _)) => {}
-        Ok((_, msg)) => return Err(format!("receiver: {msg}")),
-        Err(e) => {
-            return Err(format!(
+        match st {
+            Ok((Status::Ok, _)) => Ok(hash),
+            Ok((_, msg)) => Err(format!("receiver: {msg}")),
+            Err(e) => Err(format!(
                 "no confirmation from the receiver: {}",
                 transfer_error(&e)
-            ))
+            )),
         }
     }
-    let seconds = start.elapsed().as_secs_f64();
+    .await;
     let mut stream = rd.unsplit(wr);
+    let hash = match outcome {
+        Ok(h) => h,
+        Err(e) => {
+            stream.abort();
+            return Err(e);
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
     let stats = stream.stats().unwrap_or_default();
     // Wait (briefly) for the receiver's end of stream so its FIN is acknowledged.
     let mut sink = [0u8; 256];

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use stride::xfer::{encode_header, receive_file, Received, Status};
+use stride::xfer::{
+    encode_header, receive_file, send_file, ReceiveOptions, Received, SendOptions, Status,
+};
 use stride::{Endpoint, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -30,7 +32,11 @@ fn receiver(dir: &Path, force: bool) -> (Endpoint, mpsc::UnboundedReceiver<Recei
         while let Ok(s) = srv.accept().await {
             let (dir, tx) = (dir.clone(), tx.clone());
             tokio::spawn(async move {
-                let _ = tx.send(receive_file(s, &dir, force).await);
+                let opts = ReceiveOptions {
+                    force,
+                    ..ReceiveOptions::default()
+                };
+                let _ = tx.send(receive_file(s, &dir, &opts).await);
             });
         }
     });
@@ -170,4 +176,89 @@ async fn planted_part_files_and_symlinks_are_left_alone() {
         .is_symlink());
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&outside);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_never_answers_does_not_hang_the_sender() {
+    // Issue 13 problem 5: the receiver acknowledges every byte but never sends the status;
+    // keepalives hold the connection open, so only a timeout on the wait ends it.
+    let dir = tempdir("mute");
+    let file = dir.join("mute.bin");
+    std::fs::write(&file, data(200_000, 3)).unwrap();
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let to = server.local_addr();
+    let (held_tx, mut held_rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut s = server.accept().await.unwrap();
+        let mut sink = Vec::new();
+        let _ = s.read_to_end(&mut sink).await;
+        let _ = held_tx.send((s, sink.len()));
+        std::future::pending::<()>().await;
+    });
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let opts = SendOptions {
+        stall_timeout: Duration::from_secs(1),
+        ..SendOptions::default()
+    };
+    let r = tokio::time::timeout(
+        Duration::from_secs(60),
+        send_file(&client, to, &file, &opts),
+    )
+    .await
+    .expect("send_file hung waiting for the status");
+    let e = r.expect_err("no status, yet the sender reported success");
+    assert!(e.contains("no confirmation"), "{e}");
+    let (_held, got) = held_rx.recv().await.unwrap();
+    assert!(
+        got > 200_000,
+        "the receiver did not get the data ({got} bytes)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_that_stalls_is_dropped_and_its_temporary_file_removed() {
+    // A sender that sends a header and part of the body, then nothing (its keepalives keep
+    // the connection alive) must not hold the receiver (and a temporary file) forever.
+    let dir = tempdir("stall");
+    let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let to = server.local_addr();
+    let d2 = dir.clone();
+    let recv = tokio::spawn(async move {
+        let s = server.accept().await.unwrap();
+        let opts = ReceiveOptions {
+            stall_timeout: Duration::from_secs(1),
+            ..ReceiveOptions::default()
+        };
+        receive_file(s, &d2, &opts).await
+    });
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut s = client.connect(to).await.unwrap();
+    s.write_all(&encode_header("slow.bin", 1_000_000))
+        .await
+        .unwrap();
+    s.write_all(&data(10_000, 1)).await.unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(60), recv)
+        .await
+        .expect("the receiver waited forever for a stalled sender")
+        .unwrap();
+    let e = r.error.expect("a stalled upload was reported as stored");
+    assert!(e.contains("no progress"), "{e}");
+    assert!(part_files(&dir).is_empty(), "{:?}", part_files(&dir));
+    assert!(!dir.join("slow.bin").exists());
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_is_refused_before_connecting() {
+    let dir = tempdir("isdir");
+    // Nobody listens here: connecting first would fail with "unreachable" instead.
+    let to: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let e = send_file(&client, to, &dir, &SendOptions::default())
+        .await
+        .expect_err("sent a directory");
+    assert!(e.contains("not a regular file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
