@@ -8,7 +8,7 @@
 //! only): the server echoes each datagram ([`udp_round_trips`]).
 //!
 //! ```no_run
-//! # async fn demo() -> std::io::Result<()> {
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = stride::Endpoint::bind("127.0.0.1:0".parse().unwrap())?;
 //! let client = stride::Endpoint::client("127.0.0.1:0".parse().unwrap())?;
 //! let to = server.local_addr();
