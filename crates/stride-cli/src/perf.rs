@@ -1,24 +1,17 @@
 //! `stride perf`: memory-to-memory throughput with per-second interval reports, and
 //! request/response round trips, over STRIDE, kernel TCP or (round trips only) raw UDP, all
-//! through the same harness so their figures compare.
-//!
-//! Wire harness (STRIDE and TCP): the client's first byte picks the mode. `T`: the client sends
-//! its bytes and closes its direction; the server reads to the end and confirms with one byte,
-//! which stops the client's clock (TCP has no "all acknowledged" signal, so both transports end
-//! the same way). `R`: the server echoes every byte back until the client closes. Raw UDP: the
-//! server echoes each datagram.
+//! through the same harness ([`stride::perf`]) so their figures compare. This file parses the
+//! arguments, runs the servers' accept loops and prints.
 
 use crate::control::ControlArgs;
-use crate::units::{
-    cpu_seconds, discard_to_end, fail, fmt_ns, human, parse_bytes, report, runtime,
-};
+use crate::units::{fail, fmt_ns, human, parse_bytes, report, runtime};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 use std::io;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use stride::perf::{bulk, round_trips, serve, udp_round_trips, RttSummary};
 use stride::Endpoint;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Arguments of `stride perf`.
 #[derive(Args, Debug)]
@@ -155,42 +148,6 @@ enum Job {
     },
 }
 
-/// Serves one connection of either mode; a bulk transfer's bytes and seconds (first byte to
-/// confirmation) go to `done` before the connection closes.
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
-    s: &mut S,
-    done: impl FnOnce(u64, f64),
-) -> io::Result<()> {
-    let mut mode = [0u8; 1];
-    s.read_exact(&mut mode).await?;
-    match mode[0] {
-        b'T' => {
-            let start = Instant::now();
-            let total = discard_to_end(s).await?;
-            s.write_all(b"k").await?;
-            done(total, start.elapsed().as_secs_f64());
-            let _ = tokio::time::timeout(Duration::from_secs(2), s.shutdown()).await;
-            Ok(())
-        }
-        b'R' => {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let n = s.read(&mut buf).await?;
-                if n == 0 {
-                    break;
-                }
-                s.write_all(&buf[..n]).await?;
-            }
-            s.shutdown().await?;
-            Ok(())
-        }
-        m => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("unknown perf mode byte {m:#04x}"),
-        )),
-    }
-}
-
 fn server_line(json_out: bool, remote: SocketAddr, total: u64, secs: f64) {
     let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
     if json_out {
@@ -278,92 +235,20 @@ async fn udp_server(listen: SocketAddr) -> i32 {
     }
 }
 
-/// Sends the bulk job on `s` (after its mode byte) and waits for the server's confirmation;
-/// `tick` sees (elapsed, bytes written) after every chunk. Returns (bytes, seconds, CPU cores
-/// this process used meanwhile).
-async fn bulk<S: AsyncRead + AsyncWrite + Unpin>(
-    s: &mut S,
-    bytes: Option<u64>,
-    time: Option<f64>,
-    mut tick: impl FnMut(&S, Duration, u64),
-) -> io::Result<(u64, f64, f64)> {
-    let chunk = vec![0u8; 256 * 1024];
-    s.write_all(b"T").await?;
-    let start = Instant::now();
-    let cpu0 = cpu_seconds();
-    let limit = time.map(Duration::from_secs_f64);
-    let mut written = 0u64;
-    loop {
-        if limit.is_some_and(|l| start.elapsed() >= l) {
-            break;
-        }
-        let n = match bytes {
-            Some(b) if written >= b => break,
-            Some(b) => (b - written).min(chunk.len() as u64) as usize,
-            None => chunk.len(),
-        };
-        s.write_all(&chunk[..n]).await?;
-        written += n as u64;
-        tick(s, start.elapsed(), written);
-    }
-    s.shutdown().await?;
-    let mut k = [0u8; 1];
-    s.read_exact(&mut k).await?;
-    let secs = start.elapsed().as_secs_f64();
-    let cores = (cpu_seconds() - cpu0) / secs.max(1e-9);
-    // Untimed: take the server's end of stream, so its close completes before we exit.
-    let mut sink = [0u8; 64];
-    let _ = tokio::time::timeout(Duration::from_secs(2), async {
-        while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
-    })
-    .await;
-    Ok((written, secs, cores))
-}
-
-/// Round-trip times (ns) of `count` request/response exchanges of `size` bytes on `s`, after
-/// the warm-up exchanges.
-async fn round_trips<S: AsyncRead + AsyncWrite + Unpin>(
-    s: &mut S,
-    count: u64,
-    size: u64,
-) -> io::Result<Vec<u64>> {
-    s.write_all(b"R").await?;
-    let req = vec![0x5au8; size as usize];
-    let mut resp = vec![0u8; size as usize];
-    let warm = (count / 100).max(10);
-    let mut rtts = Vec::with_capacity(count as usize);
-    for i in 0..warm + count {
-        let t = Instant::now();
-        s.write_all(&req).await?;
-        s.read_exact(&mut resp).await?;
-        let ns = t.elapsed().as_nanos() as u64;
-        if resp != req {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "the echo differs from the request",
-            ));
-        }
-        if i >= warm {
-            rtts.push(ns);
-        }
-    }
-    s.shutdown().await?;
-    Ok(rtts)
-}
-
 /// The round-trip report: count, size, median, p99, mean, min (ns).
-fn rtt_report(transport: &str, size: u64, mut rtts: Vec<u64>) -> Map<String, Value> {
-    rtts.sort_unstable();
-    let q = |p: f64| rtts[((rtts.len() as f64 * p).ceil() as usize).clamp(1, rtts.len()) - 1];
-    let mean = rtts.iter().sum::<u64>() / rtts.len() as u64;
+fn rtt_report(transport: &str, size: u64, rtts: Vec<u64>) -> Map<String, Value> {
+    let r = match RttSummary::of(rtts) {
+        Some(r) => r,
+        None => fail("perf client", "no round trips to report"),
+    };
     let mut m = Map::new();
     m.insert("transport".into(), json!(transport));
-    m.insert("round_trips".into(), json!(rtts.len()));
+    m.insert("round_trips".into(), json!(r.count));
     m.insert("size".into(), json!(size));
-    m.insert("rtt_p50_ns".into(), json!(q(0.5)));
-    m.insert("rtt_p99_ns".into(), json!(q(0.99)));
-    m.insert("rtt_mean_ns".into(), json!(mean));
-    m.insert("rtt_min_ns".into(), json!(rtts[0]));
+    m.insert("rtt_p50_ns".into(), json!(r.p50));
+    m.insert("rtt_p99_ns".into(), json!(r.p99));
+    m.insert("rtt_mean_ns".into(), json!(r.mean));
+    m.insert("rtt_min_ns".into(), json!(r.min));
     m
 }
 
@@ -454,7 +339,7 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
         next_report += Duration::from_secs(1);
     };
     let (written, secs, cores) = match bulk(&mut s, bytes, time, tick).await {
-        Ok(r) => r,
+        Ok(b) => (b.bytes, b.seconds, b.cpu_cores),
         Err(e) => fail("perf client", format!("transfer failed: {e}")),
     };
     let cs = s.stats().unwrap_or_default();
@@ -482,7 +367,7 @@ async fn tcp_client(to: SocketAddr, job: Job, json_out: bool) -> i32 {
         },
         Job::Bulk { bytes, time } => {
             let (written, secs, cores) = match bulk(&mut s, bytes, time, |_, _, _| {}).await {
-                Ok(r) => r,
+                Ok(b) => (b.bytes, b.seconds, b.cpu_cores),
                 Err(e) => fail("perf client", format!("transfer failed: {e}")),
             };
             let gbps = written as f64 * 8.0 / secs / 1e9;
@@ -501,35 +386,9 @@ async fn tcp_client(to: SocketAddr, job: Job, json_out: bool) -> i32 {
 }
 
 async fn udp_client(to: SocketAddr, count: u64, size: u64, json_out: bool) -> i32 {
-    let sock = match tokio::net::UdpSocket::bind(any_addr(to)).await {
-        Ok(s) => s,
-        Err(e) => fail("perf client", e),
-    };
-    if let Err(e) = sock.connect(to).await {
-        fail("perf client", format!("cannot reach {to}: {e}"));
+    match udp_round_trips(to, count, size).await {
+        Ok(rtts) => print_rtt(json_out, rtt_report("udp", size, rtts)),
+        Err(e) => fail("perf client", format!("round trips failed: {e}")),
     }
-    let req = vec![0x5au8; size as usize];
-    let mut resp = vec![0u8; size as usize + 1];
-    let warm = (count / 100).max(10);
-    let mut rtts = Vec::with_capacity(count as usize);
-    for i in 0..warm + count {
-        let t = Instant::now();
-        if let Err(e) = sock.send(&req).await {
-            fail("perf client", format!("round trips failed: {e}"));
-        }
-        match tokio::time::timeout(Duration::from_secs(1), sock.recv(&mut resp)).await {
-            Ok(Ok(n)) if n == req.len() && resp[..n] == req[..] => {}
-            Ok(Ok(_)) => fail("perf client", "the echo differs from the request"),
-            Ok(Err(e)) => fail("perf client", format!("round trips failed: {e}")),
-            Err(_) => fail(
-                "perf client",
-                format!("no echo from {to} within 1 s (is `stride perf server --udp` running?)"),
-            ),
-        }
-        if i >= warm {
-            rtts.push(t.elapsed().as_nanos() as u64);
-        }
-    }
-    print_rtt(json_out, rtt_report("udp", size, rtts));
     0
 }

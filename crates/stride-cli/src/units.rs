@@ -147,27 +147,7 @@ pub fn report(bytes: u64, seconds: f64, cs: &ConnStats) -> Map<String, Value> {
 }
 
 /// Reads `s` to its end, discarding the bytes; returns how many there were.
-pub async fn discard_to_end<S: tokio::io::AsyncRead + Unpin>(s: &mut S) -> std::io::Result<u64> {
-    use tokio::io::AsyncReadExt;
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut total = 0u64;
-    loop {
-        let n = s.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(total);
-        }
-        total += n as u64;
-    }
-}
-
-/// CPU time (user + system) this process has used so far, in seconds.
-pub fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
+pub use stride::perf::discard_to_end;
 
 /// One human line for a report.
 pub fn human(m: &Map<String, Value>) -> String {

@@ -101,6 +101,15 @@ fn send(to: SocketAddr, files: &[PathBuf]) -> std::process::Output {
     c.output().expect("run send")
 }
 
+/// The receiver's temporary files in `dir`.
+fn parts(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".part"))
+        .collect()
+}
+
 fn same(a: &Path, b: &Path) -> bool {
     std::fs::read(a).ok() == std::fs::read(b).ok()
 }
@@ -164,9 +173,7 @@ fn sizes_through_relay_with(tag: &str, loss: &str, seed: u64, extra: &[usize]) {
     for (f, l) in files.iter().zip(&lines) {
         let name = f.file_name().expect("name");
         assert!(same(f, &dst.join(name)), "{name:?} differs");
-        assert!(!dst
-            .join(format!("{}.part", name.to_string_lossy()))
-            .exists());
+        assert!(parts(&dst).is_empty(), "{:?}", parts(&dst));
         assert_eq!(
             l["bytes"].as_u64(),
             Some(std::fs::metadata(f).expect("meta").len())
@@ -298,15 +305,12 @@ fn existing_file_is_not_overwritten_without_force() {
     let _ = std::fs::remove_dir_all(&dst);
 }
 
-/// Speaks the file-transfer protocol by hand: header, data, a given hash; returns the status.
+/// Speaks the file-transfer protocol with a chosen hash: header, data, hash; returns the status.
 async fn raw_send(to: SocketAddr, name: &str, data: &[u8], hash: [u8; 32]) -> (u8, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let ep = stride::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("bind");
     let mut s = ep.connect(to).await.expect("connect");
-    let mut b = b"STRF\x01".to_vec();
-    b.extend_from_slice(&(name.len() as u16).to_be_bytes());
-    b.extend_from_slice(name.as_bytes());
-    b.extend_from_slice(&(data.len() as u64).to_be_bytes());
+    let mut b = stride::xfer::encode_header(name, data.len() as u64);
     b.extend_from_slice(data);
     b.extend_from_slice(&hash);
     // The receiver may refuse before reading everything: ignore write errors, read the status.
@@ -336,7 +340,7 @@ fn checksum_mismatch_and_bad_names_leave_no_file() {
     assert_eq!(code, 1, "{msg}");
     assert!(msg.contains("checksum"), "{msg}");
     assert!(!dst.join("bad.bin").exists());
-    assert!(!dst.join("bad.bin.part").exists());
+    assert!(parts(&dst).is_empty(), "{:?}", parts(&dst));
     for name in ["../escape.bin", "a/b.bin", "..", ""] {
         let (code, msg) = rt.block_on(raw_send(raddr, name, b"x", *blake3::hash(b"x").as_bytes()));
         assert_eq!(code, 2, "{name:?}: {msg}");
@@ -359,8 +363,9 @@ fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
     // A slow bottleneck so the transfer is still running when the receiver dies.
     let (_relay, laddr) = start_relay(raddr, &["--rate", "100mbit"]);
     let t = Instant::now();
+    // A short give-up time (default 30 s) keeps the test short.
     let child = Command::new(BIN)
-        .args(["send", "--to", &laddr.to_string()])
+        .args(["send", "--give-up", "3s", "--to", &laddr.to_string()])
         .arg(&f)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -397,12 +402,14 @@ fn sender_killed_mid_transfer_leaves_no_file_after_the_idle_timeout() {
         .spawn()
         .expect("spawn send");
     // Wait until the receiver is writing, then kill the sender outright.
-    let part = dst.join("big.bin.part");
     let t = Instant::now();
-    while !part.exists() {
+    let part = loop {
+        if let Some(p) = parts(&dst).pop() {
+            break p;
+        }
         assert!(t.elapsed() < Duration::from_secs(10), "no .part appeared");
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     std::thread::sleep(Duration::from_millis(300));
     child.kill().expect("kill sender");
     let _ = child.wait();

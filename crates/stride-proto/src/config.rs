@@ -30,8 +30,13 @@ pub struct Config {
     pub min_rto_ns: u64,
     /// Upper bound of the backed-off retransmission timeout.
     pub max_rto_ns: u64,
-    /// Consecutive timeouts after which the connection fails with `TimedOut`.
+    /// Handshake retransmissions after which connecting fails with `TimedOut`; also the least
+    /// number of consecutive data timeouts before an established connection gives up.
     pub max_retries: u32,
+    /// Give-up time of an established connection: it fails with `TimedOut` (and sends RST)
+    /// once sent data has gone unacknowledged through consecutive retransmission timeouts for
+    /// this long (and at least `max_retries` of them). Default 30 s.
+    pub give_up_ns: u64,
     /// Close when nothing has been received for this long (keepalives are sent at a quarter).
     pub idle_timeout_ns: u64,
     /// How long a finished connection stays to re-acknowledge a retransmitted FIN; must cover
@@ -66,6 +71,7 @@ impl Config {
             min_rto_ns: 1_000_000,
             max_rto_ns: 1_000_000_000,
             max_retries: 8,
+            give_up_ns: 30_000_000_000,
             idle_timeout_ns: 30_000_000_000,
             linger_ns: 2_000_000_000,
             send_buffer: 4 << 20,
@@ -98,6 +104,9 @@ impl Config {
         }
         if self.recv_buffer < usize::from(self.max_payload) || self.recv_buffer > (1 << 30) {
             return Err(("recv_buffer", "must hold one packet and be at most 2^30"));
+        }
+        if self.give_up_ns == 0 {
+            return Err(("give_up_ns", "must be positive"));
         }
         if self.idle_timeout_ns == 0 {
             return Err(("idle_timeout_ns", "must be positive"));

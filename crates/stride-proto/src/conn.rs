@@ -18,7 +18,9 @@ pub enum CloseReason {
     Graceful,
     /// The peer sent RST (or refused the handshake).
     Reset,
-    /// `max_retries` consecutive retransmission timeouts: the peer is unreachable.
+    /// The peer stopped answering: the handshake got no answer after `max_retries`
+    /// retransmissions, or sent data went unacknowledged through at least `max_retries`
+    /// consecutive timeouts spanning `give_up_ns` (an RST then tells the peer).
     TimedOut,
     /// Nothing was received for `idle_timeout_ns`.
     IdleTimeout,
@@ -92,6 +94,9 @@ pub struct Connection {
     rto_ns: u64,
     rto_at: Option<u64>,
     retries: u32,
+    /// When the current run of unanswered retransmission timeouts began (the first timer's
+    /// arming time).
+    stall_since: u64,
     srtt: u64,
     rttvar: u64,
     have_rtt: bool,
@@ -157,6 +162,7 @@ impl Connection {
             rto_ns: cfg.initial_rto_ns,
             rto_at: None,
             retries: 0,
+            stall_since: 0,
             srtt: 0,
             rttvar: 0,
             have_rtt: false,
@@ -382,6 +388,8 @@ impl Connection {
             return;
         }
         if now >= self.last_rx + self.cfg.idle_timeout_ns {
+            // Tell the peer, in case only its direction to us is broken.
+            self.rst_now = self.state != State::SynSent;
             self.close_with(CloseReason::IdleTimeout);
             return;
         }
@@ -412,7 +420,15 @@ impl Connection {
         }
         self.retries += 1;
         self.stats.timeouts += 1;
-        if self.retries > self.cfg.max_retries {
+        if self.retries == 1 {
+            self.stall_since = now.saturating_sub(self.rto_ns);
+        }
+        let give_up = self.retries > self.cfg.max_retries
+            && (self.state == State::SynSent
+                || now.saturating_sub(self.stall_since) >= self.cfg.give_up_ns);
+        if give_up {
+            // Tell the peer (it may still hear us) instead of leaving it to its idle timeout.
+            self.rst_now = self.state != State::SynSent;
             self.close_with(CloseReason::TimedOut);
             return;
         }

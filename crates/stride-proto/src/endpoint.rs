@@ -4,9 +4,8 @@
 
 use crate::config::Config;
 use crate::conn::{Connection, Event};
-use crate::vectors::SplitMix;
 use crate::wire::{Flags, Header, Packet, HEADER_LEN};
-use siphasher::sip::SipHasher13;
+use siphasher::sip::{SipHasher13, SipHasher24};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::Hasher;
@@ -77,6 +76,37 @@ struct Entry {
     timer_at: Option<u64>,
 }
 
+/// Connection identifiers and initial sequence numbers: SipHash-2-4 (a PRF) of a counter under
+/// a key derived from the endpoint's secret, so an observer of any number of them cannot
+/// predict the next without the secret (a plain seeded generator gives its state away).
+struct IdGen {
+    key: (u64, u64),
+    counter: u64,
+}
+
+impl IdGen {
+    fn new(secret: (u64, u64), seed: u64) -> IdGen {
+        let derive = |domain: u64| {
+            let mut h = SipHasher24::new_with_keys(secret.0, secret.1);
+            h.write(b"stride-ids");
+            h.write_u64(domain);
+            h.write_u64(seed);
+            h.finish()
+        };
+        IdGen {
+            key: (derive(1), derive(2)),
+            counter: 0,
+        }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.counter += 1;
+        let mut h = SipHasher24::new_with_keys(self.key.0, self.key.1);
+        h.write_u64(self.counter);
+        h.finish()
+    }
+}
+
 /// Cookie lifetime: a SYN-ACK's cookie verifies during its 2^32 ns slot and the next one.
 const COOKIE_SLOT_SHIFT: u32 = 32;
 
@@ -84,7 +114,7 @@ const COOKIE_SLOT_SHIFT: u32 = 32;
 pub struct Endpoint {
     cfg: Config,
     key: (u64, u64),
-    rng: SplitMix,
+    ids: IdGen,
     listening: bool,
     conns: HashMap<u32, Entry>,
     ready: VecDeque<u32>,
@@ -97,8 +127,9 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// A new endpoint. `secret` keys the SYN cookies (keep it private and random); `rng_seed`
-    /// seeds connection identifiers and initial sequence numbers.
+    /// A new endpoint. `secret` keys the SYN cookies and the generator of connection
+    /// identifiers and initial sequence numbers (keep it private and cryptographically random:
+    /// whoever knows it can predict them); `rng_seed` is mixed in (it may be public).
     pub fn new(cfg: Config, secret: [u8; 16], rng_seed: u64) -> Self {
         if let Err((f, why)) = cfg.validate() {
             panic!("invalid configuration field {f}: {why}");
@@ -109,7 +140,7 @@ impl Endpoint {
         Endpoint {
             cfg,
             key: (k0, k1),
-            rng: SplitMix::new(rng_seed),
+            ids: IdGen::new((k0, k1), rng_seed),
             listening: false,
             conns: HashMap::new(),
             ready: VecDeque::new(),
@@ -154,7 +185,7 @@ impl Endpoint {
 
     fn fresh_cid(&mut self) -> u32 {
         loop {
-            let c = self.rng.next_u64() as u32;
+            let c = self.ids.next_u64() as u32;
             if c != 0 && !self.conns.contains_key(&c) {
                 return c;
             }
@@ -167,7 +198,7 @@ impl Endpoint {
             return Err(EndpointError::TooManyConnections);
         }
         let cid = self.fresh_cid();
-        let iss = self.rng.next_u64() as u32;
+        let iss = self.ids.next_u64() as u32;
         let conn = Connection::client(self.cfg.clone(), now, cid, iss);
         self.conns.insert(
             cid,

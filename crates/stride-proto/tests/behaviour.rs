@@ -221,6 +221,47 @@ fn unreachable_peer_times_out_after_retries() {
 }
 
 #[test]
+fn a_receiver_paused_for_four_seconds_keeps_the_transfer() {
+    // Issue 13 problem 3: 8 retries from a small RTO gave up after well under a second.
+    let mut p = Pair::new(Config::default());
+    p.run(1_000_000, &mut nodrop);
+    p.c.write(p.ch, &vec![5u8; 1 << 20]).unwrap();
+    p.run(1_100_000, &mut nodrop);
+    // The receiver's host stalls: nothing gets through either way for 4 s.
+    p.run(4_001_100_000, &mut |_, _| true);
+    assert!(p.c.conn(p.ch).is_some(), "{:?}", p.c_events);
+    p.run(10_000_000_000, &mut nodrop);
+    assert_eq!(p.read_server().len(), 1 << 20);
+    assert!(!p.c_events.contains(&Event::Closed(CloseReason::TimedOut)));
+}
+
+#[test]
+fn a_sender_gives_up_at_its_give_up_time_and_tells_the_receiver() {
+    let cfg = Config {
+        give_up_ns: 5_000_000_000,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg);
+    p.run(1_000_000, &mut nodrop);
+    p.c.write(p.ch, &vec![6u8; 1 << 20]).unwrap();
+    // Every acknowledgement is lost; the data still reaches the receiver.
+    let mut acks_lost = |from_client: bool, _: &Packet<&[u8]>| !from_client;
+    p.run(4_900_000_000, &mut acks_lost);
+    assert!(p.c.conn(p.ch).is_some(), "gave up early: {:?}", p.c_events);
+    p.run(8_000_000_000, &mut acks_lost);
+    assert_eq!(
+        p.c_events.last(),
+        Some(&Event::Closed(CloseReason::TimedOut))
+    );
+    // The receiver learns of it at once (RST), not after its 30 s idle timeout.
+    assert!(
+        p.s_events.contains(&Event::Closed(CloseReason::Reset)),
+        "{:?}",
+        p.s_events
+    );
+}
+
+#[test]
 fn silent_peer_idles_out_and_abort_resets_peer() {
     let cfg = Config {
         idle_timeout_ns: 50_000_000,

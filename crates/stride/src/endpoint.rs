@@ -405,8 +405,8 @@ impl Endpoint {
             return Err(Error::Io(std::io::Error::last_os_error()));
         }
         let spin_ns = opts.spin_ns;
-        let secret = sys::random16();
-        let seed = u64::from_le_bytes(sys::random16()[..8].try_into().expect("8"));
+        let secret = sys::random16()?;
+        let seed = u64::from_le_bytes(sys::random16()?[..8].try_into().expect("8"));
         let mut ep = stride_proto::Endpoint::new(opts.proto, secret, seed);
         ep.listen(opts.listen);
         let shared = Arc::new(Shared {

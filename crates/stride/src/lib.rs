@@ -4,7 +4,8 @@
 //! [`Endpoint::connect`] and [`Endpoint::accept`] give [`Stream`]s, which implement tokio's
 //! `AsyncRead` and `AsyncWrite`. See [`endpoint`] for the driver's design (batched I/O, kernel
 //! receive timestamps, sub-millisecond pacing). [`relay`] is a userspace bottleneck for tests
-//! and demonstrations.
+//! and demonstrations. [`xfer`] is the verified file transfer of `stride send`/`stride recv`,
+//! [`perf`] the throughput and round-trip harness of `stride perf`.
 //!
 //! ```no_run
 //! # async fn demo() -> stride::Result<()> {
@@ -22,8 +23,10 @@
 
 pub mod endpoint;
 pub mod error;
+pub mod perf;
 pub mod relay;
 pub mod sys;
+pub mod xfer;
 
 pub use endpoint::{host_config, Endpoint, EndpointConfig, IoStats, SocketInfo, Stream};
 pub use endpoint::{

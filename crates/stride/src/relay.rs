@@ -20,7 +20,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use stride_proto::vectors::SplitMix;
+use stride_proto::rng::SplitMix;
 use stride_proto::Histogram;
 
 /// Waits for the next departure shorter than this are spun rather than slept.
@@ -96,7 +96,7 @@ pub struct RelayStats {
     pub queue_delay: Histogram,
     /// Time the bottleneck spent serialising, ns.
     pub busy_ns: u64,
-    /// First forward arrival and last departure (ns, `CLOCK_REALTIME`).
+    /// First forward arrival and last departure (ns, `CLOCK_MONOTONIC`, see [`crate::sys::now_ns`]).
     pub first_ns: u64,
     /// Last departure from the bottleneck.
     pub last_ns: u64,

@@ -15,13 +15,32 @@ pub const DATAGRAM_ROOM: usize = 2048;
 /// Datagrams moved per system call at most.
 pub const BATCH: usize = 32;
 
-/// Nanoseconds of `CLOCK_REALTIME`, the clock `SO_TIMESTAMPNS` stamps with: one clock for tx
-/// stamps, rx stamps and timers.
-pub fn now_ns() -> u64 {
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts: libc::timespec = unsafe { zeroed() };
     // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Nanoseconds of `CLOCK_MONOTONIC`: the one clock of timers, tx stamps and (converted) rx
+/// stamps, so a step of the wall clock (NTP, an administrator) disturbs nothing.
+pub fn now_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// The wall clock and the monotonic clock read back to back: `(realtime, monotonic)`.
+pub fn clock_pair() -> (u64, u64) {
+    let r = clock_ns(libc::CLOCK_REALTIME);
+    (r, now_ns())
+}
+
+/// A kernel receive stamp (`CLOCK_REALTIME`, the only clock `SO_TIMESTAMPNS` offers) on the
+/// monotonic clock, given a `(realtime, monotonic)` pair read after the receive: the packet's
+/// age on the wall clock, subtracted from monotonic now. An age outside 0..1 s (the wall clock
+/// stepped between the stamp and the pair) gives None: the caller then uses its own reading.
+pub fn stamp_to_monotonic(stamp: u64, pair: (u64, u64)) -> Option<u64> {
+    let age = pair.0.checked_sub(stamp)?;
+    (age < 1_000_000_000).then(|| pair.1.saturating_sub(age))
 }
 
 fn setsockopt_int(fd: RawFd, level: i32, name: i32, val: i32) -> io::Result<()> {
@@ -185,7 +204,8 @@ pub struct Received {
     pub len: usize,
     /// Size of each coalesced datagram (equal to `len` without GRO).
     pub seg: usize,
-    /// Kernel receive timestamp (ns, `CLOCK_REALTIME`), when the kernel gave one.
+    /// Kernel receive timestamp converted to [`now_ns`]'s clock, when the kernel gave one
+    /// (and the wall clock did not step meanwhile).
     pub kernel_ts: Option<u64>,
 }
 
@@ -303,6 +323,7 @@ impl RxBatch {
             self.hdrs[0].msg_len = r as libc::c_uint;
             1
         };
+        let pair = clock_pair();
         for i in 0..n {
             let h = &self.hdrs[i];
             let Some(from) = from_storage(&self.names[i]) else {
@@ -330,7 +351,10 @@ impl RxBatch {
                     {
                         let ts: libc::timespec =
                             std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                        kernel_ts = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                        kernel_ts = stamp_to_monotonic(
+                            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
+                            pair,
+                        );
                     } else if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
                         let s = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const i32);
                         if s > 0 {
@@ -549,19 +573,55 @@ pub fn send_one(fd: RawFd, to: &SocketAddr, data: &[u8]) -> io::Result<()> {
     }
 }
 
-/// Sixteen random bytes from the kernel (falls back to the clock).
-pub fn random16() -> [u8; 16] {
+/// Sixteen random bytes from the kernel (`getrandom`); an error when it has none.
+pub fn random16() -> io::Result<[u8; 16]> {
     let mut b = [0u8; 16];
-    // SAFETY: getrandom writes at most 16 bytes into b.
-    let r = unsafe { libc::getrandom(b.as_mut_ptr() as *mut libc::c_void, 16, 0) };
-    if r != 16 {
-        let t = now_ns().to_le_bytes();
-        b[..8].copy_from_slice(&t);
-        b[8..].copy_from_slice(&(std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15).to_le_bytes());
-    }
-    b
+    // No predictable fallback (time, process id): without the kernel's randomness, fail.
+    getrandom::getrandom(&mut b)
+        .map_err(|e| io::Error::other(format!("no random numbers from the kernel: {e}")))?;
+    Ok(b)
 }
 
 // SAFETY: the raw pointers inside RxBatch point only into its own heap buffers and are
 // rewritten before every call; nothing is shared between threads.
 unsafe impl Send for RxBatch {}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+
+    #[test]
+    fn timers_run_on_the_monotonic_clock() {
+        // Issue 13 problem 7: they ran on CLOCK_REALTIME, which a wall-clock step moves.
+        let mono = clock_ns(libc::CLOCK_MONOTONIC);
+        let now = now_ns();
+        let real = clock_ns(libc::CLOCK_REALTIME);
+        assert!(
+            now >= mono && now - mono < 1_000_000_000,
+            "now_ns is not CLOCK_MONOTONIC"
+        );
+        assert!(
+            real.abs_diff(now) > 1_000_000_000,
+            "now_ns follows the wall clock"
+        );
+    }
+
+    #[test]
+    fn kernel_stamps_convert_to_the_monotonic_clock() {
+        let pair = (1_700_000_000_000_000_000, 5_000_000_000);
+        // A datagram stamped 30 us before the pair was read.
+        assert_eq!(
+            stamp_to_monotonic(pair.0 - 30_000, pair),
+            Some(pair.1 - 30_000)
+        );
+        // The wall clock stepped back (stamp in the future) or forward by more than 1 s.
+        assert_eq!(stamp_to_monotonic(pair.0 + 1, pair), None);
+        assert_eq!(stamp_to_monotonic(pair.0 - 2_000_000_000, pair), None);
+    }
+
+    #[test]
+    fn random_bytes_come_from_the_kernel() {
+        let (a, b) = (random16().unwrap(), random16().unwrap());
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,266 @@
+//! The throughput and round-trip harness behind `stride perf`, generic over any byte stream so
+//! STRIDE and kernel TCP are measured the same way.
+//!
+//! Wire harness: the client's first byte picks the mode. `T`: the client sends its bytes and
+//! closes its direction; the server reads to the end and confirms with one byte, which stops
+//! the client's clock (TCP has no "all acknowledged" signal, so both transports end the same
+//! way). `R`: the server echoes every byte back until the client closes. Raw UDP (round trips
+//! only): the server echoes each datagram ([`udp_round_trips`]).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = stride::Endpoint::bind("127.0.0.1:0".parse().unwrap())?;
+//! let client = stride::Endpoint::client("127.0.0.1:0".parse().unwrap())?;
+//! let to = server.local_addr();
+//! tokio::spawn(async move {
+//!     let mut s = server.accept().await.unwrap();
+//!     let _ = stride::perf::serve(&mut s, |bytes, secs| println!("{bytes} B in {secs} s")).await;
+//! });
+//! let mut s = client.connect(to).await?;
+//! let b = stride::perf::bulk(&mut s, Some(10_000_000), None, |_, _, _| {}).await?;
+//! println!("{:.3} Gbit/s", b.bytes as f64 * 8.0 / b.seconds / 1e9);
+//! # Ok(()) }
+//! ```
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Reads `s` to its end, discarding the bytes; returns how many there were.
+pub async fn discard_to_end<S: AsyncRead + Unpin>(s: &mut S) -> io::Result<u64> {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = s.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n as u64;
+    }
+}
+
+/// CPU time (user + system) this process has used so far, in seconds.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Serves one connection of either mode; a bulk transfer's bytes and seconds (first byte to
+/// confirmation) go to `done` before the connection closes.
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    done: impl FnOnce(u64, f64),
+) -> io::Result<()> {
+    let mut mode = [0u8; 1];
+    s.read_exact(&mut mode).await?;
+    match mode[0] {
+        b'T' => {
+            let start = Instant::now();
+            let total = discard_to_end(s).await?;
+            s.write_all(b"k").await?;
+            done(total, start.elapsed().as_secs_f64());
+            let _ = tokio::time::timeout(Duration::from_secs(2), s.shutdown()).await;
+            Ok(())
+        }
+        b'R' => {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = s.read(&mut buf).await?;
+                if n == 0 {
+                    break;
+                }
+                s.write_all(&buf[..n]).await?;
+            }
+            s.shutdown().await?;
+            Ok(())
+        }
+        m => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unknown perf mode byte {m:#04x}"),
+        )),
+    }
+}
+
+/// The outcome of [`bulk`].
+#[derive(Clone, Copy, Debug)]
+pub struct Bulk {
+    /// Bytes sent (and confirmed).
+    pub bytes: u64,
+    /// Seconds from the first byte to the server's confirmation.
+    pub seconds: f64,
+    /// CPU cores this process used meanwhile.
+    pub cpu_cores: f64,
+}
+
+/// Sends a bulk job on `s` (`bytes` of them, or for `time` seconds, whichever ends first; one
+/// of them should be given) and waits for the server's confirmation; `tick` sees (stream,
+/// elapsed, bytes written) after every chunk.
+pub async fn bulk<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    bytes: Option<u64>,
+    time: Option<f64>,
+    mut tick: impl FnMut(&S, Duration, u64),
+) -> io::Result<Bulk> {
+    let chunk = vec![0u8; 256 * 1024];
+    s.write_all(b"T").await?;
+    let start = Instant::now();
+    let cpu0 = cpu_seconds();
+    let limit = time.map(Duration::from_secs_f64);
+    let mut written = 0u64;
+    loop {
+        if limit.is_some_and(|l| start.elapsed() >= l) {
+            break;
+        }
+        let n = match bytes {
+            Some(b) if written >= b => break,
+            Some(b) => (b - written).min(chunk.len() as u64) as usize,
+            None => chunk.len(),
+        };
+        s.write_all(&chunk[..n]).await?;
+        written += n as u64;
+        tick(s, start.elapsed(), written);
+    }
+    s.shutdown().await?;
+    let mut k = [0u8; 1];
+    s.read_exact(&mut k).await?;
+    let secs = start.elapsed().as_secs_f64();
+    let cores = (cpu_seconds() - cpu0) / secs.max(1e-9);
+    // Untimed: take the server's end of stream, so its close completes before we exit.
+    let mut sink = [0u8; 64];
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+    Ok(Bulk {
+        bytes: written,
+        seconds: secs,
+        cpu_cores: cores,
+    })
+}
+
+/// How many warm-up round trips precede `count` timed ones: 1 %, at least 10.
+pub fn warm_up(count: u64) -> u64 {
+    (count / 100).max(10)
+}
+
+/// Round-trip times (ns) of `count` request/response exchanges of `size` bytes on `s`, after
+/// the warm-up exchanges.
+pub async fn round_trips<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    count: u64,
+    size: u64,
+) -> io::Result<Vec<u64>> {
+    s.write_all(b"R").await?;
+    let req = vec![0x5au8; size as usize];
+    let mut resp = vec![0u8; size as usize];
+    let warm = warm_up(count);
+    let mut rtts = Vec::with_capacity(count as usize);
+    for i in 0..warm + count {
+        let t = Instant::now();
+        s.write_all(&req).await?;
+        s.read_exact(&mut resp).await?;
+        let ns = t.elapsed().as_nanos() as u64;
+        if resp != req {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the echo differs from the request",
+            ));
+        }
+        if i >= warm {
+            rtts.push(ns);
+        }
+    }
+    s.shutdown().await?;
+    Ok(rtts)
+}
+
+/// Round trips of `count` datagrams of `size` bytes to a UDP echo server at `to` (after the
+/// warm-up), each waited for at most one second.
+pub async fn udp_round_trips(to: SocketAddr, count: u64, size: u64) -> io::Result<Vec<u64>> {
+    let any: SocketAddr = if to.is_ipv6() {
+        "[::]:0".parse().expect("addr")
+    } else {
+        "0.0.0.0:0".parse().expect("addr")
+    };
+    let sock = tokio::net::UdpSocket::bind(any).await?;
+    sock.connect(to).await?;
+    let req = vec![0x5au8; size as usize];
+    let mut resp = vec![0u8; size as usize + 1];
+    let warm = warm_up(count);
+    let mut rtts = Vec::with_capacity(count as usize);
+    for i in 0..warm + count {
+        let t = Instant::now();
+        sock.send(&req).await?;
+        match tokio::time::timeout(Duration::from_secs(1), sock.recv(&mut resp)).await {
+            Ok(Ok(n)) if n == req.len() && resp[..n] == req[..] => {}
+            Ok(Ok(_)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "the echo differs from the request",
+                ))
+            }
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "no echo from {to} within 1 s (is `stride perf server --udp` running?)"
+                    ),
+                ))
+            }
+        }
+        if i >= warm {
+            rtts.push(t.elapsed().as_nanos() as u64);
+        }
+    }
+    Ok(rtts)
+}
+
+/// Summary of round-trip times (ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RttSummary {
+    /// Number of round trips.
+    pub count: usize,
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Mean.
+    pub mean: u64,
+    /// Minimum.
+    pub min: u64,
+}
+
+impl RttSummary {
+    /// The summary of `rtts` (None when empty).
+    pub fn of(mut rtts: Vec<u64>) -> Option<RttSummary> {
+        if rtts.is_empty() {
+            return None;
+        }
+        rtts.sort_unstable();
+        let q = |p: f64| rtts[((rtts.len() as f64 * p).ceil() as usize).clamp(1, rtts.len()) - 1];
+        Some(RttSummary {
+            count: rtts.len(),
+            p50: q(0.5),
+            p99: q(0.99),
+            mean: rtts.iter().sum::<u64>() / rtts.len() as u64,
+            min: rtts[0],
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rtt_summary_quantiles() {
+        let s = RttSummary::of((1..=100).collect()).unwrap();
+        assert_eq!((s.count, s.p50, s.p99, s.min, s.mean), (100, 50, 99, 1, 50));
+        assert!(RttSummary::of(Vec::new()).is_none());
+    }
+}
