@@ -307,6 +307,9 @@ pub fn tcp_retrans(fd: i32) -> u64 {
 pub struct Background {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<anyhow::Result<BackgroundStats>>>,
+    /// iperf3 server and client (generator = "iperf3").
+    children: Vec<std::process::Child>,
+    iperf: Option<(Instant, u64, String)>,
 }
 
 /// What the generator sent.
@@ -374,12 +377,82 @@ impl Background {
         Background {
             stop,
             thread: Some(thread),
+            children: Vec::new(),
+            iperf: None,
         }
+    }
+
+    /// Starts iperf3 (UDP, one fixed rate): its server in namespace `server_ns` on `to`, its
+    /// client in `client_ns`.
+    pub fn start_iperf3(
+        client_ns: &str,
+        server_ns: &str,
+        to: SocketAddr,
+        rate_bps: u64,
+        packet: usize,
+    ) -> anyhow::Result<Background> {
+        use std::process::{Command, Stdio};
+        let port = to.port().to_string();
+        let server = Command::new("ip")
+            .args(["netns", "exec", server_ns, "iperf3", "-s", "-p", &port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("start iperf3 -s (is iperf3 installed? scripts/setup.sh installs it)")?;
+        let mut bg = Background {
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+            children: vec![server],
+            iperf: None,
+        };
+        // Let the server listen before the client connects.
+        std::thread::sleep(Duration::from_millis(300));
+        let client = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                client_ns,
+                "iperf3",
+                "-c",
+                &to.ip().to_string(),
+                "-p",
+                &port,
+                "-u",
+                "-b",
+                &rate_bps.to_string(),
+                "-l",
+                &packet.to_string(),
+                "-t",
+                "86400",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("start iperf3 -c")?;
+        bg.children.push(client);
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(st) = bg.children[1].try_wait()? {
+            bail!("iperf3 client exited at once ({st})");
+        }
+        bg.iperf = Some((Instant::now(), rate_bps, "fixed".into()));
+        Ok(bg)
     }
 
     /// Stops the generator and returns what it sent.
     pub fn stop(mut self) -> anyhow::Result<BackgroundStats> {
         self.stop.store(true, Ordering::Relaxed);
+        if let Some((t0, rate, pattern)) = self.iperf.take() {
+            self.kill_children();
+            let secs = t0.elapsed().as_secs_f64();
+            return Ok(BackgroundStats {
+                generator: "iperf3 -u (UDP at a fixed target rate)".into(),
+                pattern,
+                packets: 0,
+                bytes: 0,
+                seconds: secs,
+                mean_bps: rate as f64,
+            });
+        }
         match self.thread.take().expect("running").join() {
             Ok(r) => r,
             Err(_) => bail!("background generator panicked"),
@@ -387,8 +460,18 @@ impl Background {
     }
 }
 
+impl Background {
+    fn kill_children(&mut self) {
+        for mut c in self.children.drain(..).rev() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 impl Drop for Background {
     fn drop(&mut self) {
+        self.kill_children();
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();

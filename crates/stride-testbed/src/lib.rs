@@ -286,6 +286,18 @@ fn fct_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Value> 
                             ..EndpointConfig::default()
                         },
                     )?;
+                    // One unmeasured flow per transport: neighbour resolution and the first
+                    // handshake are not part of any FCT.
+                    for t in &ts {
+                        let _ = match t {
+                            Transport::Stride => {
+                                flows::stride_flow(&ep, stride_to, 0, 1000, None, timeout).await
+                            }
+                            Transport::Tcp(cc) => {
+                                flows::tcp_flow(cc, tcp_to, 0, 1000, None, timeout).await
+                            }
+                        };
+                    }
                     let mut recs = Vec::new();
                     if !poisson {
                         for (i, &(rep, block, size)) in plan.iter().enumerate() {
@@ -466,7 +478,18 @@ fn start_background(
     to: SocketAddr,
 ) -> anyhow::Result<Background> {
     if tb.file.background.generator == "iperf3" {
-        bail!("field `background.generator`: iperf3 is not wired in yet; use \"pinned\"");
+        let (Some(t), Pattern::Fixed(rate)) = (&env.topo, p) else {
+            bail!(
+                "field `background.generator`: iperf3 runs only the fixed pattern in the namespace testbed; use \"pinned\""
+            );
+        };
+        return Background::start_iperf3(
+            &t.generator,
+            &t.receiver,
+            SocketAddr::new(env.recv_ip, 5201),
+            *rate,
+            tb.file.background.packet as usize,
+        );
     }
     Ok(Background::start(
         &env.generator,
@@ -684,6 +707,9 @@ fn ack_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Value> 
                             },
                         )?);
                     }
+                    for (ep, to) in eps.iter().zip(&addrs) {
+                        let _ = flows::stride_flow(ep, *to, 0, 1000, None, timeout).await;
+                    }
                     let mut res = Vec::new();
                     for i in 0..(reps * flows) as usize {
                         for k in 0..ivs2.len() {
@@ -849,7 +875,7 @@ fn stt_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Value> 
             let mut buf = vec![0u8; pkt];
             let t0 = Instant::now();
             let mut next = t0;
-            while t0.elapsed() < dur {
+            while t0.elapsed() < dur + Duration::from_millis(100) {
                 next += iv;
                 let now = Instant::now();
                 if next > now {
@@ -870,6 +896,14 @@ fn stt_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Value> 
     let (kts, samples) = recv
         .join()
         .map_err(|_| anyhow::anyhow!("probe receiver panicked"))??;
+    // The first 100 ms are warm-up (neighbour resolution delays the very first datagram).
+    let samples: Vec<(u64, u64)> = match samples.first() {
+        Some(&(t0, _)) => samples
+            .into_iter()
+            .filter(|s| s.0 >= t0 + 100_000_000)
+            .collect(),
+        None => samples,
+    };
     if samples.len() < 2 {
         bail!("the STT probe received {} samples", samples.len());
     }

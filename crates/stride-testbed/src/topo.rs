@@ -18,6 +18,7 @@
 
 use anyhow::{anyhow, bail, Context};
 use std::net::{IpAddr, Ipv4Addr};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -178,6 +179,20 @@ pub fn namespaces_with_prefix(prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// Deletes testbed namespaces left by processes that no longer exist (killed before their
+/// `Drop` ran). Only names of the form `stb<pid>x...` whose pid is gone are touched.
+pub fn reap_stale() {
+    for ns in namespaces_with_prefix("stb") {
+        let pid: String = ns[3..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        if pid.is_empty() || !ns[3 + pid.len()..].starts_with('x') {
+            continue;
+        }
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = Command::new("ip").args(["netns", "del", &ns]).output();
+        }
+    }
+}
+
 impl Topology {
     /// Builds the namespaces, links, addresses, routes and the bottleneck qdisc. Refuses with a
     /// clear error without privilege.
@@ -185,6 +200,7 @@ impl Topology {
         if let Some(why) = netns_unavailable(euid()) {
             bail!("{why}");
         }
+        reap_stale();
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
         let p = format!("{}{n}", ns_prefix());
         let mut t = Topology {
