@@ -648,20 +648,21 @@ fn write_fct_figures(
                             let st = row(s, pn, "stride", b)
                                 .and_then(|r| r["drops"].as_f64())
                                 .unwrap_or(0.0);
-                            // +1 on both sides keeps blocks where STRIDE lost nothing finite.
-                            (tcp + 1.0) / (st + 1.0)
+                            // +1 on both sides keeps blocks where STRIDE lost nothing finite;
+                            // log10 because the ratios span several decades.
+                            ((tcp + 1.0) / (st + 1.0)).log10()
                         })
                         .collect(),
                 })
                 .collect();
             line_chart(
                 &out.join(format!("fig7-{pn}")),
-                &format!("Fig. 7: packets dropped, TCP / STRIDE ((a+1)/(b+1)), background {pn}"),
+                &format!("Fig. 7: packets dropped, TCP / STRIDE, background {pn}"),
                 "block size (KiB)",
-                "drop ratio TCP / STRIDE",
+                "log10 of (TCP drops + 1) / (STRIDE drops + 1)",
                 &xs,
                 &series,
-                Some(1.0),
+                Some(0.0),
             )?;
         }
     }
@@ -933,7 +934,7 @@ fn stt_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Value> 
         "ratio",
         &xs,
         &[Series {
-            name: "stride probe".into(),
+            name: "probe: tx CLOCK_REALTIME, rx SO_TIMESTAMPNS".into(),
             ys: r_first.clone(),
         }],
         Some(1.0),
@@ -945,7 +946,7 @@ fn stt_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Value> 
         "ratio",
         &xs[..r_next.len()],
         &[Series {
-            name: "stride probe".into(),
+            name: "probe: tx CLOCK_REALTIME, rx SO_TIMESTAMPNS".into(),
             ys: r_next.clone(),
         }],
         Some(1.0),

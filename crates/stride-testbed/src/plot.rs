@@ -127,7 +127,6 @@ where
         .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), y0..y1)
         .map_err(|e| anyhow!("{e}"))?;
     let labels: Vec<String> = xs.to_vec();
-    let step = (n / 12).max(1);
     chart
         .configure_mesh()
         .x_desc(xlabel)
@@ -135,11 +134,7 @@ where
         .x_labels(n.min(13))
         .x_label_formatter(&|x| {
             let i = x.round();
-            if (x - i).abs() < 1e-6
-                && i >= 0.0
-                && (i as usize) < labels.len()
-                && (i as usize).is_multiple_of(step)
-            {
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
                 labels[i as usize].clone()
             } else {
                 String::new()
