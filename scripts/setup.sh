@@ -13,6 +13,12 @@ if ! ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf >/dev/null 2>&1 && [ -z 
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq fonts-dejavu-core >/dev/null
 fi
+# iperf3 (UDP background traffic of `stride testbed`, generator = "iperf3"), and iproute2 for
+# its namespaces and bottleneck qdisc.
+if ! command -v iperf3 >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq iperf3 iproute2 >/dev/null
+fi
 if [ -f hw/Makefile ]; then
   bash hw/setup.sh
 fi

@@ -28,6 +28,9 @@ enum Cmd {
     Demo(demo::DemoArgs),
     /// Packet-level datacenter simulator: STRIDE (the same stride-proto code) vs TCP baselines.
     Sim(sim::SimArgs),
+    /// The paper's testbed on this machine: namespaces, a kernel bottleneck, background
+    /// traffic, STRIDE against kernel TCP (see crates/stride-testbed).
+    Testbed(stride_testbed::cli::TestbedArgs),
 }
 
 mod control;
@@ -51,6 +54,7 @@ fn main() {
         Cmd::Relay(a) => ("relay", relay_cmd::run(a)),
         Cmd::Demo(a) => ("demo", demo::run(a)),
         Cmd::Sim(a) => ("sim", sim::run(a)),
+        Cmd::Testbed(a) => ("testbed", stride_testbed::cli::run(a)),
     };
     // One clear line on stderr and a non-zero status (no debug dump or backtrace).
     if let Err(e) = r {

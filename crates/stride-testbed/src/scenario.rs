@@ -1,0 +1,795 @@
+//! Testbed files (TOML), in the simulator's style: unknown fields are errors, and every
+//! semantic error names its field (`field `bottleneck.rate`: ...`).
+
+use crate::topo::{Bottleneck, Qdisc};
+use crate::units::{parse_bytes, parse_rate};
+use serde::Deserialize;
+use std::path::Path;
+
+/// The paper's block-size categories (Fig. 6/7), in KiB: [lo, hi).
+pub const BLOCKS_KIB: [(u64, u64); 5] =
+    [(1, 10), (10, 128), (128, 256), (256, 2048), (2048, 10240)];
+/// Their labels.
+pub const BLOCK_LABELS: [&str; 5] = ["<10K", "10-128K", "128-256K", "256-2048K", "2048-10240K"];
+
+/// A whole testbed file.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct TestbedFile {
+    /// Name used in reports and the output directory.
+    pub name: String,
+    /// Seed of flow sizes, arrivals and the random background.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// `netns` (kernel bottleneck, needs root), `relay` (userspace relay on loopback, STRIDE
+    /// only) or `auto` (netns when privileged, else relay).
+    #[serde(default = "auto")]
+    pub mode: String,
+    /// `fct` (Fig. 6/7), `ack_interval` (Fig. 5), `stt` (Fig. 8a/8b) or `coexistence`.
+    pub experiment: String,
+    /// Interleaved repetitions (each repeats every transport once per block).
+    #[serde(default = "one")]
+    pub repetitions: u64,
+    /// The bottleneck.
+    pub bottleneck: BottleneckCfg,
+    /// Background traffic.
+    #[serde(default)]
+    pub background: BackgroundCfg,
+    /// Foreground flows.
+    #[serde(default)]
+    pub foreground: ForegroundCfg,
+    /// STRIDE settings.
+    #[serde(default)]
+    pub stride: StrideCfg,
+    /// ACK-interval sweep (experiment = "ack_interval").
+    #[serde(default)]
+    pub ack_sweep: AckSweepCfg,
+    /// STT probe (experiment = "stt").
+    #[serde(default)]
+    pub stt: SttCfg,
+    /// Coexistence (experiment = "coexistence").
+    #[serde(default)]
+    pub coexistence: CoexistCfg,
+}
+
+fn one() -> u64 {
+    1
+}
+fn auto() -> String {
+    "auto".into()
+}
+
+/// `[bottleneck]`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct BottleneckCfg {
+    /// Egress rate ("500mbit").
+    pub rate: String,
+    /// Drop-tail queue ("128KiB").
+    pub queue: String,
+    /// Token bucket depth ("16KiB").
+    #[serde(default = "default_burst")]
+    pub burst: String,
+    /// `tbf` or `htb`.
+    #[serde(default = "default_qdisc")]
+    pub qdisc: String,
+}
+fn default_burst() -> String {
+    "16KiB".into()
+}
+fn default_qdisc() -> String {
+    "tbf".into()
+}
+
+/// `[background]`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundCfg {
+    /// `pinned` (the testbed's own pinned-rate UDP sender) or `iperf3` (fixed pattern only).
+    #[serde(default = "default_generator")]
+    pub generator: String,
+    /// Patterns, each run with the whole foreground set: `none`, `fixed`, `random`, `linear`.
+    #[serde(default = "default_patterns")]
+    pub patterns: Vec<String>,
+    /// Rate of the fixed pattern.
+    #[serde(default = "default_fixed")]
+    pub fixed_rate: String,
+    /// Lowest rate of the random pattern.
+    #[serde(default = "default_rmin")]
+    pub random_min: String,
+    /// Highest rate of the random pattern.
+    #[serde(default = "default_rmax")]
+    pub random_max: String,
+    /// The random pattern draws a new rate this often, ms.
+    #[serde(default = "default_rperiod")]
+    pub random_period_ms: f64,
+    /// The linear pattern's starting rate.
+    #[serde(default = "default_lfrom")]
+    pub linear_from: String,
+    /// The linear pattern's final rate (then it starts over).
+    #[serde(default = "default_lto")]
+    pub linear_to: String,
+    /// Length of one linear ramp, s.
+    #[serde(default = "default_lperiod")]
+    pub linear_period_s: f64,
+    /// UDP payload of the background datagrams, bytes.
+    #[serde(default = "default_packet")]
+    pub packet: u64,
+}
+fn default_generator() -> String {
+    "pinned".into()
+}
+fn default_patterns() -> Vec<String> {
+    vec!["fixed".into(), "random".into(), "linear".into()]
+}
+fn default_fixed() -> String {
+    "30%".into()
+}
+fn default_rmin() -> String {
+    "10%".into()
+}
+fn default_rmax() -> String {
+    "50%".into()
+}
+fn default_rperiod() -> f64 {
+    100.0
+}
+fn default_lfrom() -> String {
+    "0%".into()
+}
+fn default_lto() -> String {
+    "60%".into()
+}
+fn default_lperiod() -> f64 {
+    5.0
+}
+fn default_packet() -> u64 {
+    1400
+}
+impl Default for BackgroundCfg {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+/// `[foreground]`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ForegroundCfg {
+    /// `stride` and kernel congestion controls (`cubic`, `bbr`, `reno`, ...).
+    #[serde(default = "default_transports")]
+    pub transports: Vec<String>,
+    /// Block categories to run, 1..=5 (Fig. 6's < 10 KB ... 2048-10240 KB).
+    #[serde(default = "default_blocks")]
+    pub blocks: Vec<u64>,
+    /// Flows per block category and transport in each repetition.
+    #[serde(default = "default_fpb")]
+    pub flows_per_block: u64,
+    /// `back_to_back` or `poisson`.
+    #[serde(default = "default_arrival")]
+    pub arrival: String,
+    /// Offered foreground load (fraction of the bottleneck) of the Poisson arrivals.
+    #[serde(default = "default_load")]
+    pub load: f64,
+    /// A flow not finished after this long counts as failed, s.
+    #[serde(default = "default_timeout")]
+    pub timeout_s: f64,
+}
+fn default_transports() -> Vec<String> {
+    vec!["stride".into(), "cubic".into(), "bbr".into(), "reno".into()]
+}
+fn default_blocks() -> Vec<u64> {
+    vec![1, 2, 3, 4, 5]
+}
+fn default_fpb() -> u64 {
+    3
+}
+fn default_arrival() -> String {
+    "back_to_back".into()
+}
+fn default_load() -> f64 {
+    0.3
+}
+fn default_timeout() -> f64 {
+    30.0
+}
+impl Default for ForegroundCfg {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+/// `[stride]`.
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct StrideCfg {
+    /// The sender's line rate (default: the bottleneck rate, like `stride demo`).
+    pub line_rate: Option<String>,
+    /// ACK interval (default 64 KiB, the paper's data segment).
+    pub ack_interval: Option<String>,
+}
+
+/// `[ack_sweep]`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct AckSweepCfg {
+    /// ACK intervals compared.
+    #[serde(default = "default_intervals")]
+    pub intervals: Vec<String>,
+    /// Block size of every flow.
+    #[serde(default = "default_sweep_block")]
+    pub block: String,
+    /// Flows per interval per repetition.
+    #[serde(default = "default_sweep_flows")]
+    pub flows: u64,
+}
+fn default_intervals() -> Vec<String> {
+    ["4KiB", "16KiB", "64KiB", "256KiB", "1MiB"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+fn default_sweep_block() -> String {
+    "4MiB".into()
+}
+fn default_sweep_flows() -> u64 {
+    2
+}
+impl Default for AckSweepCfg {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+/// `[stt]`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct SttCfg {
+    /// One probe datagram this often, µs (the paper compares STTs 1 ms apart).
+    #[serde(default = "default_stt_interval")]
+    pub interval_us: u64,
+    /// Probe duration, s.
+    #[serde(default = "default_stt_duration")]
+    pub duration_s: f64,
+    /// Probe payload, bytes.
+    #[serde(default = "default_stt_packet")]
+    pub packet: u64,
+}
+fn default_stt_interval() -> u64 {
+    1000
+}
+fn default_stt_duration() -> f64 {
+    10.0
+}
+fn default_stt_packet() -> u64 {
+    1400
+}
+impl Default for SttCfg {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+/// `[coexistence]`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct CoexistCfg {
+    /// Kernel congestion controls that each share the bottleneck with one STRIDE flow.
+    #[serde(default = "default_against")]
+    pub against: Vec<String>,
+    /// Length of each pairing, s.
+    #[serde(default = "default_coexist_duration")]
+    pub duration_s: f64,
+    /// Throughput and queue sampling period, ms.
+    #[serde(default = "default_sample")]
+    pub sample_ms: u64,
+}
+fn default_against() -> Vec<String> {
+    vec!["cubic".into(), "bbr".into()]
+}
+fn default_coexist_duration() -> f64 {
+    30.0
+}
+fn default_sample() -> u64 {
+    100
+}
+impl Default for CoexistCfg {
+    fn default() -> Self {
+        toml::from_str("").expect("defaults")
+    }
+}
+
+/// A testbed-file error: the field and the reason.
+#[derive(Debug)]
+pub struct TestbedError(pub String);
+impl std::fmt::Display for TestbedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for TestbedError {}
+
+fn positive(v: f64) -> bool {
+    v > 0.0 && v.is_finite()
+}
+
+fn bad(field: &str, why: impl std::fmt::Display) -> TestbedError {
+    TestbedError(format!("field `{field}`: {why}"))
+}
+
+/// Background rate pattern, in bit/s.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pattern {
+    /// No background.
+    None,
+    /// A constant rate.
+    Fixed(u64),
+    /// A new uniform rate in [min, max] every period (seeded).
+    Random {
+        /// Lowest rate.
+        min: u64,
+        /// Highest rate.
+        max: u64,
+        /// Period, ns.
+        period_ns: u64,
+        /// Seed.
+        seed: u64,
+    },
+    /// From `from` to `to` linearly over `period_ns`, then again.
+    Linear {
+        /// Start rate.
+        from: u64,
+        /// End rate.
+        to: u64,
+        /// Ramp length, ns.
+        period_ns: u64,
+    },
+}
+
+impl Pattern {
+    /// The pattern's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Pattern::None => "none",
+            Pattern::Fixed(_) => "fixed",
+            Pattern::Random { .. } => "random",
+            Pattern::Linear { .. } => "linear",
+        }
+    }
+    /// The rate `t_ns` after the start.
+    pub fn rate_at(&self, t_ns: u64) -> u64 {
+        match *self {
+            Pattern::None => 0,
+            Pattern::Fixed(r) => r,
+            Pattern::Random {
+                min,
+                max,
+                period_ns,
+                seed,
+            } => {
+                use rand::{Rng, SeedableRng};
+                let idx = t_ns / period_ns.max(1);
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
+                    seed ^ idx.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                );
+                rng.gen_range(min..=max)
+            }
+            Pattern::Linear {
+                from,
+                to,
+                period_ns,
+            } => {
+                let p = period_ns.max(1);
+                let f = (t_ns % p) as f64 / p as f64;
+                (from as f64 + (to as f64 - from as f64) * f) as u64
+            }
+        }
+    }
+}
+
+/// A validated testbed file.
+#[derive(Debug, Clone)]
+pub struct Testbed {
+    /// The file as parsed.
+    pub file: TestbedFile,
+    /// Run mode: `netns`, `relay` or `auto`.
+    pub mode: Mode,
+    /// The bottleneck.
+    pub link: Bottleneck,
+    /// Background patterns in order.
+    pub patterns: Vec<Pattern>,
+    /// Foreground transports.
+    pub transports: Vec<Transport>,
+    /// STRIDE line rate, bit/s.
+    pub line_bps: u64,
+    /// STRIDE ACK interval, bytes.
+    pub ack_interval: u32,
+    /// ACK intervals of the sweep.
+    pub sweep_intervals: Vec<u32>,
+    /// Block size of the sweep.
+    pub sweep_block: u64,
+    /// Kernel congestion controls of the coexistence runs.
+    pub against: Vec<String>,
+}
+
+/// Run mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Kernel bottleneck in network namespaces.
+    Netns,
+    /// Userspace relay on loopback.
+    Relay,
+    /// Netns when privileged, else relay.
+    Auto,
+}
+
+/// A foreground transport.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// STRIDE over UDP.
+    Stride,
+    /// Kernel TCP with this congestion control.
+    Tcp(String),
+}
+
+impl Transport {
+    /// Its name in reports ("stride", "cubic", ...).
+    pub fn name(&self) -> &str {
+        match self {
+            Transport::Stride => "stride",
+            Transport::Tcp(cc) => cc,
+        }
+    }
+}
+
+/// The congestion controls this kernel offers.
+pub fn kernel_ccs() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+impl Testbed {
+    /// Reads, parses and validates a testbed file.
+    pub fn load(path: &Path) -> Result<Testbed, TestbedError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TestbedError(format!("{}: {e}", path.display())))?;
+        Self::parse(&text).map_err(|e| TestbedError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    /// Parses and validates testbed TOML.
+    pub fn parse(text: &str) -> Result<Testbed, TestbedError> {
+        let file: TestbedFile = toml::from_str(text).map_err(|e| TestbedError(e.to_string()))?;
+        Self::validate(file)
+    }
+
+    fn validate(file: TestbedFile) -> Result<Testbed, TestbedError> {
+        let mode = match file.mode.as_str() {
+            "netns" => Mode::Netns,
+            "relay" => Mode::Relay,
+            "auto" => Mode::Auto,
+            m => return Err(bad("mode", format!("{m:?} is not netns, relay or auto"))),
+        };
+        if !["fct", "ack_interval", "stt", "coexistence"].contains(&file.experiment.as_str()) {
+            return Err(bad(
+                "experiment",
+                format!(
+                    "{:?} is not fct, ack_interval, stt or coexistence",
+                    file.experiment
+                ),
+            ));
+        }
+        if file.repetitions == 0 {
+            return Err(bad("repetitions", "must be at least 1"));
+        }
+        let b = &file.bottleneck;
+        let rate = parse_rate(&b.rate).map_err(|e| bad("bottleneck.rate", e))?;
+        if rate < 1_000_000 {
+            return Err(bad("bottleneck.rate", "must be at least 1mbit"));
+        }
+        let queue = parse_bytes(&b.queue).map_err(|e| bad("bottleneck.queue", e))?;
+        if queue < 3000 {
+            return Err(bad(
+                "bottleneck.queue",
+                "must hold at least two 1500-byte packets",
+            ));
+        }
+        let burst = parse_bytes(&b.burst).map_err(|e| bad("bottleneck.burst", e))?;
+        if burst < 1600 {
+            return Err(bad(
+                "bottleneck.burst",
+                "must hold at least one 1500-byte packet",
+            ));
+        }
+        let qdisc = match b.qdisc.as_str() {
+            "tbf" => Qdisc::Tbf,
+            "htb" => Qdisc::Htb,
+            q => {
+                return Err(bad(
+                    "bottleneck.qdisc",
+                    format!("{q:?} is not tbf or htb (netem is not available in this kernel)"),
+                ))
+            }
+        };
+        let link = Bottleneck {
+            rate_bps: rate,
+            queue_bytes: queue,
+            burst_bytes: burst,
+            qdisc,
+        };
+        // Background rates may be absolute or a percentage of the bottleneck.
+        let bg_rate = |field: &str, v: &str| -> Result<u64, TestbedError> {
+            let r = if let Some(p) = v.trim().strip_suffix('%') {
+                let f: f64 = p
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(field, format!("{v:?} is not a rate or a percentage")))?;
+                if !(0.0..=200.0).contains(&f) {
+                    return Err(bad(field, "percentage must be within 0..200"));
+                }
+                (rate as f64 * f / 100.0) as u64
+            } else {
+                parse_rate(v).map_err(|e| bad(field, e))?
+            };
+            Ok(r)
+        };
+        let bg = &file.background;
+        if !["pinned", "iperf3"].contains(&bg.generator.as_str()) {
+            return Err(bad(
+                "background.generator",
+                format!("{:?} is not pinned or iperf3", bg.generator),
+            ));
+        }
+        if !(64..=1472).contains(&bg.packet) {
+            return Err(bad("background.packet", "must be within 64..=1472 bytes"));
+        }
+        if file.background.patterns.is_empty() {
+            return Err(bad("background.patterns", "must name at least one pattern"));
+        }
+        let mut patterns = Vec::new();
+        for p in &bg.patterns {
+            let pat = match p.as_str() {
+                "none" => Pattern::None,
+                "fixed" => Pattern::Fixed(bg_rate("background.fixed_rate", &bg.fixed_rate)?),
+                "random" => {
+                    let min = bg_rate("background.random_min", &bg.random_min)?;
+                    let max = bg_rate("background.random_max", &bg.random_max)?;
+                    if max < min {
+                        return Err(bad("background.random_max", "is below random_min"));
+                    }
+                    if !positive(bg.random_period_ms) {
+                        return Err(bad("background.random_period_ms", "must be positive"));
+                    }
+                    Pattern::Random {
+                        min,
+                        max,
+                        period_ns: (bg.random_period_ms * 1e6) as u64,
+                        seed: file.seed,
+                    }
+                }
+                "linear" => {
+                    if !positive(bg.linear_period_s) {
+                        return Err(bad("background.linear_period_s", "must be positive"));
+                    }
+                    Pattern::Linear {
+                        from: bg_rate("background.linear_from", &bg.linear_from)?,
+                        to: bg_rate("background.linear_to", &bg.linear_to)?,
+                        period_ns: (bg.linear_period_s * 1e9) as u64,
+                    }
+                }
+                other => {
+                    return Err(bad(
+                        "background.patterns",
+                        format!("unknown pattern {other:?} (none, fixed, random, linear)"),
+                    ))
+                }
+            };
+            if bg.generator == "iperf3"
+                && matches!(pat, Pattern::Random { .. } | Pattern::Linear { .. })
+            {
+                return Err(bad(
+                    "background.generator",
+                    "iperf3 holds one fixed rate per run: use generator = \"pinned\" for the random and linear patterns",
+                ));
+            }
+            patterns.push(pat);
+        }
+        let fg = &file.foreground;
+        let kernel = kernel_ccs();
+        let mut transports = Vec::new();
+        if fg.transports.is_empty() {
+            return Err(bad(
+                "foreground.transports",
+                "must name at least one transport",
+            ));
+        }
+        for t in &fg.transports {
+            if t == "stride" {
+                transports.push(Transport::Stride);
+            } else if kernel.iter().any(|k| k == t) {
+                transports.push(Transport::Tcp(t.clone()));
+            } else {
+                return Err(bad(
+                    "foreground.transports",
+                    format!(
+                        "{t:?} is neither stride nor a congestion control this kernel offers ({})",
+                        kernel.join(", ")
+                    ),
+                ));
+            }
+        }
+        if fg.blocks.is_empty() || fg.blocks.iter().any(|b| !(1..=5).contains(b)) {
+            return Err(bad(
+                "foreground.blocks",
+                "must list categories within 1..=5",
+            ));
+        }
+        if fg.flows_per_block == 0 {
+            return Err(bad("foreground.flows_per_block", "must be at least 1"));
+        }
+        if !["back_to_back", "poisson"].contains(&fg.arrival.as_str()) {
+            return Err(bad(
+                "foreground.arrival",
+                format!("{:?} is not back_to_back or poisson", fg.arrival),
+            ));
+        }
+        if !(fg.load > 0.0 && fg.load < 1.0) {
+            return Err(bad("foreground.load", "must be within (0, 1)"));
+        }
+        if !positive(fg.timeout_s) {
+            return Err(bad("foreground.timeout_s", "must be positive"));
+        }
+        let line_bps = match &file.stride.line_rate {
+            Some(s) => parse_rate(s).map_err(|e| bad("stride.line_rate", e))?,
+            None => rate,
+        };
+        if line_bps < 1_000_000 {
+            return Err(bad("stride.line_rate", "must be at least 1mbit"));
+        }
+        let ack = |field: &str, s: &str| -> Result<u32, TestbedError> {
+            let v = parse_bytes(s).map_err(|e| bad(field, e))?;
+            if !(1440..=4 << 20).contains(&v) {
+                return Err(bad(field, "must be within 1440 bytes ..= 4 MiB"));
+            }
+            Ok(v as u32)
+        };
+        let ack_interval = match &file.stride.ack_interval {
+            Some(s) => ack("stride.ack_interval", s)?,
+            None => 64 * 1024,
+        };
+        let mut sweep_intervals = Vec::new();
+        for s in &file.ack_sweep.intervals {
+            sweep_intervals.push(ack("ack_sweep.intervals", s)?);
+        }
+        if sweep_intervals.is_empty() {
+            return Err(bad(
+                "ack_sweep.intervals",
+                "must list at least one interval",
+            ));
+        }
+        let sweep_block =
+            parse_bytes(&file.ack_sweep.block).map_err(|e| bad("ack_sweep.block", e))?;
+        if sweep_block == 0 {
+            return Err(bad("ack_sweep.block", "must be positive"));
+        }
+        if file.ack_sweep.flows == 0 {
+            return Err(bad("ack_sweep.flows", "must be at least 1"));
+        }
+        let s = &file.stt;
+        if s.interval_us == 0 {
+            return Err(bad("stt.interval_us", "must be positive"));
+        }
+        if !positive(s.duration_s) {
+            return Err(bad("stt.duration_s", "must be positive"));
+        }
+        if !(16..=1472).contains(&s.packet) {
+            return Err(bad("stt.packet", "must be within 16..=1472 bytes"));
+        }
+        let c = &file.coexistence;
+        for a in &c.against {
+            if !kernel.iter().any(|k| k == a) {
+                return Err(bad(
+                    "coexistence.against",
+                    format!(
+                        "{a:?} is not a congestion control this kernel offers ({})",
+                        kernel.join(", ")
+                    ),
+                ));
+            }
+        }
+        if !positive(c.duration_s) {
+            return Err(bad("coexistence.duration_s", "must be positive"));
+        }
+        if c.sample_ms == 0 {
+            return Err(bad("coexistence.sample_ms", "must be positive"));
+        }
+        Ok(Testbed {
+            against: c.against.clone(),
+            mode,
+            link,
+            patterns,
+            transports,
+            line_bps,
+            ack_interval,
+            sweep_intervals,
+            sweep_block,
+            file,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str =
+        "name = \"t\"\nexperiment = \"fct\"\n[bottleneck]\nrate = \"100mbit\"\nqueue = \"64KiB\"\n";
+
+    fn err(extra: &str) -> String {
+        Testbed::parse(&format!("{MIN}{extra}")).unwrap_err().0
+    }
+
+    #[test]
+    fn minimal_file_gets_the_paper_defaults() {
+        let t = Testbed::parse(MIN).unwrap();
+        assert_eq!(t.link.rate_bps, 100_000_000);
+        assert_eq!(t.ack_interval, 65536);
+        assert_eq!(t.patterns.len(), 3);
+        assert_eq!(t.patterns[0], Pattern::Fixed(30_000_000));
+        assert_eq!(t.line_bps, 100_000_000);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert!(
+            err("[background]\nfixed_rate = \"fast\"\n").contains("field `background.fixed_rate`")
+        );
+        assert!(
+            err("[background]\npatterns = [\"bursty\"]\n").contains("field `background.patterns`")
+        );
+        assert!(err("[foreground]\ntransports = [\"vegasx\"]\n")
+            .contains("field `foreground.transports`"));
+        assert!(err("[foreground]\nblocks = [6]\n").contains("field `foreground.blocks`"));
+        assert!(err("[stride]\nack_interval = \"1KiB\"\n").contains("field `stride.ack_interval`"));
+        assert!(err("[bottleneck2]\n").contains("bottleneck2"));
+        let e = Testbed::parse("name = \"t\"\nexperiment = \"fct\"\n[bottleneck]\nrate = \"100mbit\"\nqueue = \"64KiB\"\nqdisc = \"netem\"\n").unwrap_err().0;
+        assert!(e.contains("field `bottleneck.qdisc`"), "{e}");
+        // Unknown keys inside a section are named too.
+        let e = Testbed::parse("name = \"t\"\nexperiment = \"fct\"\n[bottleneck]\nrate = \"100mbit\"\nqueue = \"64KiB\"\nqueue_size = 3\n").unwrap_err().0;
+        assert!(e.contains("queue_size"), "{e}");
+    }
+
+    #[test]
+    fn patterns_follow_their_shape() {
+        let l = Pattern::Linear {
+            from: 0,
+            to: 100,
+            period_ns: 1000,
+        };
+        assert_eq!(l.rate_at(0), 0);
+        assert_eq!(l.rate_at(500), 50);
+        assert_eq!(l.rate_at(1500), 50);
+        let r = Pattern::Random {
+            min: 10,
+            max: 20,
+            period_ns: 100,
+            seed: 7,
+        };
+        let rates: Vec<u64> = (0..50).map(|i| r.rate_at(i * 100)).collect();
+        assert!(rates.iter().all(|v| (10..=20).contains(v)));
+        assert!(
+            rates.iter().any(|&v| v != rates[0]),
+            "random pattern never changes"
+        );
+        assert_eq!(r.rate_at(5), r.rate_at(95), "rate changes inside a period");
+        let r2 = Pattern::Random {
+            min: 10,
+            max: 20,
+            period_ns: 100,
+            seed: 7,
+        };
+        assert_eq!(r2.rate_at(4200), r.rate_at(4200), "same seed, same rates");
+    }
+}

@@ -1,0 +1,471 @@
+//! The testbed's topology: four network namespaces joined by veth pairs.
+//!
+//! ```text
+//!  sender 10.77.1.1 ── 10.77.1.2 ┐
+//!                                 bottleneck ── 10.77.2.2 ══tbf/htb══> 10.77.2.1 receiver
+//!  generator 10.77.3.1 ─ 10.77.3.2 ┘
+//! ```
+//!
+//! The bottleneck namespace routes between the three links; its egress towards the receiver
+//! carries the rate limit (`tbf`, or `htb` with one class) with a drop-tail queue of the stated
+//! size. The sender runs the foreground flows, the generator the background traffic (the paper's
+//! traffic emulator), so both meet only in that queue. Everything is created by [`Topology::up`]
+//! and removed when the [`Topology`] is dropped, also on error or panic. Namespace names carry the
+//! process id and a counter, so concurrent runs (and tests) never collide.
+//!
+//! Threads enter a namespace with `setns(2)` ([`Host::spawn`]); a socket stays in the namespace it
+//! was created in, so a STRIDE endpoint's driver thread and tokio need nothing special.
+
+use anyhow::{anyhow, bail, Context};
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The sender's address.
+pub const SENDER_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 1);
+/// The receiver's address.
+pub const RECEIVER_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 1);
+/// The background generator's address.
+pub const GENERATOR_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 3, 1);
+/// The bottleneck's egress interface (inside the bottleneck namespace).
+pub const BOTTLENECK_DEV: &str = "tbr0";
+
+/// The queueing discipline on the bottleneck egress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Qdisc {
+    /// Token bucket filter: rate, a bucket of `burst` bytes, a byte-limited drop-tail queue.
+    Tbf,
+    /// Hierarchical token bucket with one class, its leaf a byte-limited `bfifo` (drop-tail).
+    Htb,
+}
+
+/// Bottleneck settings.
+#[derive(Clone, Debug)]
+pub struct Bottleneck {
+    /// Egress rate, bit/s.
+    pub rate_bps: u64,
+    /// Drop-tail queue, bytes.
+    pub queue_bytes: u64,
+    /// Token bucket depth, bytes.
+    pub burst_bytes: u64,
+    /// Discipline.
+    pub qdisc: Qdisc,
+}
+
+/// Where a piece of the experiment runs.
+#[derive(Clone, Debug)]
+pub enum Host {
+    /// Inside this network namespace.
+    Ns(String),
+    /// In the caller's namespace (the relay fallback, on loopback).
+    Local,
+}
+
+impl Host {
+    /// Runs `f` on a new thread inside this host's network namespace.
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        name: &str,
+        f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+    ) -> std::thread::JoinHandle<anyhow::Result<T>> {
+        let host = self.clone();
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                host.enter()?;
+                f()
+            })
+            .expect("spawn a thread")
+    }
+
+    /// Moves the calling thread into this host's namespace.
+    pub fn enter(&self) -> anyhow::Result<()> {
+        match self {
+            Host::Local => Ok(()),
+            Host::Ns(ns) => {
+                let path = format!("/run/netns/{ns}");
+                let f = std::fs::File::open(&path).with_context(|| format!("open {path}"))?;
+                use std::os::fd::AsRawFd;
+                // SAFETY: setns on a descriptor we own; it changes only this thread.
+                let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+                if r != 0 {
+                    bail!("setns into {ns}: {}", std::io::Error::last_os_error());
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Why the namespace topology cannot be built here, if it cannot: it needs root
+/// (CAP_SYS_ADMIN for namespaces, CAP_NET_ADMIN for links and qdiscs) and the `ip` and `tc`
+/// tools.
+pub fn netns_unavailable(euid: u32) -> Option<String> {
+    if euid != 0 {
+        return Some(format!(
+            "the namespace testbed needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN to create network \
+             namespaces, veth links and the bottleneck qdisc) but runs as uid {euid}: run it as \
+             root, or set `mode = \"relay\"` (or --mode relay) for the userspace-relay fallback \
+             (STRIDE only: kernel TCP cannot cross the UDP relay)"
+        ));
+    }
+    for tool in ["ip", "tc"] {
+        let ok = Command::new(tool)
+            .arg("-V")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !ok {
+            return Some(format!(
+                "the namespace testbed needs the `{tool}` tool (iproute2), which is not installed"
+            ));
+        }
+    }
+    None
+}
+
+/// The effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no failure mode.
+    unsafe { libc::geteuid() }
+}
+
+/// A running namespace topology; dropping it deletes the namespaces (and with them every veth).
+pub struct Topology {
+    /// Namespace names: sender, bottleneck, receiver, generator.
+    pub sender: String,
+    /// The bottleneck namespace.
+    pub bottleneck: String,
+    /// The receiver namespace.
+    pub receiver: String,
+    /// The background generator namespace.
+    pub generator: String,
+    /// The bottleneck settings.
+    pub link: Bottleneck,
+    created: Vec<String>,
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+fn run(args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .with_context(|| format!("run {}", args.join(" ")))?;
+    if !out.status.success() {
+        bail!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The prefix of this process's namespace names.
+pub fn ns_prefix() -> String {
+    format!("stb{}x", std::process::id())
+}
+
+/// Namespaces whose name starts with `prefix` (from `ip netns list`).
+pub fn namespaces_with_prefix(prefix: &str) -> Vec<String> {
+    run(&["ip", "netns", "list"])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(prefix))
+        .map(String::from)
+        .collect()
+}
+
+/// Deletes testbed namespaces left by processes that no longer exist (killed before their
+/// `Drop` ran). Only names of the form `stb<pid>x...` whose pid is gone are touched.
+pub fn reap_stale() {
+    for ns in namespaces_with_prefix("stb") {
+        let pid: String = ns[3..].chars().take_while(|c| c.is_ascii_digit()).collect();
+        if pid.is_empty() || !ns[3 + pid.len()..].starts_with('x') {
+            continue;
+        }
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = Command::new("ip").args(["netns", "del", &ns]).output();
+        }
+    }
+}
+
+impl Topology {
+    /// Builds the namespaces, links, addresses, routes and the bottleneck qdisc. Refuses with a
+    /// clear error without privilege.
+    pub fn up(link: Bottleneck) -> anyhow::Result<Topology> {
+        if let Some(why) = netns_unavailable(euid()) {
+            bail!("{why}");
+        }
+        reap_stale();
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let p = format!("{}{n}", ns_prefix());
+        let mut t = Topology {
+            sender: format!("{p}s"),
+            bottleneck: format!("{p}b"),
+            receiver: format!("{p}r"),
+            generator: format!("{p}g"),
+            link,
+            created: Vec::new(),
+        };
+        // On any error below, dropping `t` removes what was made.
+        t.build()?;
+        Ok(t)
+    }
+
+    fn build(&mut self) -> anyhow::Result<()> {
+        for ns in [
+            &self.sender,
+            &self.bottleneck,
+            &self.receiver,
+            &self.generator,
+        ] {
+            run(&["ip", "netns", "add", ns])?;
+            self.created.push(ns.clone());
+            run(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
+        }
+        let b = self.bottleneck.clone();
+        // (end namespace, its device, bottleneck device, subnet)
+        let legs = [
+            (self.sender.clone(), "tbs0", "tbs1", 1u8),
+            (self.receiver.clone(), "tbr1", BOTTLENECK_DEV, 2u8),
+            (self.generator.clone(), "tbg0", "tbg1", 3u8),
+        ];
+        for (ns, dev, bdev, net) in &legs {
+            run(&[
+                "ip", "link", "add", dev, "netns", ns, "type", "veth", "peer", "name", bdev,
+                "netns", &b,
+            ])?;
+            let host = format!("10.77.{net}.1/24");
+            let gw = format!("10.77.{net}.2");
+            let gw_cidr = format!("{gw}/24");
+            run(&["ip", "-n", ns, "addr", "add", &host, "dev", dev])?;
+            run(&["ip", "-n", ns, "link", "set", dev, "up"])?;
+            run(&["ip", "-n", &b, "addr", "add", &gw_cidr, "dev", bdev])?;
+            run(&["ip", "-n", &b, "link", "set", bdev, "up"])?;
+            run(&["ip", "-n", ns, "route", "add", "default", "via", &gw])?;
+        }
+        run(&[
+            "ip",
+            "netns",
+            "exec",
+            &b,
+            "sysctl",
+            "-q",
+            "-w",
+            "net.ipv4.ip_forward=1",
+        ])?;
+        self.install_qdisc()?;
+        Ok(())
+    }
+
+    fn install_qdisc(&self) -> anyhow::Result<()> {
+        let b = &self.bottleneck;
+        let rate = format!("{}bit", self.link.rate_bps);
+        let burst = format!("{}b", self.link.burst_bytes);
+        let limit = format!("{}b", self.link.queue_bytes);
+        let tc = |args: &[&str]| -> anyhow::Result<String> {
+            let mut v = vec!["ip", "netns", "exec", b.as_str(), "tc"];
+            v.extend_from_slice(args);
+            run(&v)
+        };
+        match self.link.qdisc {
+            Qdisc::Tbf => {
+                tc(&[
+                    "qdisc",
+                    "add",
+                    "dev",
+                    BOTTLENECK_DEV,
+                    "root",
+                    "handle",
+                    "1:",
+                    "tbf",
+                    "rate",
+                    &rate,
+                    "burst",
+                    &burst,
+                    "limit",
+                    &limit,
+                ])?;
+            }
+            Qdisc::Htb => {
+                tc(&[
+                    "qdisc",
+                    "add",
+                    "dev",
+                    BOTTLENECK_DEV,
+                    "root",
+                    "handle",
+                    "1:",
+                    "htb",
+                    "default",
+                    "1",
+                ])?;
+                tc(&[
+                    "class",
+                    "add",
+                    "dev",
+                    BOTTLENECK_DEV,
+                    "parent",
+                    "1:",
+                    "classid",
+                    "1:1",
+                    "htb",
+                    "rate",
+                    &rate,
+                    "ceil",
+                    &rate,
+                    "burst",
+                    &burst,
+                    "cburst",
+                    &burst,
+                ])?;
+                tc(&[
+                    "qdisc",
+                    "add",
+                    "dev",
+                    BOTTLENECK_DEV,
+                    "parent",
+                    "1:1",
+                    "handle",
+                    "10:",
+                    "bfifo",
+                    "limit",
+                    &limit,
+                ])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The sender host.
+    pub fn sender_host(&self) -> Host {
+        Host::Ns(self.sender.clone())
+    }
+    /// The receiver host.
+    pub fn receiver_host(&self) -> Host {
+        Host::Ns(self.receiver.clone())
+    }
+    /// The generator host.
+    pub fn generator_host(&self) -> Host {
+        Host::Ns(self.generator.clone())
+    }
+
+    /// The bottleneck qdisc's counters now.
+    pub fn qdisc_stats(&self) -> anyhow::Result<QdiscStats> {
+        let out = run(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.bottleneck,
+            "tc",
+            "-s",
+            "qdisc",
+            "show",
+            "dev",
+            BOTTLENECK_DEV,
+        ])?;
+        parse_qdisc_stats(&out).ok_or_else(|| anyhow!("cannot read qdisc counters from {out:?}"))
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        for ns in self.created.drain(..).rev() {
+            let _ = Command::new("ip").args(["netns", "del", &ns]).output();
+        }
+    }
+}
+
+/// Counters of the bottleneck qdisc, summed over the qdiscs shown (htb and its bfifo leaf both
+/// count; only the leaf drops, the root only passes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QdiscStats {
+    /// Bytes sent.
+    pub sent_bytes: u64,
+    /// Packets sent.
+    pub sent_packets: u64,
+    /// Packets dropped.
+    pub dropped: u64,
+    /// Bytes queued now (the root qdisc's backlog).
+    pub backlog_bytes: u64,
+}
+
+/// Parses `tc -s qdisc show dev X`: the first qdisc's sent counters and backlog, and the drops of
+/// every qdisc listed.
+pub fn parse_qdisc_stats(out: &str) -> Option<QdiscStats> {
+    let mut s = QdiscStats::default();
+    let mut seen_sent = false;
+    let mut seen_backlog = false;
+    for line in out.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.first() == Some(&"Sent") && w.len() >= 9 {
+            if !seen_sent {
+                s.sent_bytes = w[1].parse().ok()?;
+                s.sent_packets = w[3].parse().ok()?;
+                seen_sent = true;
+            }
+            // "(dropped N," is word 6.
+            let d = w[6].trim_end_matches(',');
+            s.dropped += d.parse::<u64>().ok()?;
+        } else if w.first() == Some(&"backlog") && !seen_backlog {
+            let b = w.get(1)?;
+            s.backlog_bytes = parse_tc_size(b)?;
+            seen_backlog = true;
+        }
+    }
+    seen_sent.then_some(s)
+}
+
+fn parse_tc_size(b: &str) -> Option<u64> {
+    let b = b.trim_end_matches('b');
+    if let Some(k) = b.strip_suffix('K') {
+        return k.parse::<u64>().ok().map(|v| v * 1024);
+    }
+    if let Some(m) = b.strip_suffix('M') {
+        return m.parse::<u64>().ok().map(|v| v * 1024 * 1024);
+    }
+    b.parse().ok()
+}
+
+/// The receiver's address as an `IpAddr`.
+pub fn receiver_ip() -> IpAddr {
+    IpAddr::V4(RECEIVER_IP)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qdisc_counters_parse() {
+        let tbf = "qdisc tbf 1: root refcnt 3 rate 1Gbit burst 16Kb lat 1.97ms \n Sent 123456 bytes 789 pkt (dropped 12, overlimits 3 requeues 0) \n backlog 3028b 2p requeues 0\n";
+        let s = parse_qdisc_stats(tbf).unwrap();
+        assert_eq!(
+            s,
+            QdiscStats {
+                sent_bytes: 123456,
+                sent_packets: 789,
+                dropped: 12,
+                backlog_bytes: 3028
+            }
+        );
+        let htb = "qdisc htb 1: root refcnt 3 r2q 10 default 0x1 direct_packets_stat 0 direct_qlen 1000\n Sent 1000 bytes 10 pkt (dropped 0, overlimits 5 requeues 0)\n backlog 29Kb 20p requeues 0\nqdisc bfifo 10: parent 1:1 limit 256Kb\n Sent 1000 bytes 10 pkt (dropped 7, overlimits 0 requeues 0)\n backlog 29Kb 20p requeues 0\n";
+        let s = parse_qdisc_stats(htb).unwrap();
+        assert_eq!(s.dropped, 7);
+        assert_eq!(s.backlog_bytes, 29 * 1024);
+        assert!(parse_qdisc_stats("nothing").is_none());
+    }
+
+    #[test]
+    fn refusal_without_root_names_the_fallback() {
+        let why = netns_unavailable(1000).unwrap();
+        assert!(
+            why.contains("root") && why.contains("mode = \"relay\""),
+            "{why}"
+        );
+    }
+}

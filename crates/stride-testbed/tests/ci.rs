@@ -1,0 +1,129 @@
+//! The testbed's CI slice end to end: the topology, both transports, every background pattern,
+//! the figures' files, and clean-up of the namespaces (also when a run panics).
+//!
+//! As root the namespace testbed runs; otherwise the test checks the refusal and runs the
+//! userspace-relay fallback instead (and says so on stderr).
+
+use std::path::{Path, PathBuf};
+use stride_testbed::scenario::{Mode, Testbed};
+use stride_testbed::topo;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn privileged() -> bool {
+    topo::netns_unavailable(topo::euid()).is_none()
+}
+
+fn check_fct_report(r: &serde_json::Value, out: &Path, transports: &[&str]) {
+    let flows = r["flows"].as_array().expect("flows");
+    let patterns = ["fixed", "random", "linear"];
+    // 3 patterns x 3 blocks x 2 flows per transport.
+    assert_eq!(flows.len(), 3 * 3 * 2 * transports.len(), "{r:#}");
+    for f in flows {
+        assert!(f["error"].is_null(), "flow failed: {f}");
+        assert!(f["fct_ns"].as_u64().unwrap() > 0, "{f}");
+        assert!(
+            transports.contains(&f["transport"].as_str().unwrap()),
+            "{f}"
+        );
+    }
+    for p in patterns {
+        for t in transports {
+            let n = flows
+                .iter()
+                .filter(|f| f["pattern"] == p && f["transport"] == *t)
+                .count();
+            assert_eq!(n, 6, "{t} under {p}");
+        }
+        for ext in ["png", "svg"] {
+            let f = out.join(format!("fig6-{p}.{ext}"));
+            let len = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
+            assert!(len > 1000, "{} missing or empty", f.display());
+        }
+    }
+    // The background really ran at about its rate (the fixed pattern is 30 % of 200 Mbit/s).
+    let bg = r["background"].as_array().unwrap();
+    assert_eq!(bg.len(), 3);
+    let fixed = bg[0]["mean_bps"].as_f64().unwrap();
+    assert!(fixed > 20e6 && fixed < 80e6, "fixed background {fixed}");
+    for row in r["summary"].as_array().unwrap() {
+        let v = row["median_us_per_kb"].as_f64().unwrap();
+        assert!(v > 0.0 && v.is_finite(), "{row}");
+    }
+}
+
+#[test]
+fn ci_slice_end_to_end() {
+    let tb = Testbed::load(&root().join("scenarios/testbed-ci.toml")).unwrap();
+    if privileged() {
+        let out = out_dir("testbed-ci-netns");
+        let r = stride_testbed::run(&tb, Some(Mode::Netns), &out).unwrap();
+        assert_eq!(r["mode"], "netns");
+        check_fct_report(&r, &out, &["stride", "cubic"]);
+        for p in ["fixed", "random", "linear"] {
+            assert!(out.join(format!("fig7-{p}.png")).exists());
+        }
+        assert!(
+            topo::namespaces_with_prefix(&topo::ns_prefix()).is_empty(),
+            "namespaces left behind"
+        );
+    } else {
+        let err = stride_testbed::run(&tb, Some(Mode::Netns), &out_dir("x"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs root") && err.contains("relay"), "{err}");
+        eprintln!("not root: checked the refusal; the relay fallback runs below");
+    }
+}
+
+#[test]
+fn relay_fallback_runs_stride() {
+    let tb = Testbed::load(&root().join("scenarios/testbed-ci.toml")).unwrap();
+    let out = out_dir("testbed-ci-relay");
+    let r = stride_testbed::run(&tb, Some(Mode::Relay), &out).unwrap();
+    assert_eq!(r["mode"], "relay");
+    assert!(r["notes"][0].as_str().unwrap().contains("cubic"), "{r:#}");
+    check_fct_report(&r, &out, &["stride"]);
+}
+
+#[test]
+fn namespaces_are_removed_when_a_run_panics() {
+    if !privileged() {
+        eprintln!("not root: no namespaces to check");
+        return;
+    }
+    let link = topo::Bottleneck {
+        rate_bps: 100_000_000,
+        queue_bytes: 64 * 1024,
+        burst_bytes: 16 * 1024,
+        qdisc: topo::Qdisc::Htb,
+    };
+    let names = std::sync::Mutex::new(Vec::new());
+    let r = std::panic::catch_unwind(|| {
+        let t = topo::Topology::up(link).unwrap();
+        let s = t.qdisc_stats().unwrap();
+        assert_eq!(s.dropped, 0);
+        names.lock().unwrap().extend([
+            t.sender.clone(),
+            t.bottleneck.clone(),
+            t.receiver.clone(),
+            t.generator.clone(),
+        ]);
+        panic!("a failing experiment");
+    });
+    assert!(r.is_err());
+    let names = names.into_inner().unwrap();
+    assert_eq!(names.len(), 4);
+    let left = topo::namespaces_with_prefix(&topo::ns_prefix());
+    for n in &names {
+        assert!(!left.contains(n), "{n} left behind: {left:?}");
+    }
+}
