@@ -102,6 +102,17 @@ pub struct RunStats {
     pub end_ns: u64,
 }
 
+/// Where a run is (see [`Sim::run_with_progress`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Simulated time, ns.
+    pub now: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Flows completed.
+    pub completed: u64,
+}
+
 /// A queue-occupancy sample of a watched port.
 #[derive(Clone, Copy, Debug)]
 pub struct QueueSample {
@@ -314,8 +325,14 @@ impl Sim {
     }
 
     /// Runs until every flow completed, or simulated time passes `limit_ns`, or no event is
-    /// left. Returns whether every flow completed.
+    /// left. Returns whether every flow completed. `progress(now, events)` is called every
+    /// 2^20 events.
     pub fn run(&mut self, limit_ns: u64, mut progress: impl FnMut(u64, u64)) -> bool {
+        self.run_with_progress(limit_ns, |p| progress(p.now, p.events))
+    }
+
+    /// Like [`Sim::run`], reporting completed flows too.
+    pub fn run_with_progress(&mut self, limit_ns: u64, mut progress: impl FnMut(Progress)) -> bool {
         let total = self.flows.len() as u64;
         while self.completed < total {
             let Some(Reverse((t, _, ev))) = self.heap.pop() else {
@@ -328,7 +345,11 @@ impl Sim {
             self.now = t;
             self.stats.events += 1;
             if self.stats.events & 0xfffff == 0 {
-                progress(self.now, self.stats.events);
+                progress(Progress {
+                    now: self.now,
+                    events: self.stats.events,
+                    completed: self.completed,
+                });
             }
             if self.watch_every > 0 && t >= self.next_watch {
                 for &p in &self.watch {
