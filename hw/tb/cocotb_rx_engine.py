@@ -184,6 +184,7 @@ async def traffic_against_model(dut):
         await bench.control(1, c.cid, c.ip, c.port, c.rnxt)
         assert await bench.control(0, c.cid) == (1, c.rnxt)
     expected = []
+    worst = [0]
     nxt = {i: model.conns[i].rnxt for i in idxs}   # the peer's next new byte
     for step in range(int(os.environ.get("ENGINE_STEPS", "1500"))):
         i = rng.choice(idxs)
@@ -213,8 +214,15 @@ async def traffic_against_model(dut):
             expected += model.packet(p, rx)
             continue
         p = pkt(rng, c, flags, seq, length if flags & 0x20 else 0, int(rng.random() < 0.1))
+        before = len(bench.events)
         rx = await bench.header(p)
         expected += model.packet(p, rx)
+        # every output of a packet comes at most 4 cycles after its header (one op of 2 cycles,
+        # behind at most one scanner op)
+        late = [t - rx for t, _ in bench.events[before:] if t - rx > 4 * CLK_NS]
+        assert not late, f"outputs {late} ns after the header"
+        lat = [t - rx for t, _ in bench.events[before:]]
+        worst[0] = max([worst[0]] + lat)
         nxt[i] = max(nxt[i], c.rnxt)
     for _ in range(10):
         await RisingEdge(dut.clk)
@@ -226,6 +234,7 @@ async def traffic_against_model(dut):
     assert kinds == {"dlv", "ack", "snd", "host"}, kinds
     assert any(e[0] == "ack" and e[2] == 1 for e in expected), "no NACK exercised"
     assert int(dut.cnt_gap.value) > 0 and int(dut.cnt_dup.value) > 0
+    dut._log.info("ENGINE LATENCY: outputs at most %d cycles after the header", worst[0] // CLK_NS)
 
 
 @cocotb.test()
