@@ -54,6 +54,12 @@ pub struct Config {
     pub echo: EchoPolicy,
     /// Largest number of connections an endpoint holds (new handshakes are refused beyond it).
     pub max_connections: usize,
+    /// Largest number of accepted connections from one IP address (its further handshakes are
+    /// refused), so one host cannot take every slot.
+    pub max_per_source: usize,
+    /// An established connection on which no payload or FIN moved either way for this long
+    /// after its handshake is closed (RST); keepalives do not keep it. Default 10 s.
+    pub unused_timeout_ns: u64,
     /// RST replies to unknown connections per second (token bucket, burst of the same size).
     pub rst_per_sec: u32,
 }
@@ -80,6 +86,8 @@ impl Config {
             cc: CcConfig::Stride(StrideParams::for_line_rate(line)),
             echo: EchoPolicy::Last,
             max_connections: 65_536,
+            max_per_source: 1_024,
+            unused_timeout_ns: 10_000_000_000,
             rst_per_sec: 1_000,
         }
     }
@@ -104,6 +112,12 @@ impl Config {
         }
         if self.recv_buffer < usize::from(self.max_payload) || self.recv_buffer > (1 << 30) {
             return Err(("recv_buffer", "must hold one packet and be at most 2^30"));
+        }
+        if self.unused_timeout_ns == 0 {
+            return Err(("unused_timeout_ns", "must be positive"));
+        }
+        if self.max_per_source == 0 {
+            return Err(("max_per_source", "must be positive"));
         }
         if self.give_up_ns == 0 {
             return Err(("give_up_ns", "must be positive"));

@@ -11,6 +11,9 @@ use crate::stats::ConnStats;
 use crate::wire::{seq_le, seq_lt, Flags, Header, Packet, HEADER_LEN};
 use std::collections::VecDeque;
 
+/// A buffer that empties while holding more than this is freed (see [`Connection::read`]).
+const IDLE_BUFFER: usize = 64 * 1024;
+
 /// Why a connection ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CloseReason {
@@ -22,7 +25,8 @@ pub enum CloseReason {
     /// retransmissions, or sent data went unacknowledged through at least `max_retries`
     /// consecutive timeouts spanning `give_up_ns` (an RST then tells the peer).
     TimedOut,
-    /// Nothing was received for `idle_timeout_ns`.
+    /// Nothing was received for `idle_timeout_ns`, or the connection carried no data at all
+    /// for `unused_timeout_ns` after its handshake.
     IdleTimeout,
     /// The local application aborted.
     Aborted,
@@ -97,6 +101,11 @@ pub struct Connection {
     /// When the current run of unanswered retransmission timeouts began (the first timer's
     /// arming time).
     stall_since: u64,
+    /// When the connection was created.
+    born: u64,
+    /// Whether any payload or FIN was written or received (a connection that never carries
+    /// any is culled after `unused_timeout_ns`).
+    used: bool,
     srtt: u64,
     rttvar: u64,
     have_rtt: bool,
@@ -163,6 +172,8 @@ impl Connection {
             rto_at: None,
             retries: 0,
             stall_since: 0,
+            born: now,
+            used: false,
             srtt: 0,
             rttvar: 0,
             have_rtt: false,
@@ -302,6 +313,7 @@ impl Connection {
         }
         let room = self.cfg.send_buffer.saturating_sub(self.sbuf.len());
         let n = room.min(data.len());
+        self.used |= n > 0;
         self.sbuf.extend(&data[..n]);
         if n < data.len() {
             self.want_writable = true;
@@ -317,6 +329,10 @@ impl Connection {
         out[..na].copy_from_slice(&a[..na]);
         out[na..n].copy_from_slice(&b[..n - na]);
         self.rbuf.drain(..n);
+        if self.rbuf.is_empty() && self.rbuf.capacity() > IDLE_BUFFER {
+            // Idle connections keep a small record, not the high-water mark of their buffer.
+            self.rbuf = VecDeque::new();
+        }
         if n > 0 {
             // Window update when the window we last advertised was too small for a packet and
             // reading has reopened at least one ACK interval.
@@ -333,6 +349,7 @@ impl Connection {
     /// Finishes our direction: a FIN follows the buffered bytes.
     pub fn close(&mut self) {
         if !self.close_requested && !self.is_closed() {
+            self.used = true;
             self.close_requested = true;
         }
     }
@@ -364,6 +381,9 @@ impl Connection {
                 t = t.min(x);
             }
         };
+        if !self.used && self.state == State::Established {
+            upd(Some(self.born + self.cfg.unused_timeout_ns));
+        }
         upd(self.rto_at);
         upd(self.delack_at);
         upd(self.nack_at);
@@ -390,6 +410,16 @@ impl Connection {
         if now >= self.last_rx + self.cfg.idle_timeout_ns {
             // Tell the peer, in case only its direction to us is broken.
             self.rst_now = self.state != State::SynSent;
+            self.close_with(CloseReason::IdleTimeout);
+            return;
+        }
+        if !self.used
+            && self.state == State::Established
+            && now >= self.born + self.cfg.unused_timeout_ns
+        {
+            // Handshaked but never used (keepalives do not count): a fake connection holding
+            // a slot. Tell the peer and free it.
+            self.rst_now = true;
             self.close_with(CloseReason::IdleTimeout);
             return;
         }
@@ -594,6 +624,9 @@ impl Connection {
             }
             let data_acked = (newly as usize).min(self.sbuf.len());
             self.sbuf.drain(..data_acked);
+            if self.sbuf.is_empty() && self.sbuf.capacity() > IDLE_BUFFER {
+                self.sbuf = VecDeque::new();
+            }
             self.snd_una = a;
             if seq_lt(self.snd_nxt, a) {
                 self.snd_nxt = a;
@@ -672,6 +705,7 @@ impl Connection {
         let payload = pkt.payload();
         let len = payload.len() as u32;
         let stt = ts32(now).wrapping_sub(pkt.tx_ts());
+        self.used |= len > 0 || pkt.flags().contains(Flags::FIN);
         if seq == self.rcv_nxt && !self.peer_fin {
             if payload.len() > self.cfg.recv_buffer - self.rbuf.len() {
                 // No room: drop; the sender exceeded our window. The ACK repeats the window.

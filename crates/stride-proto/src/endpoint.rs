@@ -47,6 +47,8 @@ pub struct EndpointStats {
     pub accepted: u64,
     /// Handshakes refused because the connection table was full.
     pub refused_full: u64,
+    /// Handshakes refused because their source address held `max_per_source` connections.
+    pub refused_per_source: u64,
 }
 
 /// Errors of endpoint calls.
@@ -72,6 +74,8 @@ impl std::error::Error for EndpointError {}
 struct Entry {
     conn: Connection,
     remote: SocketAddr,
+    /// Accepted (counted in `per_source`), not opened by us.
+    incoming: bool,
     queued: bool,
     timer_at: Option<u64>,
 }
@@ -117,6 +121,8 @@ pub struct Endpoint {
     ids: IdGen,
     listening: bool,
     conns: HashMap<u32, Entry>,
+    /// Accepted connections per source address.
+    per_source: HashMap<IpAddr, usize>,
     ready: VecDeque<u32>,
     timers: BinaryHeap<Reverse<(u64, u32)>>,
     ctrl: VecDeque<(SocketAddr, [u8; HEADER_LEN])>,
@@ -143,6 +149,7 @@ impl Endpoint {
             ids: IdGen::new((k0, k1), rng_seed),
             listening: false,
             conns: HashMap::new(),
+            per_source: HashMap::new(),
             ready: VecDeque::new(),
             timers: BinaryHeap::new(),
             ctrl: VecDeque::new(),
@@ -205,12 +212,22 @@ impl Endpoint {
             Entry {
                 conn,
                 remote,
+                incoming: false,
                 queued: false,
                 timer_at: None,
             },
         );
         self.touch(cid);
         Ok(ConnHandle(cid))
+    }
+
+    fn source_full(&self, remote: SocketAddr) -> bool {
+        self.per_source.get(&remote.ip()).copied().unwrap_or(0) >= self.cfg.max_per_source
+    }
+
+    /// Accepted connections currently held from `ip`.
+    pub fn connections_from(&self, ip: IpAddr) -> usize {
+        self.per_source.get(&ip).copied().unwrap_or(0)
     }
 
     fn cookie(&self, slot: u64, remote: SocketAddr, peer_cid: u32, peer_iss: u32) -> (u32, u32) {
@@ -287,6 +304,10 @@ impl Endpoint {
                 self.stats.refused_full += 1;
                 return;
             }
+            if self.source_full(remote) {
+                self.stats.refused_per_source += 1;
+                return;
+            }
             // Stateless: the identifier and initial sequence number we would use are a keyed
             // hash of the peer and the time slot; nothing is stored.
             let (cid, iss) = self.cookie(now >> COOKIE_SLOT_SHIFT, remote, p.src_cid(), p.seq());
@@ -321,6 +342,11 @@ impl Endpoint {
                     self.maybe_rst(now, remote, &p);
                     return;
                 }
+                if self.source_full(remote) {
+                    self.stats.refused_per_source += 1;
+                    self.maybe_rst(now, remote, &p);
+                    return;
+                }
                 let iss = p.ack().wrapping_sub(1);
                 let conn = Connection::server(
                     self.cfg.clone(),
@@ -336,10 +362,12 @@ impl Endpoint {
                     Entry {
                         conn,
                         remote,
+                        incoming: true,
                         queued: false,
                         timer_at: None,
                     },
                 );
+                *self.per_source.entry(remote.ip()).or_insert(0) += 1;
                 self.stats.accepted += 1;
                 let e = self.conns.get_mut(&dst).expect("just inserted");
                 e.conn.handle(now, &p);
@@ -375,7 +403,15 @@ impl Endpoint {
         }
         if e.conn.is_closed() {
             if e.conn.readable() == 0 {
-                self.conns.remove(&cid);
+                let e = self.conns.remove(&cid).expect("present");
+                if e.incoming {
+                    if let Some(n) = self.per_source.get_mut(&e.remote.ip()) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.per_source.remove(&e.remote.ip());
+                        }
+                    }
+                }
             }
             return;
         }

@@ -293,6 +293,20 @@ pub fn host_config(line_bps: u64) -> Config {
     c
 }
 
+/// Memory an endpoint budgets per connection when it derives its connection limit: the fixed
+/// record plus an idle connection's buffers (each side keeps up to 64 KiB once drained).
+pub const CONN_MEMORY_BUDGET: u64 = 160 * 1024;
+
+/// The connection limit an endpoint applies: the configured one, capped so that that many
+/// connections fit in half of `mem_available` bytes at [`CONN_MEMORY_BUDGET`] each (at least
+/// 64). A connection moving data may use its full send and receive buffers on top.
+pub fn connection_limit(configured: usize, mem_available: Option<u64>) -> usize {
+    match mem_available {
+        Some(m) => configured.min(((m / 2 / CONN_MEMORY_BUDGET) as usize).max(64)),
+        None => configured,
+    }
+}
+
 /// Options of [`Endpoint::bind_with`].
 #[derive(Clone, Debug)]
 pub struct EndpointConfig {
@@ -405,6 +419,9 @@ impl Endpoint {
             return Err(Error::Io(std::io::Error::last_os_error()));
         }
         let spin_ns = opts.spin_ns;
+        let mut opts = opts;
+        opts.proto.max_connections =
+            connection_limit(opts.proto.max_connections, sys::mem_available());
         let secret = sys::random16()?;
         let seed = u64::from_le_bytes(sys::random16()?[..8].try_into().expect("8"));
         let mut ep = stride_proto::Endpoint::new(opts.proto, secret, seed);
@@ -980,5 +997,19 @@ fn drive(
             // SAFETY: reads 8 bytes into a live u64 (resets the eventfd counter).
             unsafe { libc::read(efd, &mut v as *mut u64 as *mut libc::c_void, 8) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_limit_follows_memory() {
+        // 1 GiB available: half of it at 160 KiB per connection.
+        assert_eq!(connection_limit(65_536, Some(1 << 30)), 3276);
+        assert_eq!(connection_limit(1_000, Some(1 << 30)), 1_000);
+        assert_eq!(connection_limit(65_536, Some(0)), 64);
+        assert_eq!(connection_limit(65_536, None), 65_536);
     }
 }

@@ -573,6 +573,14 @@ pub fn send_one(fd: RawFd, to: &SocketAddr, data: &[u8]) -> io::Result<()> {
     }
 }
 
+/// `MemAvailable` of `/proc/meminfo` in bytes, when readable.
+pub fn mem_available() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 /// Sixteen random bytes from the kernel (`getrandom`); an error when it has none.
 pub fn random16() -> io::Result<[u8; 16]> {
     let mut b = [0u8; 16];

@@ -7,7 +7,10 @@
 //!
 //! The receiver stores a file so that no remote sender can corrupt or redirect it:
 //! - one upload per name at a time (per process): a second upload of a name still in progress
-//!   is refused with [`Status::Busy`];
+//!   is refused with [`Status::Busy`], as is any upload beyond [`upload_limit`] (derived from
+//!   the descriptor limit) in progress at once;
+//! - a connection whose sender makes no progress for [`ReceiveOptions::stall_timeout`] is
+//!   dropped (keepalives do not count), so fake or stalled uploads cannot pile up;
 //! - the bytes go to a fresh temporary file `PREFIX.RANDOM.part` in the target directory,
 //!   created with `O_CREAT | O_EXCL | O_NOFOLLOW` (mode 0600): it never truncates, follows or
 //!   reuses an existing file or symlink;
@@ -66,7 +69,8 @@ pub enum Status {
     WriteFailed = 4,
     /// The byte stream broke the protocol.
     Protocol = 5,
-    /// Another upload of the same name is in progress.
+    /// Another upload of the same name is in progress, or the receiver is at its limit of
+    /// uploads in progress.
     Busy = 6,
 }
 
@@ -255,8 +259,14 @@ pub async fn receive_file(mut s: Stream, dir: &Path, opts: &ReceiveOptions) -> R
     }
     let fin = dir.join(&out.name);
     let _claim = match Claim::take(&fin) {
-        Some(c) => c,
-        None => {
+        Ok(c) => c,
+        Err(Refusal::Full(n)) => {
+            let msg = format!("receiver busy: {n} uploads in progress (its limit)");
+            write_status(&mut s, Status::Busy, &msg).await;
+            out.error = Some(msg);
+            return out;
+        }
+        Err(Refusal::NameBusy) => {
             let msg = format!("another upload of {:?} is in progress", out.name);
             write_status(&mut s, Status::Busy, &msg).await;
             out.error = Some(msg);
@@ -338,15 +348,43 @@ static IN_PROGRESS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::
 /// An upload's hold on its target path; released on drop.
 struct Claim(PathBuf);
 
+/// Why an upload may not start.
+enum Refusal {
+    /// The name is being received.
+    NameBusy,
+    /// This many uploads are in progress: the process's limit.
+    Full(usize),
+}
+
 impl Claim {
-    fn take(path: &Path) -> Option<Claim> {
+    fn take(path: &Path) -> Result<Claim, Refusal> {
         let mut busy = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
         if busy.iter().any(|p| p == path) {
-            return None;
+            return Err(Refusal::NameBusy);
+        }
+        if busy.len() >= upload_limit() {
+            return Err(Refusal::Full(busy.len()));
         }
         busy.push(path.to_path_buf());
-        Some(Claim(path.to_path_buf()))
+        Ok(Claim(path.to_path_buf()))
     }
+}
+
+/// Most uploads one process receives at a time: each holds a file descriptor (and, while it
+/// is checked, a blocking thread), so half the descriptor limit that remains after 64 for
+/// everything else, and at most 4096.
+pub fn upload_limit() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        // SAFETY: getrlimit fills the struct we own.
+        let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+            r.rlim_cur
+        } else {
+            1024
+        };
+        (soft.saturating_sub(64) / 2).clamp(1, 4096) as usize
+    })
 }
 
 impl Drop for Claim {
