@@ -45,9 +45,9 @@ pub struct RelayArgs {
     /// Random seed.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// Stop after this many seconds (default: until SIGINT/SIGTERM).
-    #[arg(long, value_name = "SECS")]
-    pub duration: Option<f64>,
+    /// Stop after this long, e.g. 10s (default: until SIGINT/SIGTERM).
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout)]
+    pub duration: Option<std::time::Duration>,
     /// Print the final counters as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -118,7 +118,7 @@ pub fn run(a: RelayArgs) -> anyhow::Result<()> {
         let mut int = signal(SignalKind::interrupt())?;
         let dur = async {
             match a.duration {
-                Some(d) => tokio::time::sleep(std::time::Duration::from_secs_f64(d)).await,
+                Some(d) => tokio::time::sleep(d).await,
                 None => std::future::pending().await,
             }
         };

@@ -71,7 +71,7 @@ pub struct RecvArgs {
     pub json: bool,
     /// Give up on a connection (and delete its NAME.part) after this long without a datagram
     /// from the sender, e.g. when the sender died.
-    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "30s")]
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout_ns, default_value = "30s")]
     pub idle_timeout: u64,
 }
 
@@ -89,9 +89,9 @@ pub struct SendArgs {
     /// One JSON object per file on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Give up connecting after this many seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 3.0)]
-    pub connect_timeout: f64,
+    /// Give up connecting after this long (at least 1ms).
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout, default_value = "3s")]
+    pub connect_timeout: Duration,
     /// Local address to bind (default: the unspecified address of the receiver's family).
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<SocketAddr>,
@@ -339,7 +339,7 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
     let rt = runtime()?;
     let code = rt.block_on(async move {
         let mut proto = stride::host_config(10_000_000_000);
-        proto.idle_timeout_ns = a.idle_timeout.max(1_000_000);
+        proto.idle_timeout_ns = a.idle_timeout;
         let opts = stride::EndpointConfig {
             proto,
             ..stride::EndpointConfig::default()
@@ -522,7 +522,7 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
             Ok(ep) => ep,
             Err(e) => fail("send", format!("cannot bind {bind}: {e}")),
         };
-        let limit = Duration::from_secs_f64(a.connect_timeout.max(0.01));
+        let limit = a.connect_timeout;
         let mut code = 0;
         for f in &a.files {
             match send_one(&ep, a.to, f, limit).await {

@@ -9,4 +9,5 @@ pub mod report;
 pub mod scenario;
 pub mod stride;
 pub mod tcp;
+pub mod units;
 pub mod workload;
