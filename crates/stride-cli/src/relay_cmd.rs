@@ -74,7 +74,7 @@ pub fn stats_json(s: &RelayStats) -> serde_json::Value {
 /// A human summary of the relay's counters.
 pub fn stats_human(s: &RelayStats) -> String {
     format!(
-        "relay: forwarded {} packets ({} bytes), drops: queue {} random {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay p50 {} p99 {} max {}",
+        "relay: forwarded {} packets ({} bytes), drops: queue {} random {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay measured in the relay's queue p50 {} p99 {} max {}",
         s.fwd_out,
         s.fwd_bytes,
         s.queue_drops,

@@ -118,7 +118,7 @@ pub fn cpu_seconds() -> f64 {
 pub fn human(m: &Map<String, Value>) -> String {
     let g = |k: &str| m.get(k).cloned().unwrap_or(Value::Null);
     format!(
-        "{} bytes in {:.3} s = {:.3} Gbit/s; packets {} (retransmitted {}), NACKs {}, timeouts {}, queueing delay p50 {} p99 {}",
+        "{} bytes in {:.3} s = {:.3} Gbit/s; packets {} (retransmitted {}), NACKs {}, timeouts {}; queueing delay estimated by the sender from STT (STT minus its minimum, software timestamps) p50 {} p99 {}",
         g("bytes"),
         g("seconds").as_f64().unwrap_or(0.0),
         g("goodput_gbps").as_f64().unwrap_or(0.0),
