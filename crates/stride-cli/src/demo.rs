@@ -13,13 +13,15 @@ use tokio::io::AsyncWriteExt;
 
 /// Arguments of `stride demo`.
 #[derive(Args, Debug)]
-#[command(after_help = "Two queueing delays are reported and they measure different things:\n  \
+#[command(
+    after_help = "Two queueing delays are reported and they measure different things:\n  \
 sender: the controller's own estimate, the single-trip time (STT) of each acknowledged packet minus \
 the smallest STT seen, from software timestamps taken by user-space code on both ends; it includes \
 scheduling and socket-buffer delays on the hosts, so it can be far larger than the queue itself.\n  \
 relay: the time each packet spent in the relay's bottleneck queue, measured by the relay.\n\
 The controller's T_low/T_high (--t-low, --t-high) act on the sender's figure; the host profile's \
-defaults (60us, 300us) are set for software timestamps, where the paper's 5us/80us assume NIC ones.")]
+defaults (60us, 300us) are set for software timestamps, where the paper's 5us/80us assume NIC ones."
+)]
 pub struct DemoArgs {
     /// How much to transfer.
     #[arg(long, value_name = "N", value_parser = parse_bytes, default_value = "300MB")]
