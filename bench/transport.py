@@ -137,7 +137,7 @@ def main():
             runs = []
             for _ in range(a.reps):
                 r = last_json([STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_stride}", "--time",
-                               "2", "--pin-rate", "--line-rate", rate, "--json"])
+                               "2s", "--pin-rate", "--line-rate", rate, "--json"])
                 runs.append({"goodput_over_rate": r["goodput_gbps"] / gbps,
                              "lateness_p50_ns": r["pacing_lateness_p50_ns"],
                              "lateness_p99_ns": r["pacing_lateness_p99_ns"],

@@ -12,19 +12,20 @@ pub struct ControlArgs {
     #[arg(long, value_name = "R", value_parser = parse_rate)]
     pub line_rate: Option<u64>,
     /// Controller's T_low: queueing delay (STT above its minimum) under which the rate climbs
-    /// by line/64 per ACK [default: the host profile's, see `stride::host_config`].
+    /// by line/64 per ACK [default: 60us, the host profile's `stride::HOST_T_LOW_NS`].
     #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
     pub t_low: Option<u64>,
     /// Controller's T_high: queueing delay at or above which the rate drops by 1/8 per ACK
-    /// [default: the host profile's].
+    /// [default: 300us, the host profile's `stride::HOST_T_HIGH_NS`].
     #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
     pub t_high: Option<u64>,
     /// Controller's gradient normaliser: between T_low and T_high a rising (smoothed) STT
     /// gradient of 2^(N-1) ns or more per sample halves the rate, and each halving of the
-    /// gradient halves the cut (0..=31) [default: the host profile's, 19].
+    /// gradient halves the cut (0..=31) [default: 19, the host profile's `stride::HOST_NORM_SHIFT`].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=31))]
     pub norm_shift: Option<u8>,
-    /// Lower bound of the retransmission timeout [default: the host profile's].
+    /// Lower bound of the retransmission timeout [default: 10ms, the host profile's
+    /// `stride::HOST_MIN_RTO_NS`].
     #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
     pub min_rto: Option<u64>,
     /// No congestion control: pace at the line rate whatever the path does (what a sender
@@ -107,6 +108,33 @@ mod tests {
         assert_eq!(p.norm_shift, 15);
         assert_eq!(p.t_low, 90_000);
         assert_eq!(p.t_high, base.t_high);
+    }
+
+    #[test]
+    fn help_shows_the_host_profile_defaults_as_values() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for (what, v) in [
+            (
+                "t_low",
+                stride_units::fmt_duration_ns(stride::HOST_T_LOW_NS.into()),
+            ),
+            (
+                "t_high",
+                stride_units::fmt_duration_ns(stride::HOST_T_HIGH_NS.into()),
+            ),
+            (
+                "min_rto",
+                stride_units::fmt_duration_ns(stride::HOST_MIN_RTO_NS),
+            ),
+            ("norm_shift", stride::HOST_NORM_SHIFT.to_string()),
+        ] {
+            assert!(
+                help.contains(&format!("[default: {v}, the host profile's")),
+                "{what}: the help does not show {v}: {help}"
+            );
+        }
     }
 
     #[test]

@@ -13,6 +13,15 @@ use tokio::io::AsyncWriteExt;
 
 /// Arguments of `stride demo`.
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Two queueing delays are reported and they measure different things:\n  \
+sender: the controller's own estimate, the single-trip time (STT) of each acknowledged packet minus \
+the smallest STT seen, from software timestamps taken by user-space code on both ends; it includes \
+scheduling and socket-buffer delays on the hosts, so it can be far larger than the queue itself.\n  \
+relay: the time each packet spent in the relay's bottleneck queue, measured by the relay.\n\
+The controller's T_low/T_high (--t-low, --t-high) act on the sender's figure; the host profile's \
+defaults (60us, 300us) are set for software timestamps, where the paper's 5us/80us assume NIC ones."
+)]
 pub struct DemoArgs {
     /// How much to transfer.
     #[arg(long, value_name = "N", value_parser = parse_bytes, default_value = "300MB")]
@@ -53,7 +62,7 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     let proto = a.control.config_for(a.rate)?;
     let controller = match &proto.cc {
         stride::proto::cc::CcConfig::Stride(p) => format!(
-            "STRIDE, line rate {:.2} Gbit/s, T_low {}, T_high {} (software timestamps; see --help)",
+            "STRIDE, line rate {:.2} Gbit/s, T_low {}, T_high {} (on software timestamps; `stride demo --help` explains the two delay figures)",
             line as f64 / 1e9,
             fmt_ns(u64::from(p.t_low)),
             fmt_ns(u64::from(p.t_high))
@@ -117,7 +126,7 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
             let rate = (acked - last.1) as f64 * 8.0 / last.0.elapsed().as_secs_f64() / 1e9;
             pb.set_position(acked);
             pb.set_message(format!(
-                "goodput {rate:.2} Gbit/s | queueing delay p50 {} p99 {} | retransmitted {}",
+                "goodput {rate:.2} Gbit/s | sender's STT queueing estimate p50 {} p99 {} | retransmitted {}",
                 fmt_ns(cs.queue_delay.quantile(0.5)),
                 fmt_ns(cs.queue_delay.quantile(0.99)),
                 cs.retransmitted_packets

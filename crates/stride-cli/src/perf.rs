@@ -16,7 +16,7 @@ use stride::Endpoint;
 /// Arguments of `stride perf`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  stride perf server --listen 0.0.0.0:7100\n  stride perf client --to 10.0.0.2:7100 --time 10\n  stride perf client --to 10.0.0.2:7100 --rr 10000      (64-byte round trips)\n  stride perf server --udp --listen 0.0.0.0:7101 ; stride perf client --udp --rr 10000 --to 10.0.0.2:7101"
+    after_help = "Examples:\n  stride perf server --listen 0.0.0.0:7100\n  stride perf client --to 10.0.0.2:7100 --time 10s\n  stride perf client --to 10.0.0.2:7100 --rr 10000      (64-byte round trips)\n  stride perf server --udp --listen 0.0.0.0:7101 ; stride perf client --udp --rr 10000 --to 10.0.0.2:7101"
 )]
 pub struct PerfArgs {
     #[command(subcommand)]
@@ -58,9 +58,9 @@ pub enum Role {
         /// Send this many bytes (e.g. 1GB, 100MiB).
         #[arg(long, value_name = "N", value_parser = parse_bytes, conflicts_with_all = ["time", "rr"], required_unless_present_any = ["time", "rr"])]
         bytes: Option<u64>,
-        /// Send for this many seconds.
-        #[arg(long, value_name = "SECS", conflicts_with = "rr")]
-        time: Option<f64>,
+        /// Send for this long (e.g. 10s; at least 1ms).
+        #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout, conflicts_with = "rr")]
+        time: Option<Duration>,
         /// Time this many request/response round trips of --size bytes each way (after 1 % of
         /// warm-up round trips, at least 10) and report their median, p99 and mean.
         #[arg(long, value_name = "COUNT")]
@@ -113,7 +113,10 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                         }
                         Job::RoundTrips { count, size }
                     }
-                    None => Job::Bulk { bytes, time },
+                    None => Job::Bulk {
+                        bytes,
+                        time: time.map(|d| d.as_secs_f64()),
+                    },
                 };
                 if transport.udp {
                     match job {

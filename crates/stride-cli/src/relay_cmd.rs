@@ -45,9 +45,9 @@ pub struct RelayArgs {
     /// Random seed.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// Stop after this many seconds (default: until SIGINT/SIGTERM).
-    #[arg(long, value_name = "SECS")]
-    pub duration: Option<f64>,
+    /// Stop after this long, e.g. 10s (default: until SIGINT/SIGTERM).
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout)]
+    pub duration: Option<std::time::Duration>,
     /// Print the final counters as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -74,7 +74,7 @@ pub fn stats_json(s: &RelayStats) -> serde_json::Value {
 /// A human summary of the relay's counters.
 pub fn stats_human(s: &RelayStats) -> String {
     format!(
-        "relay: forwarded {} packets ({} bytes), drops: queue {} random {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay p50 {} p99 {} max {}",
+        "relay: forwarded {} packets ({} bytes), drops: queue {} random {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay measured in the relay's queue p50 {} p99 {} max {}",
         s.fwd_out,
         s.fwd_bytes,
         s.queue_drops,
@@ -118,7 +118,7 @@ pub fn run(a: RelayArgs) -> anyhow::Result<()> {
         let mut int = signal(SignalKind::interrupt())?;
         let dur = async {
             match a.duration {
-                Some(d) => tokio::time::sleep(std::time::Duration::from_secs_f64(d)).await,
+                Some(d) => tokio::time::sleep(d).await,
                 None => std::future::pending().await,
             }
         };

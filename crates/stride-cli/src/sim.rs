@@ -103,8 +103,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             json,
             sets,
         } => {
-            let loaded =
-                Scenario::load_with(&scenario, &sets).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let loaded = load_noting(&scenario, &sets)?;
             let cc = loaded.sc.transports.clone();
             execute(&loaded, &cc, out.as_deref(), json)
         }
@@ -115,8 +114,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             json,
             sets,
         } => {
-            let mut loaded =
-                Scenario::load_with(&scenario, &sets).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut loaded = load_noting(&scenario, &sets)?;
             loaded.sc.transports = cc.clone();
             execute(&loaded, &cc, out.as_deref(), json)
         }
@@ -423,4 +421,16 @@ fn print_table(s: &Value) {
             );
         }
     }
+}
+
+/// Loads a scenario and prints its deprecation notes (old `_ns`/`_gbps` keys) on stderr.
+pub(crate) fn load_noting(
+    path: &std::path::Path,
+    sets: &[String],
+) -> anyhow::Result<stride_sim::scenario::Loaded> {
+    let l = Scenario::load_with(path, sets).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for n in &l.deprecations {
+        eprintln!("stride sim: note: {n}");
+    }
+    Ok(l)
 }

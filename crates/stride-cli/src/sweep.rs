@@ -107,6 +107,9 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         .iter()
         .map(|j| Scenario::load_with(&a.scenario, &j.sets).map_err(|e| anyhow::anyhow!("{e}")))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    for n in &loaded[0].deprecations {
+        eprintln!("stride sim sweep: note: {n}");
+    }
     let workers = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

@@ -4,77 +4,22 @@
 use serde_json::{json, Map, Value};
 use stride::ConnStats;
 
-fn split_num(s: &str) -> Result<(f64, String), String> {
-    let s = s.trim();
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '_'))
-        .unwrap_or(s.len());
-    // "1e9" is a number; "1e" followed by letters is not: keep it simple and strict.
-    let (n, unit) = s.split_at(end);
-    let n: f64 = n
-        .replace('_', "")
-        .parse()
-        .map_err(|_| format!("not a number: {s:?}"))?;
-    if !n.is_finite() || n < 0.0 {
-        return Err(format!("out of range: {s:?}"));
+// One grammar for every command and scenario key: see the `stride-units` crate.
+pub use stride_units::{parse_bytes, parse_duration_ns, parse_rate_bps as parse_rate};
+
+/// A timeout or run time: a duration of at least 1 ms (`0`, `1ns`, `inf`, `nan`, `-1s` and
+/// bare numbers are refused rather than clamped or left to panic later).
+pub fn parse_timeout_ns(s: &str) -> Result<u64, String> {
+    let ns = parse_duration_ns(s)?;
+    if ns < 1_000_000 {
+        return Err(format!("{s:?} is too short (at least 1ms)"));
     }
-    Ok((n, unit.trim().to_ascii_lowercase()))
+    Ok(ns)
 }
 
-/// Bytes: `1500`, `64k`/`64KB` (x1000), `64KiB` (x1024), `10M`, `10MB`, `10MiB`, `1G`, `1GiB`.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let (n, u) = split_num(s)?;
-    let m: f64 = match u.as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "kib" => 1024.0,
-        "m" | "mb" => 1e6,
-        "mib" => 1024.0 * 1024.0,
-        "g" | "gb" => 1e9,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => {
-            return Err(format!(
-                "unknown size unit in {s:?} (use B, KB, KiB, MB, MiB, GB, GiB)"
-            ))
-        }
-    };
-    Ok((n * m).round() as u64)
-}
-
-/// Rate in bits per second: `1g`, `1gbit`, `1Gbps`, `500m`, `100mbit`, `1e9`.
-pub fn parse_rate(s: &str) -> Result<u64, String> {
-    let (n, u) = split_num(s)?;
-    let u = u
-        .trim_end_matches("bit/s")
-        .trim_end_matches("bps")
-        .trim_end_matches("bit")
-        .to_string();
-    let m = match u.as_str() {
-        "" => 1.0,
-        "k" => 1e3,
-        "m" => 1e6,
-        "g" => 1e9,
-        "t" => 1e12,
-        _ => {
-            return Err(format!(
-                "unknown rate unit in {s:?} (use e.g. 1gbit, 500mbit)"
-            ))
-        }
-    };
-    Ok((n * m).round() as u64)
-}
-
-/// Duration in ns: `20us`, `20µs`, `1.5ms`, `100ns`, `2s`; a bare number is seconds.
-pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
-    let (n, u) = split_num(s)?;
-    let m = match u.as_str() {
-        "" | "s" => 1e9,
-        "ms" => 1e6,
-        "us" | "µs" => 1e3,
-        "ns" => 1.0,
-        _ => return Err(format!("unknown time unit in {s:?} (use ns, us, ms, s)")),
-    };
-    Ok((n * m).round() as u64)
+/// [`parse_timeout_ns`] as a [`std::time::Duration`].
+pub fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    parse_timeout_ns(s).map(std::time::Duration::from_nanos)
 }
 
 /// Probability: `0.01` or `1%`.
@@ -153,7 +98,7 @@ pub use stride::perf::discard_to_end;
 pub fn human(m: &Map<String, Value>) -> String {
     let g = |k: &str| m.get(k).cloned().unwrap_or(Value::Null);
     format!(
-        "{} bytes in {:.3} s = {:.3} Gbit/s; packets {} (retransmitted {}), NACKs {}, timeouts {}, queueing delay p50 {} p99 {}",
+        "{} bytes in {:.3} s = {:.3} Gbit/s; packets {} (retransmitted {}), NACKs {}, timeouts {}; queueing delay estimated by the sender from STT (STT minus its minimum, software timestamps) p50 {} p99 {}",
         g("bytes"),
         g("seconds").as_f64().unwrap_or(0.0),
         g("goodput_gbps").as_f64().unwrap_or(0.0),
@@ -193,10 +138,14 @@ mod tests {
         assert!(parse_bytes("1x").is_err());
         assert_eq!(parse_rate("1gbit"), Ok(1_000_000_000));
         assert_eq!(parse_rate("500Mbps"), Ok(500_000_000));
-        assert_eq!(parse_rate("1e9"), Ok(1_000_000_000));
+        assert!(parse_rate("1e9").is_err());
         assert_eq!(parse_duration_ns("20us"), Ok(20_000));
         assert_eq!(parse_duration_ns("1.5ms"), Ok(1_500_000));
-        assert_eq!(parse_duration_ns("2"), Ok(2_000_000_000));
+        assert!(parse_duration_ns("2").is_err());
+        assert_eq!(parse_timeout("3s"), Ok(std::time::Duration::from_secs(3)));
+        for bad in ["0", "0s", "1ns", "inf", "1e20", "1e20s", "nan", "-1s", "3"] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
         assert_eq!(parse_prob("1%"), Ok(0.01));
         assert_eq!(parse_prob("0.05"), Ok(0.05));
         assert!(parse_prob("2").is_err());

@@ -37,7 +37,7 @@ pub struct RecvArgs {
     /// Give up on a connection (and delete its temporary .part file) after this long without a
     /// datagram from the sender (the sender died) or without new bytes from it (it stalls
     /// while keeping the connection alive).
-    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "30s")]
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout_ns, default_value = "30s")]
     pub idle_timeout: u64,
 }
 
@@ -55,17 +55,17 @@ pub struct SendArgs {
     /// One JSON object per file on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Give up connecting after this many seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 3.0)]
-    pub connect_timeout: f64,
+    /// Give up connecting after this long (at least 1ms).
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout, default_value = "3s")]
+    pub connect_timeout: Duration,
     /// Give up on a file (aborting its connection) when a write makes no progress for this long
     /// or the receiver's confirmation does not come (this long, plus 1 s per 100 MB for its
     /// check, after the last byte).
-    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "30s")]
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout_ns, default_value = "30s")]
     pub stall_timeout: u64,
     /// Give up on an unresponsive receiver when sent data stays unacknowledged this long
     /// through retransmissions (the transport's give-up time).
-    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "30s")]
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout_ns, default_value = "30s")]
     pub give_up: u64,
     /// Local address to bind (default: the unspecified address of the receiver's family).
     #[arg(long, value_name = "ADDR")]
@@ -104,7 +104,7 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
     let rt = runtime()?;
     let code = rt.block_on(async move {
         let mut proto = stride::host_config(10_000_000_000);
-        proto.idle_timeout_ns = a.idle_timeout.max(1_000_000);
+        proto.idle_timeout_ns = a.idle_timeout;
         let opts = stride::EndpointConfig {
             proto,
             ..stride::EndpointConfig::default()
@@ -175,8 +175,8 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
             Err(e) => fail("send", format!("cannot bind {bind}: {e}")),
         };
         let opts = SendOptions {
-            connect_timeout: Duration::from_secs_f64(a.connect_timeout.max(0.01)),
-            stall_timeout: Duration::from_nanos(a.stall_timeout.max(1_000_000)),
+            connect_timeout: a.connect_timeout,
+            stall_timeout: Duration::from_nanos(a.stall_timeout),
         };
         let mut code = 0;
         for f in &a.files {

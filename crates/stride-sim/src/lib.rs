@@ -11,4 +11,5 @@ pub mod scenario;
 pub mod stride;
 pub mod tcp;
 pub mod transport;
+pub mod units;
 pub mod workload;

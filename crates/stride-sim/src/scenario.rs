@@ -341,6 +341,8 @@ pub struct Loaded {
     pub sc: Scenario,
     /// Flows (identical for every transport).
     pub flows: Vec<Flow>,
+    /// One note per deprecated key the file or an override used (see [`crate::units`]).
+    pub deprecations: Vec<String>,
 }
 
 impl Scenario {
@@ -361,6 +363,7 @@ impl Scenario {
         for s in sets {
             apply_set(&mut table, s)?;
         }
+        let deprecations = crate::units::normalize(&mut table)?;
         let sc: Scenario = toml::Value::Table(table).try_into().map_err(|e| {
             let what = if sets.is_empty() {
                 path.display().to_string()
@@ -370,9 +373,14 @@ impl Scenario {
             ScenarioError(format!("{what}: {e}"))
         })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        sc.validate()?;
+        sc.validate()
+            .map_err(|e| ScenarioError(crate::units::user_names(&e.0)))?;
         let flows = sc.flows(&dir)?;
-        Ok(Loaded { sc, flows })
+        Ok(Loaded {
+            sc,
+            flows,
+            deprecations,
+        })
     }
 
     fn validate(&self) -> Result<(), ScenarioError> {

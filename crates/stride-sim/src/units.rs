@@ -1,0 +1,274 @@
+//! Unit-bearing scenario keys: `link_delay = "1us"`, `host_rate = "100gbit"`,
+//! `t_high = "20us"`, `limit = "10ms"` in the grammar of the `stride-units` crate (the same as
+//! the command line's). The older keys with the unit in their name (`link_delay_ns = 1000`,
+//! `host_gbps = 100.0`, `min_rto_us = 1000`) are still accepted, each with a deprecation note.
+//!
+//! [`normalize`] rewrites a parsed scenario table before it is deserialised: every new key
+//! becomes the numeric field the scenario structs hold, so the structs and their users keep
+//! one representation.
+
+use crate::scenario::ScenarioError;
+
+/// How a unit-bearing key is stored in the scenario structs.
+#[derive(Clone, Copy)]
+enum Store {
+    /// Integer nanoseconds.
+    Ns,
+    /// Integer microseconds (the value must be whole microseconds).
+    Us,
+    /// Float milliseconds.
+    Ms,
+    /// Float Gbit/s.
+    Gbps,
+    /// Float Mbit/s.
+    Mbps,
+    /// Integer bytes (the key is unchanged; a string like "1MB" is read as a size).
+    Bytes,
+}
+
+/// (section, key in the unit grammar, older key with the unit in its name, storage).
+const KEYS: &[(&str, &str, &str, Store)] = &[
+    ("", "limit", "limit_ms", Store::Ms),
+    ("topology", "host_rate", "host_gbps", Store::Gbps),
+    ("topology", "fabric_rate", "fabric_gbps", Store::Gbps),
+    (
+        "topology",
+        "bottleneck_rate",
+        "bottleneck_gbps",
+        Store::Gbps,
+    ),
+    ("topology", "link_delay", "link_delay_ns", Store::Ns),
+    ("stride", "beta", "beta_mbps", Store::Mbps),
+    ("stride", "wbeta", "wbeta_mbps", Store::Mbps),
+    ("stride", "t_low", "t_low_ns", Store::Ns),
+    ("stride", "t_high", "t_high_ns", Store::Ns),
+    ("stride", "min_rto", "min_rto_us", Store::Us),
+    ("tcp", "min_rto", "min_rto_us", Store::Us),
+    ("watch", "every", "every_ns", Store::Ns),
+    ("workload", "bytes", "bytes", Store::Bytes),
+    ("queue", "mtu_bytes", "mtu_bytes", Store::Bytes),
+    ("stride", "send_buffer", "send_buffer", Store::Bytes),
+    ("stride", "ack_interval", "ack_interval", Store::Bytes),
+];
+
+fn dotted(section: &str, key: &str) -> String {
+    if section.is_empty() {
+        key.to_string()
+    } else {
+        format!("{section}.{key}")
+    }
+}
+
+/// Renames, in a validation message, the stored key to the key a user writes.
+pub(crate) fn user_names(msg: &str) -> String {
+    let mut m = msg.to_string();
+    for (section, new, old, _) in KEYS {
+        if new != old {
+            m = m.replace(
+                &format!("`{}`", dotted(section, old)),
+                &format!("`{}`", dotted(section, new)),
+            );
+        }
+    }
+    m
+}
+
+/// Reads `v` (at `field`) in the grammar and converts it to its storage.
+fn convert(field: &str, v: &toml::Value, store: Store) -> Result<toml::Value, ScenarioError> {
+    let bad = |why: String| ScenarioError(format!("field `{field}`: {why}"));
+    let text = match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(0) => "0".into(),
+        toml::Value::Float(f) if *f == 0.0 => "0".into(),
+        toml::Value::Integer(i) if matches!(store, Store::Bytes) => i.to_string(),
+        other => {
+            let hint = match store {
+                Store::Gbps | Store::Mbps => "\"100gbit\" or \"500mbit\"",
+                Store::Bytes => "\"1MB\" or 1000000",
+                _ => "\"1us\" or \"20ms\"",
+            };
+            return Err(bad(format!(
+                "{other} needs a unit: write a string such as {hint}"
+            )));
+        }
+    };
+    let int = |n: u64| {
+        i64::try_from(n)
+            .map(toml::Value::Integer)
+            .map_err(|_| bad(format!("{text:?} is out of range")))
+    };
+    match store {
+        Store::Ns => int(stride_units::parse_duration_ns(&text).map_err(bad)?),
+        Store::Us => {
+            let ns = stride_units::parse_duration_ns(&text).map_err(bad)?;
+            if ns % 1000 != 0 {
+                return Err(bad(format!("{text:?} must be whole microseconds")));
+            }
+            int(ns / 1000)
+        }
+        Store::Ms => Ok(toml::Value::Float(
+            stride_units::parse_duration_ns(&text).map_err(bad)? as f64 / 1e6,
+        )),
+        Store::Gbps => Ok(toml::Value::Float(
+            stride_units::parse_rate_bps(&text).map_err(bad)? as f64 / 1e9,
+        )),
+        Store::Mbps => Ok(toml::Value::Float(
+            stride_units::parse_rate_bps(&text).map_err(bad)? as f64 / 1e6,
+        )),
+        Store::Bytes => int(stride_units::parse_bytes(&text).map_err(bad)?),
+    }
+}
+
+/// The old key's value written in the grammar, for the deprecation note.
+fn in_grammar(v: &toml::Value, store: Store) -> String {
+    let f = match v {
+        toml::Value::Integer(i) => *i as f64,
+        toml::Value::Float(f) => *f,
+        other => return other.to_string(),
+    };
+    let q = |s: String| format!("\"{s}\"");
+    match store {
+        Store::Ns => q(stride_units::fmt_duration_ns(f as u64)),
+        Store::Us => q(stride_units::fmt_duration_ns((f * 1e3) as u64)),
+        Store::Ms => q(stride_units::fmt_duration_ns((f * 1e6) as u64)),
+        Store::Gbps => q(stride_units::fmt_rate_bps((f * 1e9) as u64)),
+        Store::Mbps => q(stride_units::fmt_rate_bps((f * 1e6) as u64)),
+        Store::Bytes => format!("{f}"),
+    }
+}
+
+/// Rewrites the unit-bearing keys of a scenario table into their stored form and returns one
+/// deprecation note per older key found. `transports = "stride,dctcp"` (as `--set` gives it)
+/// becomes a list.
+pub fn normalize(table: &mut toml::Table) -> Result<Vec<String>, ScenarioError> {
+    let mut notes = Vec::new();
+    if let Some(toml::Value::String(s)) = table.get("transports") {
+        let list = s
+            .split(',')
+            .map(|t| toml::Value::String(t.trim().to_string()))
+            .collect();
+        table.insert("transports".into(), toml::Value::Array(list));
+    }
+    for &(section, new, old, store) in KEYS {
+        let t = if section.is_empty() {
+            &mut *table
+        } else {
+            match table.get_mut(section) {
+                Some(toml::Value::Table(t)) => t,
+                _ => continue,
+            }
+        };
+        if new == old {
+            if let Some(v) = t.get(new) {
+                let v = convert(&dotted(section, new), v, store)?;
+                t.insert(new.to_string(), v);
+            }
+            continue;
+        }
+        match (t.remove(new), t.get(old)) {
+            (Some(_), Some(_)) => {
+                return Err(ScenarioError(format!(
+                    "field `{}`: give either `{new}` or the deprecated `{old}`, not both",
+                    dotted(section, new)
+                )))
+            }
+            (Some(v), None) => {
+                let v = convert(&dotted(section, new), &v, store)?;
+                t.insert(old.to_string(), v);
+            }
+            (None, Some(v)) => notes.push(format!(
+                "`{}` is deprecated: write `{new} = {}`",
+                dotted(section, old),
+                in_grammar(v, store)
+            )),
+            (None, None) => {}
+        }
+    }
+    Ok(notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(text: &str) -> Result<(toml::Table, Vec<String>), String> {
+        let mut t: toml::Table = toml::from_str(text).unwrap();
+        let notes = normalize(&mut t).map_err(|e| e.0)?;
+        Ok((t, notes))
+    }
+
+    #[test]
+    fn new_keys_become_the_stored_fields() {
+        let (t, notes) = norm(
+            "limit = \"5ms\"\n[topology]\nhost_rate = \"100gbit\"\nlink_delay = \"1us\"\n\
+             [stride]\nt_high = \"20us\"\nbeta = \"50mbit\"\nmin_rto = \"1ms\"\n\
+             [workload]\nbytes = \"1MB\"\n",
+        )
+        .unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(t["limit_ms"].as_float(), Some(5.0));
+        assert_eq!(t["topology"]["host_gbps"].as_float(), Some(100.0));
+        assert_eq!(t["topology"]["link_delay_ns"].as_integer(), Some(1000));
+        assert_eq!(t["stride"]["t_high_ns"].as_integer(), Some(20_000));
+        assert_eq!(t["stride"]["beta_mbps"].as_float(), Some(50.0));
+        assert_eq!(t["stride"]["min_rto_us"].as_integer(), Some(1000));
+        assert_eq!(t["workload"]["bytes"].as_integer(), Some(1_000_000));
+        assert!(t["topology"].get("link_delay").is_none());
+    }
+
+    #[test]
+    fn old_keys_still_work_with_a_deprecation_note_in_the_new_grammar() {
+        let (t, notes) = norm("[topology]\nlink_delay_ns = 1000\nhost_gbps = 10.0\n").unwrap();
+        assert_eq!(t["topology"]["link_delay_ns"].as_integer(), Some(1000));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].contains("`topology.host_gbps` is deprecated: write `host_rate = \"10gbit\"`")
+        );
+        assert!(
+            notes[1].contains("write `link_delay = \"1us\"`"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn bare_numbers_both_keys_and_bad_units_are_refused_naming_the_field() {
+        for (text, want) in [
+            (
+                "[topology]\nlink_delay = 1000\n",
+                "`topology.link_delay`: 1000 needs a unit",
+            ),
+            (
+                "[topology]\nhost_rate = 100\n",
+                "`topology.host_rate`: 100 needs a unit",
+            ),
+            (
+                "[topology]\nlink_delay = \"1us\"\nlink_delay_ns = 1000\n",
+                "give either `link_delay` or the deprecated `link_delay_ns`",
+            ),
+            (
+                "[stride]\nmin_rto = \"1500ns\"\n",
+                "must be whole microseconds",
+            ),
+            (
+                "[watch]\nevery = \"10 parsecs\"\n",
+                "`watch.every`: unknown time unit",
+            ),
+            ("[stride]\nt_low = \"-1us\"\n", "negative"),
+        ] {
+            let e = norm(text).unwrap_err();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_transports_string_becomes_a_list() {
+        let (t, _) = norm("transports = \"stride, dctcp\"\n").unwrap();
+        let names: Vec<_> = t["transports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["stride", "dctcp"]);
+    }
+}
