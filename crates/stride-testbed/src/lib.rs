@@ -1007,6 +1007,10 @@ fn coexist_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Val
                     },
                 )?;
                 let big = Duration::from_secs(3600);
+                if cc2 == "none" {
+                    let a = flows::stride_flow(&ep, stride_to, 1, 0, Some(until), big).await;
+                    return anyhow::Ok((a, FlowOutcome::default()));
+                }
                 let (a, b) = tokio::join!(
                     flows::stride_flow(&ep, stride_to, 1, 0, Some(until), big),
                     flows::tcp_flow(&cc2, tcp_to, 2, 0, Some(until), big)
@@ -1046,7 +1050,11 @@ fn coexist_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Val
         let xs_: Vec<f64> = steady.iter().map(|s| s.1).collect();
         let ys_: Vec<f64> = steady.iter().map(|s| s.2).collect();
         let (x, y) = (mean(&xs_), mean(&ys_));
-        let jain = (x + y).powi(2) / (2.0 * (x * x + y * y));
+        let jain = if cc == "none" {
+            f64::NAN
+        } else {
+            (x + y).powi(2) / (2.0 * (x * x + y * y))
+        };
         let mut qd: Vec<f64> = steady.iter().map(|s| s.3).collect();
         qd.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let q50 = qd.get(qd.len() / 2).copied().unwrap_or(f64::NAN);

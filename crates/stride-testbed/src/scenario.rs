@@ -274,7 +274,8 @@ impl Default for SttCfg {
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct CoexistCfg {
-    /// Kernel congestion controls that each share the bottleneck with one STRIDE flow.
+    /// Kernel congestion controls that each share the bottleneck with one STRIDE flow (`none`:
+    /// STRIDE alone, the baseline).
     #[serde(default = "default_against")]
     pub against: Vec<String>,
     /// Length of each pairing, s.
@@ -689,7 +690,7 @@ impl Testbed {
         }
         let c = &file.coexistence;
         for a in &c.against {
-            if !kernel.iter().any(|k| k == a) {
+            if a != "none" && !kernel.iter().any(|k| k == a) {
                 return Err(bad(
                     "coexistence.against",
                     format!(
