@@ -123,7 +123,8 @@ pub fn netns_unavailable(euid: u32) -> Option<String> {
         }
     }
     // Root inside a container may still lack CAP_SYS_ADMIN: try one namespace.
-    let probe = format!("{}probe", ns_prefix());
+    // A name of its own per call: tests probe from several threads at once.
+    let probe = format!("{}p{}", ns_prefix(), SEQ.fetch_add(1, Ordering::Relaxed));
     match run(&["ip", "netns", "add", &probe]) {
         Ok(_) => {
             let _ = run(&["ip", "netns", "del", &probe]);
