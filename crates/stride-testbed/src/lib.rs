@@ -954,7 +954,7 @@ fn stt_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Value> 
     let a = dev(&r_first);
     let b = dev(&r_next);
     let md = format!(
-        "\n| ratio | samples | median |1-r| | p99 |1-r| | max |1-r| | min | max |\n|---|---|---|---|---|---|---|\n| STT(t)/STT(first) | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |\n| STT(t)/STT(t+1) | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |\n\nfirst STT {} ns, median STT {:.0} ns, kernel rx timestamps: {}\n",
+        "\n| ratio r | samples | median dev | p99 dev | max dev | min r | max r |\n|---|---|---|---|---|---|---|\n| STT(t)/STT(first) | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |\n| STT(t)/STT(t+1) | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |\n\ndev = abs(r - 1). First STT {} ns, median STT {:.0} ns, kernel rx timestamps: {}\n",
         r_first.len(), a["p50_abs_dev"].as_f64().unwrap(), a["p99_abs_dev"].as_f64().unwrap(), a["max_abs_dev"].as_f64().unwrap(), a["min_ratio"].as_f64().unwrap(), a["max_ratio"].as_f64().unwrap(),
         r_next.len(), b["p50_abs_dev"].as_f64().unwrap(), b["p99_abs_dev"].as_f64().unwrap(), b["max_abs_dev"].as_f64().unwrap(), b["min_ratio"].as_f64().unwrap(), b["max_ratio"].as_f64().unwrap(),
         first as u64, stt_med, kts
