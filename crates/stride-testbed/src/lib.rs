@@ -1146,14 +1146,23 @@ STRIDE and kernel TCP flows through it. Without root, mode = auto falls back to 
             /// Override the file's mode: netns, relay or auto.
             #[arg(long)]
             mode: Option<String>,
+            /// Override a field: `section.field=value` (repeatable), e.g.
+            /// `--set stride.line_rate=800mbit --set foreground.blocks=[1,2]`.
+            #[arg(long, value_name = "KEY=VALUE")]
+            set: Vec<String>,
         },
     }
 
     /// `stride testbed`.
     pub fn run(a: TestbedArgs) -> anyhow::Result<()> {
         match a.cmd {
-            TestbedCmd::Run { file, out, mode } => {
-                let tb = Testbed::load(&file)?;
+            TestbedCmd::Run {
+                file,
+                out,
+                mode,
+                set,
+            } => {
+                let tb = Testbed::load_with(&file, &set)?;
                 let mode = match mode.as_deref() {
                     None => None,
                     Some("netns") => Some(Mode::Netns),
