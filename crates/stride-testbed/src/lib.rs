@@ -954,7 +954,7 @@ fn stt_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Value> 
     let a = dev(&r_first);
     let b = dev(&r_next);
     let md = format!(
-        "\n| ratio | samples | median |1-r| | p99 |1-r| | max |1-r| | min | max |\n|---|---|---|---|---|---|---|\n| STT(t)/STT(first) | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |\n| STT(t)/STT(t+1) | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |\n\nfirst STT {} ns, median STT {:.0} ns, kernel rx timestamps: {}\n",
+        "\n| ratio r | samples | median dev | p99 dev | max dev | min r | max r |\n|---|---|---|---|---|---|---|\n| STT(t)/STT(first) | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |\n| STT(t)/STT(t+1) | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |\n\ndev = abs(r - 1). First STT {} ns, median STT {:.0} ns, kernel rx timestamps: {}\n",
         r_first.len(), a["p50_abs_dev"].as_f64().unwrap(), a["p99_abs_dev"].as_f64().unwrap(), a["max_abs_dev"].as_f64().unwrap(), a["min_ratio"].as_f64().unwrap(), a["max_ratio"].as_f64().unwrap(),
         r_next.len(), b["p50_abs_dev"].as_f64().unwrap(), b["p99_abs_dev"].as_f64().unwrap(), b["max_abs_dev"].as_f64().unwrap(), b["min_ratio"].as_f64().unwrap(), b["max_ratio"].as_f64().unwrap(),
         first as u64, stt_med, kts
@@ -1007,6 +1007,10 @@ fn coexist_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Val
                     },
                 )?;
                 let big = Duration::from_secs(3600);
+                if cc2 == "none" {
+                    let a = flows::stride_flow(&ep, stride_to, 1, 0, Some(until), big).await;
+                    return anyhow::Ok((a, FlowOutcome::default()));
+                }
                 let (a, b) = tokio::join!(
                     flows::stride_flow(&ep, stride_to, 1, 0, Some(until), big),
                     flows::tcp_flow(&cc2, tcp_to, 2, 0, Some(until), big)
@@ -1046,7 +1050,11 @@ fn coexist_experiment(tb: &Testbed, env: &Env, out: &Path) -> anyhow::Result<Val
         let xs_: Vec<f64> = steady.iter().map(|s| s.1).collect();
         let ys_: Vec<f64> = steady.iter().map(|s| s.2).collect();
         let (x, y) = (mean(&xs_), mean(&ys_));
-        let jain = (x + y).powi(2) / (2.0 * (x * x + y * y));
+        let jain = if cc == "none" {
+            f64::NAN
+        } else {
+            (x + y).powi(2) / (2.0 * (x * x + y * y))
+        };
         let mut qd: Vec<f64> = steady.iter().map(|s| s.3).collect();
         qd.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let q50 = qd.get(qd.len() / 2).copied().unwrap_or(f64::NAN);
@@ -1138,14 +1146,23 @@ STRIDE and kernel TCP flows through it. Without root, mode = auto falls back to 
             /// Override the file's mode: netns, relay or auto.
             #[arg(long)]
             mode: Option<String>,
+            /// Override a field: `section.field=value` (repeatable), e.g.
+            /// `--set stride.line_rate=800mbit --set foreground.blocks=[1,2]`.
+            #[arg(long, value_name = "KEY=VALUE")]
+            set: Vec<String>,
         },
     }
 
     /// `stride testbed`.
     pub fn run(a: TestbedArgs) -> anyhow::Result<()> {
         match a.cmd {
-            TestbedCmd::Run { file, out, mode } => {
-                let tb = Testbed::load(&file)?;
+            TestbedCmd::Run {
+                file,
+                out,
+                mode,
+                set,
+            } => {
+                let tb = Testbed::load_with(&file, &set)?;
                 let mode = match mode.as_deref() {
                     None => None,
                     Some("netns") => Some(Mode::Netns),

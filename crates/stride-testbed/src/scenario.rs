@@ -274,7 +274,8 @@ impl Default for SttCfg {
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct CoexistCfg {
-    /// Kernel congestion controls that each share the bottleneck with one STRIDE flow.
+    /// Kernel congestion controls that each share the bottleneck with one STRIDE flow (`none`:
+    /// STRIDE alone, the baseline).
     #[serde(default = "default_against")]
     pub against: Vec<String>,
     /// Length of each pairing, s.
@@ -315,6 +316,36 @@ fn positive(v: f64) -> bool {
 
 fn bad(field: &str, why: impl std::fmt::Display) -> TestbedError {
     TestbedError(format!("field `{field}`: {why}"))
+}
+
+/// Applies one `section.field=value` override to a parsed table.
+pub fn apply_set(table: &mut toml::Table, set: &str) -> Result<(), TestbedError> {
+    let Some((key, raw)) = set.split_once('=') else {
+        return Err(TestbedError(format!(
+            "override {set:?}: expected `section.field=value`"
+        )));
+    };
+    let (key, raw) = (key.trim(), raw.trim());
+    let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").expect("parsed key"),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(TestbedError(format!("override {set:?}: empty key")));
+    }
+    let mut t = table;
+    for p in &parts[..parts.len() - 1] {
+        let e = t
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = match e {
+            toml::Value::Table(t) => t,
+            _ => return Err(bad(key, format!("`{p}` is not a section"))),
+        };
+    }
+    t.insert(parts[parts.len() - 1].to_string(), value);
+    Ok(())
 }
 
 /// Background rate pattern, in bit/s.
@@ -461,7 +492,29 @@ impl Testbed {
 
     /// Parses and validates testbed TOML.
     pub fn parse(text: &str) -> Result<Testbed, TestbedError> {
-        let file: TestbedFile = toml::from_str(text).map_err(|e| TestbedError(e.to_string()))?;
+        Self::parse_with(text, &[])
+    }
+
+    /// Like [`Testbed::load`], with overrides `section.field=value` applied before validation
+    /// (`stride.line_rate=800mbit`, `foreground.blocks=[1,2]`, `repetitions=5`). The value is
+    /// read as a TOML value and otherwise as a bare string; unknown keys are errors naming them.
+    pub fn load_with(path: &Path, sets: &[String]) -> Result<Testbed, TestbedError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TestbedError(format!("{}: {e}", path.display())))?;
+        Self::parse_with(&text, sets)
+            .map_err(|e| TestbedError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    /// Parses testbed TOML with overrides applied, then validates.
+    pub fn parse_with(text: &str, sets: &[String]) -> Result<Testbed, TestbedError> {
+        let mut table: toml::Table =
+            toml::from_str(text).map_err(|e| TestbedError(e.to_string()))?;
+        for set in sets {
+            apply_set(&mut table, set)?;
+        }
+        let file: TestbedFile = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| TestbedError(e.to_string()))?;
         Self::validate(file)
     }
 
@@ -689,7 +742,7 @@ impl Testbed {
         }
         let c = &file.coexistence;
         for a in &c.against {
-            if !kernel.iter().any(|k| k == a) {
+            if a != "none" && !kernel.iter().any(|k| k == a) {
                 return Err(bad(
                     "coexistence.against",
                     format!(
@@ -759,6 +812,29 @@ mod tests {
         // Unknown keys inside a section are named too.
         let e = Testbed::parse("name = \"t\"\nexperiment = \"fct\"\n[bottleneck]\nrate = \"100mbit\"\nqueue = \"64KiB\"\nqueue_size = 3\n").unwrap_err().0;
         assert!(e.contains("queue_size"), "{e}");
+    }
+
+    #[test]
+    fn overrides_apply_and_unknown_keys_are_named() {
+        let t = Testbed::parse_with(
+            MIN,
+            &[
+                "stride.line_rate=800mbit".into(),
+                "foreground.blocks=[1, 2]".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(t.line_bps, 800_000_000);
+        assert_eq!(t.file.foreground.blocks, vec![1, 2]);
+        let e = Testbed::parse_with(MIN, &["foreground.flowz=3".into()])
+            .unwrap_err()
+            .0;
+        assert!(e.contains("flowz"), "{e}");
+        let e = Testbed::parse_with(MIN, &["bottleneck.rate=fast".into()])
+            .unwrap_err()
+            .0;
+        assert!(e.contains("field `bottleneck.rate`"), "{e}");
+        assert!(Testbed::parse_with(MIN, &["nokey".into()]).is_err());
     }
 
     #[test]

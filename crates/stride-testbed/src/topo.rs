@@ -122,7 +122,19 @@ pub fn netns_unavailable(euid: u32) -> Option<String> {
             ));
         }
     }
-    None
+    // Root inside a container may still lack CAP_SYS_ADMIN: try one namespace.
+    // A name of its own per call: tests probe from several threads at once.
+    let probe = format!("{}p{}", ns_prefix(), SEQ.fetch_add(1, Ordering::Relaxed));
+    match run(&["ip", "netns", "add", &probe]) {
+        Ok(_) => {
+            let _ = run(&["ip", "netns", "del", &probe]);
+            None
+        }
+        Err(e) => Some(format!(
+            "cannot create a network namespace here ({e:#}): set `mode = \"relay\"` (or --mode \
+             relay) for the userspace-relay fallback (STRIDE only)"
+        )),
+    }
 }
 
 /// The effective user id.
