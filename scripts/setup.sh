@@ -19,6 +19,12 @@ if ! command -v iperf3 >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq iperf3 iproute2 >/dev/null
 fi
+# tshark for the Wireshark dissector's test (tools/wireshark/, crates/stride-cli/tests/wireshark.rs).
+if ! command -v tshark >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections 2>/dev/null || true
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq tshark >/dev/null
+fi
 if [ -f hw/Makefile ]; then
   bash hw/setup.sh
 fi

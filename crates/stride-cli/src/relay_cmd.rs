@@ -4,6 +4,7 @@ use crate::units::{fmt_ns, parse_bytes, parse_duration_ns, parse_prob, parse_rat
 use clap::Args;
 use serde_json::json;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use stride::relay::{Relay, RelayConfig, RelayStats};
 
 /// Arguments of `stride relay`.
@@ -48,6 +49,10 @@ pub struct RelayArgs {
     /// Stop after this long, e.g. 10s (default: until SIGINT/SIGTERM).
     #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout)]
     pub duration: Option<std::time::Duration>,
+    /// Write every datagram the relay sends (both directions, as it leaves the relay) to FILE
+    /// as a standard pcap (IP/UDP records; open it in Wireshark with `tools/wireshark/stride.lua`).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<std::path::PathBuf>,
     /// Print the final counters as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -106,7 +111,36 @@ pub fn config(a: &RelayArgs) -> RelayConfig {
 
 /// `stride relay`.
 pub fn run(a: RelayArgs) -> anyhow::Result<()> {
-    let relay = match Relay::spawn(config(&a)) {
+    // The capture file and the first write error (capturing stops at it).
+    type Capture = (
+        Option<stride_pcap::Writer<std::io::BufWriter<std::fs::File>>>,
+        Option<std::io::Error>,
+    );
+    let capture: Option<Arc<Mutex<Capture>>> = match &a.pcap {
+        Some(path) => {
+            let f = std::fs::File::create(path)
+                .map_err(|e| anyhow::anyhow!("--pcap {}: {e}", path.display()))?;
+            let w = stride_pcap::Writer::new(std::io::BufWriter::new(f))
+                .map_err(|e| anyhow::anyhow!("--pcap {}: {e}", path.display()))?;
+            Some(Arc::new(Mutex::new((Some(w), None))))
+        }
+        None => None,
+    };
+    let tap: Option<stride::relay::Tap> = capture.clone().map(|c| {
+        Box::new(move |ts, from, to, data: &[u8]| {
+            let mut g = c.lock().unwrap_or_else(|p| p.into_inner());
+            let (w, first_err) = &mut *g;
+            if let Some(w) = w.as_mut() {
+                if let Err(e) = w.write_udp(ts, from, to, data) {
+                    *first_err = Some(e);
+                }
+            }
+            if first_err.is_some() {
+                *w = None; // stop capturing after the first write error
+            }
+        }) as stride::relay::Tap
+    });
+    let relay = match Relay::spawn_tapped(config(&a), tap) {
         Ok(r) => r,
         Err(e) => crate::units::fail("relay", format!("cannot listen on {}: {e}", a.listen)),
     };
@@ -130,6 +164,20 @@ pub fn run(a: RelayArgs) -> anyhow::Result<()> {
         Ok::<_, std::io::Error>(())
     })?;
     let s = relay.stop();
+    if let (Some(c), Some(path)) = (capture, &a.pcap) {
+        let mut g = c.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = g.1.take() {
+            anyhow::bail!("--pcap {}: capture stopped: {e}", path.display());
+        }
+        if let Some(w) = g.0.take() {
+            let n = w.packets();
+            use std::io::Write;
+            w.into_inner()
+                .flush()
+                .map_err(|e| anyhow::anyhow!("--pcap {}: {e}", path.display()))?;
+            eprintln!("relay: {n} packets written to {}", path.display());
+        }
+    }
     if a.json {
         println!("{}", stats_json(&s));
     }

@@ -113,7 +113,10 @@ pub struct ConnStats {
     pub stt_min: Option<u32>,
     /// Smoothed RTT estimate (ns).
     pub srtt_ns: u64,
-    /// Queueing delay (echoed STT minus the controller's windowed minimum) per ACK, ns.
+    /// Queueing delay per ACK, ns: the echoed STT minus [`ConnStats::stt_min`], the smallest STT
+    /// echoed on this connection so far (an all-time minimum; the controller itself uses a
+    /// windowed minimum that ages out, spec §8.4, so the two can differ after clock drift or a
+    /// route change).
     pub queue_delay: Histogram,
     /// Per DATA packet sent while backlogged: how long after the pacer's release time it was
     /// produced (`now` passed to `poll_transmit` minus the release time), ns. Measures how

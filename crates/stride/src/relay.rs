@@ -123,9 +123,21 @@ pub struct Relay {
     thread: Option<JoinHandle<()>>,
 }
 
+/// Called for every datagram the relay sends, as it leaves: (time in ns of the relay's clock,
+/// the Unix epoch's `CLOCK_REALTIME`), source, destination, the UDP payload. The forward path
+/// is given from the client's address to the server's, the way back from the server's to the
+/// client's (the relay's own sockets are left out, so a capture reads as one conversation).
+pub type Tap = Box<dyn FnMut(u64, SocketAddr, SocketAddr, &[u8]) + Send>;
+
 impl Relay {
     /// Binds and starts the relay thread.
     pub fn spawn(cfg: RelayConfig) -> io::Result<Relay> {
+        Self::spawn_tapped(cfg, None)
+    }
+
+    /// [`Relay::spawn`] with a [`Tap`] that sees every datagram the relay sends (for pcap
+    /// capture: `stride relay --pcap FILE`).
+    pub fn spawn_tapped(cfg: RelayConfig, tap: Option<Tap>) -> io::Result<Relay> {
         let sock = socket2::Socket::new(
             socket2::Domain::for_address(cfg.listen),
             socket2::Type::DGRAM,
@@ -144,7 +156,7 @@ impl Relay {
         let (s2, st2) = (stop.clone(), stats.clone());
         let thread = std::thread::Builder::new()
             .name("stride-relay".into())
-            .spawn(move || run(cfg, sock, s2, st2))?;
+            .spawn(move || run(cfg, sock, s2, st2, tap))?;
         Ok(Relay {
             local,
             stop,
@@ -212,7 +224,13 @@ fn ppm(p: f64) -> u64 {
     (p.clamp(0.0, 1.0) * 1_000_000.0).round() as u64
 }
 
-fn run(cfg: RelayConfig, sock: UdpSocket, stop: Arc<AtomicBool>, shared: Arc<Mutex<RelayStats>>) {
+fn run(
+    cfg: RelayConfig,
+    sock: UdpSocket,
+    stop: Arc<AtomicBool>,
+    shared: Arc<Mutex<RelayStats>>,
+    mut tap: Option<Tap>,
+) {
     // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let mut rng = SplitMix::new(cfg.seed);
@@ -388,6 +406,12 @@ fn run(cfg: RelayConfig, sock: UdpSocket, stop: Arc<AtomicBool>, shared: Arc<Mut
         let now = sys::now_ns();
         while heap.peek().is_some_and(|Reverse(p)| p.at <= now) {
             let Reverse(p) = heap.pop().expect("peeked");
+            if let Some(t) = tap.as_mut() {
+                match p.upstream {
+                    Some(_) => t(now, p.client, cfg.to, &p.data),
+                    None => t(now, cfg.to, p.client, &p.data),
+                }
+            }
             let r = match p.upstream {
                 Some(k) => {
                     st.fwd_out += 1;

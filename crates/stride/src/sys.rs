@@ -2,7 +2,8 @@
 //! batched datagram I/O (`recvmmsg`/`sendmmsg`) with a one-datagram fallback.
 //!
 //! Every function here works on a raw file descriptor in non-blocking mode; readiness is
-//! handled by the caller (tokio's `UdpSocket::try_io`).
+//! handled by the caller (the endpoint's driver thread waits in `ppoll` on the socket and its
+//! eventfd, or spins for short waits: see the `endpoint` module).
 
 use std::io;
 use std::mem::{size_of, zeroed};
