@@ -303,6 +303,10 @@ pub fn tcp_retrans(fd: i32) -> u64 {
     }
 }
 
+/// Process ids of the iperf3 processes this process started and has not reaped yet (for the
+/// interrupt handler of [`crate::cli`]).
+pub static CHILD_PIDS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
 /// The background generator: the testbed's pinned-rate UDP sender following a [`Pattern`].
 pub struct Background {
     stop: Arc<AtomicBool>,
@@ -399,6 +403,7 @@ impl Background {
             .stderr(Stdio::null())
             .spawn()
             .context("start iperf3 -s (is iperf3 installed? scripts/setup.sh installs it)")?;
+        CHILD_PIDS.lock().unwrap().push(server.id());
         let mut bg = Background {
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
@@ -430,6 +435,7 @@ impl Background {
             .spawn()
             .context("start iperf3 -c")?;
         bg.children.push(client);
+        CHILD_PIDS.lock().unwrap().push(bg.children[1].id());
         std::thread::sleep(Duration::from_millis(200));
         if let Some(st) = bg.children[1].try_wait()? {
             bail!("iperf3 client exited at once ({st})");
@@ -465,6 +471,7 @@ impl Background {
         for mut c in self.children.drain(..).rev() {
             let _ = c.kill();
             let _ = c.wait();
+            CHILD_PIDS.lock().unwrap().retain(|&p| p != c.id());
         }
     }
 }

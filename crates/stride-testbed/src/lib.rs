@@ -1153,8 +1153,44 @@ STRIDE and kernel TCP flows through it. Without root, mode = auto falls back to 
         },
     }
 
+    /// Blocks SIGINT and SIGTERM in this thread (and so in every thread started after) and
+    /// starts a thread that waits for them: on either it stops the iperf3 processes this run
+    /// started, deletes this process's namespaces and exits with 130, so an interrupted run
+    /// leaves nothing behind.
+    fn clean_up_on_interrupt() {
+        // SAFETY: signal-set manipulation on sets we own; sigwait in a dedicated thread.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+                return;
+            }
+            std::thread::spawn(move || {
+                let mut sig = 0;
+                libc::sigwait(&set, &mut sig);
+                eprintln!("stride testbed: interrupted, removing the namespaces");
+                for pid in flows::CHILD_PIDS
+                    .lock()
+                    .map(|v| v.clone())
+                    .unwrap_or_default()
+                {
+                    libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                }
+                for ns in topo::namespaces_with_prefix(&topo::ns_prefix()) {
+                    let _ = std::process::Command::new("ip")
+                        .args(["netns", "del", &ns])
+                        .output();
+                }
+                std::process::exit(130);
+            });
+        }
+    }
+
     /// `stride testbed`.
     pub fn run(a: TestbedArgs) -> anyhow::Result<()> {
+        clean_up_on_interrupt();
         match a.cmd {
             TestbedCmd::Run {
                 file,
