@@ -419,5 +419,6 @@ pub fn payload_len(p: &Packet) -> u32 {
     match &p.payload {
         Payload::Stride { payload_len, .. } => u32::from(*payload_len),
         Payload::Tcp(s) => s.len,
+        Payload::QcnFeedback { .. } | Payload::Pause { .. } => 0,
     }
 }

@@ -23,6 +23,79 @@ pub enum Payload {
     },
     /// A TCP segment of the packet-level TCP models.
     Tcp(crate::tcp::Segment),
+    /// An IEEE 802.1Qau congestion-notification message: a switch congestion point sampled a
+    /// packet of the flow `(flow_src, flow_dst, hash)` and sends this frame to `flow_src` (the
+    /// packet's `src` is the switch's node id, its `dst` the flow's source host). Delivered to
+    /// the source host's transport like any packet.
+    QcnFeedback {
+        /// Quantized |Fb|, 6 bits (1..=63; a congestion point sends nothing when Fb >= 0).
+        fb: u8,
+        /// Congestion point id: the index of the switch port (in `Topology::ports`).
+        cpid: u32,
+        /// Source host of the sampled packet (the reaction point).
+        flow_src: u32,
+        /// Destination host of the sampled packet.
+        flow_dst: u32,
+        /// ECMP hash of the sampled packet (identifies the connection).
+        hash: u64,
+        /// Queue offset Q - Q_eq at sampling, bytes (positive: above the equilibrium).
+        qoff: i64,
+        /// Queue growth since the previous sample at this congestion point, bytes.
+        qdelta: i64,
+    },
+    /// An IEEE 802.1Qbb (PFC) pause frame, hop by hop: it crosses one link and is consumed by
+    /// the engine at the far end, which stops (or restarts) the port that feeds the sender of
+    /// the frame. Never delivered to a transport.
+    Pause {
+        /// How long the upstream port stays paused, ns: 0 resumes it at once (XON); `u64::MAX`
+        /// pauses until an XON arrives (what the simulated switches send).
+        pause_ns: u64,
+    },
+}
+
+/// One in-band network telemetry record, pushed by each switch egress port a packet leaves
+/// through (HPCC's per-hop fields, Li et al. 2019, Section 3.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntHop {
+    /// Bytes queued at the egress port when the packet was dequeued.
+    pub qlen_bytes: u64,
+    /// Bytes the port had transmitted in total, this packet included.
+    pub tx_bytes: u64,
+    /// Time the record was written (the packet's departure from the port), ns.
+    pub ts_ns: u64,
+    /// The port's link rate, bit/s.
+    pub rate_bps: u64,
+}
+
+/// The most hops an INT stack holds (a FatTree path has 5 switches); more are not recorded.
+pub const INT_MAX_HOPS: usize = 8;
+
+/// The INT records of one packet, in path order. Carried boxed behind `Option` in [`Packet`],
+/// so a packet without INT costs one null pointer and no allocation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntStack {
+    /// Records written.
+    pub n: u8,
+    /// The records; only `..n` are meaningful.
+    pub hops: [IntHop; INT_MAX_HOPS],
+}
+
+impl IntStack {
+    /// The records written, in path order.
+    pub fn hops(&self) -> &[IntHop] {
+        &self.hops[..usize::from(self.n)]
+    }
+
+    /// Appends a record; returns false (and records nothing) when the stack is full.
+    pub fn push(&mut self, h: IntHop) -> bool {
+        let i = usize::from(self.n);
+        if i >= INT_MAX_HOPS {
+            return false;
+        }
+        self.hops[i] = h;
+        self.n += 1;
+        true
+    }
 }
 
 /// A packet in flight.
@@ -42,6 +115,9 @@ pub struct Packet {
     pub ce: bool,
     /// Contents.
     pub payload: Payload,
+    /// In-band telemetry: `Some` when the sender asks switches to stamp the packet (HPCC),
+    /// each INT-enabled switch port then appends an [`IntHop`]. `None` costs no allocation.
+    pub int: Option<Box<IntStack>>,
 }
 
 /// Node identifier: hosts are `0..hosts`, switches follow.

@@ -151,6 +151,7 @@ impl TcpHost {
             ect: matches!(self.cfg.variant, Variant::Dctcp { .. }),
             ce: false,
             payload: Payload::Tcp(seg),
+            int: None,
         }
     }
 
