@@ -2,6 +2,7 @@
 //! equal-time events run in the order they were scheduled (deterministic for a seed).
 
 use crate::net::{Packet, Payload, Topology};
+use crate::qdisc::SimRng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -80,6 +81,8 @@ pub struct RunStats {
     pub drops: u64,
     /// Packets marked CE.
     pub ecn_marks: u64,
+    /// QCN feedback frames switches sent.
+    pub qcn_feedback: u64,
     /// Packets handed to the network by hosts.
     pub packets_sent: u64,
     /// Packets delivered to hosts.
@@ -119,7 +122,7 @@ pub struct Sim {
     /// Counters.
     pub stats: RunStats,
     completed: u64,
-    rng: u64,
+    rng: SimRng,
     /// Ports whose queue is sampled, and the sampling period.
     pub watch: Vec<usize>,
     /// Sampling period of watched ports, ns (0 = off).
@@ -129,7 +132,8 @@ pub struct Sim {
     pub samples: Vec<QueueSample>,
 }
 
-fn mix(mut z: u64) -> u64 {
+/// SplitMix64's output function: the hash of ECMP and of the random stream.
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -154,7 +158,7 @@ impl Sim {
             flows,
             stats: RunStats::default(),
             completed: 0,
-            rng: seed,
+            rng: SimRng(seed),
             watch: Vec::new(),
             watch_every: 0,
             next_watch: 0,
@@ -170,11 +174,6 @@ impl Sim {
     fn push(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
         self.heap.push(Reverse((t, self.seq, ev)));
-    }
-
-    fn rand01(&mut self) -> f64 {
-        self.rng = mix(self.rng);
-        (self.rng >> 11) as f64 / (1u64 << 53) as f64
     }
 
     fn store(&mut self, p: Packet) -> u32 {
@@ -237,11 +236,16 @@ impl Sim {
                     }
                 }
                 Ev::PortFree { port } => {
-                    // Only host NICs: switch ports are scheduled at enqueue.
+                    // Host NICs and per-packet switch ports (fast-path switch ports are
+                    // scheduled at enqueue).
                     let pt = &mut self.topo.ports[port as usize];
                     pt.busy = false;
                     let from = pt.from;
-                    self.kick(from);
+                    if from < self.topo.hosts {
+                        self.kick(from);
+                    } else {
+                        self.start_tx(port as usize);
+                    }
                 }
                 Ev::Wake { host } => {
                     if self.wake_at[host as usize] == t {
@@ -305,37 +309,20 @@ impl Sim {
         let shared_full = self.topo.shared_cap_bytes > 0
             && from >= self.topo.hosts
             && self.switch_queued(from, now) + u64::from(p.wire) > self.topo.shared_cap_bytes;
-        let (mark, drop) = {
-            let pt = &self.topo.ports[port];
-            let q = pt.qbytes;
-            let drop = shared_full || q + u64::from(p.wire) > pt.cap_bytes;
-            let mut mark = false;
-            if p.ect && !drop {
-                if pt.ecn_k_bytes > 0 && q > pt.ecn_k_bytes {
-                    mark = true;
-                } else if let Some((kmin, kmax, pmax)) = pt.red {
-                    if q >= kmax {
-                        mark = true;
-                    } else if q > kmin {
-                        let prob = pmax * (q - kmin) as f64 / (kmax - kmin) as f64;
-                        mark = self.rand01() < prob;
-                    }
-                }
-            }
-            (mark, drop)
-        };
         let pt = &mut self.topo.ports[port];
-        if drop {
+        let q = pt.qbytes;
+        if shared_full || q + u64::from(p.wire) > pt.cap_bytes {
             pt.drops += 1;
             return;
         }
-        if mark {
+        let verdict = pt.qdisc.enqueue(q, p.wire, p.ect, &mut self.rng);
+        if verdict.mark && p.ect {
             p.ce = true;
             pt.marks += 1;
         }
-        if pt.from >= self.topo.hosts {
+        let notify = verdict.feedback.map(|f| (f, p.src, p.dst, p.hash));
+        if pt.from >= self.topo.hosts && !pt.per_packet {
             // Switch port: FIFO and work-conserving, so the packet's start is known now.
-            let now = self.now;
             let wire = p.wire;
             let start = pt.free_at.max(now);
             let ser = pt.ser_ns(wire);
@@ -351,15 +338,52 @@ impl Sim {
             self.stats.packet_hops += 1;
             let id = self.store(p);
             self.push(start + ser + delay, Ev::Arrive { node: to, pkt: id });
+        } else {
+            pt.qbytes += u64::from(p.wire);
+            pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
+            let id = self.store(p);
+            self.topo.ports[port].queue.push_back(id as usize);
+            if !self.topo.ports[port].busy {
+                self.start_tx(port);
+            }
+        }
+        if let Some(n) = notify {
+            self.congestion_notification(from, port, n);
+        }
+    }
+
+    /// A congestion point at `port` of switch `node` sends the source of a sampled packet a
+    /// QCN feedback frame (a minimum-size Ethernet frame), routed like any packet.
+    fn congestion_notification(
+        &mut self,
+        node: u32,
+        port: usize,
+        (f, src, dst, hash): (crate::qdisc::Feedback, u32, u32, u64),
+    ) {
+        // Frames from switches (feedback itself) are never the subject of feedback.
+        if src >= self.topo.hosts {
             return;
         }
-        pt.qbytes += u64::from(p.wire);
-        pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
-        let id = self.store(p);
-        self.topo.ports[port].queue.push_back(id as usize);
-        if !self.topo.ports[port].busy {
-            self.start_tx(port);
-        }
+        self.stats.qcn_feedback += 1;
+        let frame = Packet {
+            src: node,
+            dst: src,
+            wire: 64 + 20,
+            hash,
+            ect: false,
+            ce: false,
+            payload: Payload::QcnFeedback {
+                fb: f.fb,
+                cpid: port as u32,
+                flow_src: src,
+                flow_dst: dst,
+                hash,
+                qoff: f.qoff,
+                qdelta: f.qdelta,
+            },
+            int: None,
+        };
+        self.forward(node, frame);
     }
 
     /// Bytes queued over every output port of switch node `node` at `now`.
@@ -374,14 +398,24 @@ impl Sim {
         total
     }
 
+    /// Starts serializing the head of a per-packet port's queue (host NICs, and switch ports
+    /// whose discipline acts at dequeue): the dequeue hooks run here.
     fn start_tx(&mut self, port: usize) {
         let now = self.now;
         let pt = &mut self.topo.ports[port];
+        if pt.busy {
+            return;
+        }
         let Some(id) = pt.queue.pop_front() else {
             return;
         };
-        let wire = self.packets[id].as_ref().expect("queued packet").wire;
+        let p = self.packets[id].as_mut().expect("queued packet");
+        let wire = p.wire;
         pt.qbytes -= u64::from(wire);
+        if pt.qdisc.dequeue(pt.qbytes, p.ect) && p.ect {
+            p.ce = true;
+            pt.marks += 1;
+        }
         pt.busy = true;
         let ser = pt.ser_ns(wire);
         pt.busy_ns += ser;

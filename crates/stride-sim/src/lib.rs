@@ -5,6 +5,7 @@
 
 pub mod engine;
 pub mod net;
+pub mod qdisc;
 pub mod report;
 pub mod scenario;
 pub mod stride;

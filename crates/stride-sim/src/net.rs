@@ -1,6 +1,7 @@
 //! Network elements: packets, unidirectional ports (queue + link), switches with ECMP routing,
 //! and the topology graph they form.
 
+use crate::qdisc::QueueDiscipline;
 use std::collections::VecDeque;
 
 /// Bytes added to every datagram on the wire: Ethernet header + FCS (18), IPv4 (20), UDP (8),
@@ -136,11 +137,13 @@ pub struct Port {
     pub delay_ns: u64,
     /// Buffer, bytes (drop-tail).
     pub cap_bytes: u64,
-    /// ECN marking: instantaneous queue above `ecn_k_bytes` at enqueue (0 = off)...
-    pub ecn_k_bytes: u64,
-    /// ... or RED-style: linear marking probability between kmin and kmax up to pmax.
-    pub red: Option<(u64, u64, f64)>,
-    /// Host NIC ports: queued packets (indices into the packet arena).
+    /// What happens to an accepted packet (ECN marks, congestion notification).
+    pub qdisc: Box<dyn QueueDiscipline>,
+    /// Switch ports: run per packet (a real FIFO of packets and a `PortFree` event per packet)
+    /// instead of fixing each departure at enqueue. Needed when the discipline acts at dequeue
+    /// and for PFC and INT; off, a packet costs one event per hop.
+    pub per_packet: bool,
+    /// Host NIC ports and per-packet switch ports: queued packets (indices into the arena).
     pub queue: VecDeque<usize>,
     /// Switch ports: (start of serialization, wire bytes) of packets accepted but not yet
     /// started. A switch port's schedule is computed at enqueue (FIFO, work-conserving), so a
@@ -247,8 +250,8 @@ impl Topology {
             rate_bps: l.rate_bps,
             delay_ns: l.delay_ns,
             cap_bytes: q.cap_bytes,
-            ecn_k_bytes: q.ecn_k_bytes,
-            red: q.red,
+            qdisc: crate::qdisc::from_spec(&q),
+            per_packet: false,
             queue: VecDeque::new(),
             sched: VecDeque::new(),
             free_at: 0,
@@ -390,6 +393,19 @@ impl Topology {
         }
         t.route();
         t
+    }
+
+    /// Gives every switch output port the discipline `make(port index)` returns (host NICs
+    /// keep drop-tail) and moves the port to the per-packet path if the discipline acts at
+    /// dequeue.
+    pub fn set_qdisc(&mut self, mut make: impl FnMut(usize) -> Box<dyn QueueDiscipline>) {
+        for i in 0..self.ports.len() {
+            if self.ports[i].from >= self.hosts {
+                let d = make(i);
+                self.ports[i].per_packet |= d.acts_at_dequeue();
+                self.ports[i].qdisc = d;
+            }
+        }
     }
 
     /// Fills every switch's ECMP table with all shortest-path next hops (BFS per destination).
