@@ -1,7 +1,7 @@
 //! The discrete-event engine: integer nanoseconds, a binary heap ordered by (time, sequence) so
 //! equal-time events run in the order they were scheduled (deterministic for a seed).
 
-use crate::net::{Packet, Payload, Topology};
+use crate::net::{IntHop, Packet, Payload, Topology, CONTROL_FRAME_WIRE};
 use crate::qdisc::SimRng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -17,7 +17,12 @@ pub enum Ev {
     Wake { host: u32 },
     /// A flow arrives at its source host.
     FlowStart { flow: u32 },
+    /// A timed PFC pause of a port may end.
+    PauseEnd { port: u32 },
 }
+
+/// No ingress link: a packet a host or a switch itself originates.
+const LOCAL: u32 = u32::MAX;
 
 /// A flow to simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,6 +88,14 @@ pub struct RunStats {
     pub ecn_marks: u64,
     /// QCN feedback frames switches sent.
     pub qcn_feedback: u64,
+    /// PFC pause and resume frames switches sent.
+    pub pause_frames: u64,
+    /// Time ports spent paused, summed over ports, ns.
+    pub pause_ns: u64,
+    /// Ports (host NICs included) that were paused at least once.
+    pub ports_paused: u64,
+    /// Packets dropped because a PFC ingress headroom was full (included in `drops`).
+    pub headroom_drops: u64,
     /// Packets handed to the network by hosts.
     pub packets_sent: u64,
     /// Packets delivered to hosts.
@@ -104,6 +117,32 @@ pub struct QueueSample {
     pub bytes: u64,
 }
 
+/// A PFC event, recorded when [`Sim::pfc_trace`] is `Some`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PfcEvent {
+    /// The switch at the end of `link` sent XOFF (`xoff`) or XON back over it, with
+    /// `in_bytes` of that ingress waiting in the switch.
+    Sent {
+        /// Time, ns.
+        t: u64,
+        /// The paused link (port index).
+        link: usize,
+        /// XOFF (true) or XON.
+        xoff: bool,
+        /// Ingress bytes at the decision.
+        in_bytes: u64,
+    },
+    /// Port `port` obeyed a pause frame: stopped (`paused`) or restarted.
+    Obeyed {
+        /// Time, ns.
+        t: u64,
+        /// Port index.
+        port: usize,
+        /// Stopped (true) or restarted.
+        paused: bool,
+    },
+}
+
 /// The simulator: topology, hosts, events, packets.
 pub struct Sim {
     /// The network.
@@ -113,6 +152,8 @@ pub struct Sim {
     seq: u64,
     now: u64,
     packets: Vec<Option<Packet>>,
+    /// Per packet id: the link it arrived by / waits in a switch for (PFC accounting).
+    via: Vec<u32>,
     free: Vec<u32>,
     wake_at: Vec<u64>,
     /// Flows.
@@ -130,6 +171,8 @@ pub struct Sim {
     next_watch: u64,
     /// Queue samples.
     pub samples: Vec<QueueSample>,
+    /// PFC events, if set to `Some` before the run.
+    pub pfc_trace: Option<Vec<PfcEvent>>,
 }
 
 /// SplitMix64's output function: the hash of ECMP and of the random stream.
@@ -152,6 +195,7 @@ impl Sim {
             seq: 0,
             now: 0,
             packets: Vec::new(),
+            via: Vec::new(),
             free: Vec::new(),
             wake_at: vec![u64::MAX; n],
             done: vec![u64::MAX; flows.len()],
@@ -163,6 +207,7 @@ impl Sim {
             watch_every: 0,
             next_watch: 0,
             samples: Vec::new(),
+            pfc_trace: None,
         };
         for i in 0..s.flows.len() {
             let t = s.flows[i].start;
@@ -179,9 +224,11 @@ impl Sim {
     fn store(&mut self, p: Packet) -> u32 {
         if let Some(i) = self.free.pop() {
             self.packets[i as usize] = Some(p);
+            self.via[i as usize] = LOCAL;
             i
         } else {
             self.packets.push(Some(p));
+            self.via.push(LOCAL);
             (self.packets.len() - 1) as u32
         }
     }
@@ -226,13 +273,21 @@ impl Sim {
                     self.kick(src);
                 }
                 Ev::Arrive { node, pkt } => {
+                    let via = self.via[pkt as usize];
                     let p = self.take(pkt);
-                    if node < self.topo.hosts {
+                    if let Payload::Pause { pause_ns } = p.payload {
+                        self.on_pause(node, p.src, pause_ns);
+                    } else if node < self.topo.hosts {
                         self.stats.packets_delivered += 1;
                         self.with_host(node, |h, ctx| h.receive(ctx, p));
                         self.kick(node);
                     } else {
-                        self.forward(node, p);
+                        self.forward(node, p, via);
+                    }
+                }
+                Ev::PauseEnd { port } => {
+                    if self.topo.ports[port as usize].paused_until == t {
+                        self.resume(port as usize);
                     }
                 }
                 Ev::PortFree { port } => {
@@ -257,6 +312,14 @@ impl Sim {
             }
         }
         self.stats.end_ns = self.now;
+        for p in &mut self.topo.ports {
+            if p.paused_until > 0 {
+                p.pause_ns += self.now.saturating_sub(p.paused_since);
+                p.paused_since = self.now;
+            }
+        }
+        self.stats.pause_ns = self.topo.ports.iter().map(|p| p.pause_ns).sum();
+        self.stats.ports_paused = self.topo.ports.iter().filter(|p| p.pauses > 0).count() as u64;
         self.stats.drops = self.topo.ports.iter().map(|p| p.drops).sum();
         self.stats.ecn_marks = self.topo.ports.iter().map(|p| p.marks).sum();
         self.completed == total
@@ -276,12 +339,12 @@ impl Sim {
     /// Lets an idle host NIC take the next packet; re-arms the host's wake-up.
     fn kick(&mut self, h: u32) {
         let port = self.topo.host_port[h as usize];
-        if !self.topo.ports[port].busy {
+        if !self.topo.ports[port].busy && !self.topo.ports[port].paused(self.now) {
             let mut out = None;
             self.with_host(h, |hs, ctx| out = hs.poll_packet(ctx));
             if let Some(p) = out {
                 self.stats.packets_sent += 1;
-                self.enqueue(port, p);
+                self.enqueue(port, p, LOCAL);
             }
         }
         let mut next = None;
@@ -295,23 +358,37 @@ impl Sim {
         }
     }
 
-    fn forward(&mut self, node: u32, p: Packet) {
+    fn forward(&mut self, node: u32, p: Packet, via: u32) {
         let sw = &self.topo.switches[(node - self.topo.hosts) as usize];
         let cands = &sw.routes[p.dst as usize];
         let port = cands[(mix(p.hash ^ u64::from(node)) % cands.len() as u64) as usize];
-        self.enqueue(port, p);
+        self.enqueue(port, p, via);
     }
 
-    fn enqueue(&mut self, port: usize, mut p: Packet) {
+    /// Offers `p` to output `port`; `via` is the link it arrived by (`LOCAL` if none).
+    fn enqueue(&mut self, port: usize, mut p: Packet, via: u32) {
         let now = self.now;
         self.topo.ports[port].advance(now);
         let from = self.topo.ports[port].from;
         let shared_full = self.topo.shared_cap_bytes > 0
             && from >= self.topo.hosts
             && self.switch_queued(from, now) + u64::from(p.wire) > self.topo.shared_cap_bytes;
+        let pfc_in = self.topo.pfc.is_some() && via != LOCAL && from >= self.topo.hosts;
+        if pfc_in {
+            // Lossless class: the ingress headroom, not the egress buffer, decides.
+            let ing = &self.topo.ports[via as usize];
+            if shared_full
+                || ing.in_bytes + u64::from(p.wire)
+                    > ing.xoff_bytes.saturating_add(ing.headroom_bytes)
+            {
+                self.topo.ports[port].drops += 1;
+                self.stats.headroom_drops += u64::from(!shared_full);
+                return;
+            }
+        }
         let pt = &mut self.topo.ports[port];
         let q = pt.qbytes;
-        if shared_full || q + u64::from(p.wire) > pt.cap_bytes {
+        if !pfc_in && (shared_full || q + u64::from(p.wire) > pt.cap_bytes) {
             pt.drops += 1;
             return;
         }
@@ -341,11 +418,19 @@ impl Sim {
         } else {
             pt.qbytes += u64::from(p.wire);
             pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
+            let wire = p.wire;
             let id = self.store(p);
             self.topo.ports[port].queue.push_back(id as usize);
-            if !self.topo.ports[port].busy {
-                self.start_tx(port);
+            if pfc_in {
+                self.via[id as usize] = via;
+                let ing = &mut self.topo.ports[via as usize];
+                ing.in_bytes += u64::from(wire);
+                if !ing.xoff_sent && ing.in_bytes >= ing.xoff_bytes {
+                    ing.xoff_sent = true;
+                    self.send_pause(via as usize, u64::MAX);
+                }
             }
+            self.start_tx(port);
         }
         if let Some(n) = notify {
             self.congestion_notification(from, port, n);
@@ -383,7 +468,7 @@ impl Sim {
             },
             int: None,
         };
-        self.forward(node, frame);
+        self.forward(node, frame, LOCAL);
     }
 
     /// Bytes queued over every output port of switch node `node` at `now`.
@@ -403,7 +488,7 @@ impl Sim {
     fn start_tx(&mut self, port: usize) {
         let now = self.now;
         let pt = &mut self.topo.ports[port];
-        if pt.busy {
+        if pt.busy || pt.paused(now) {
             return;
         }
         let Some(id) = pt.queue.pop_front() else {
@@ -420,6 +505,26 @@ impl Sim {
         let ser = pt.ser_ns(wire);
         pt.busy_ns += ser;
         pt.tx_bytes += u64::from(wire);
+        if pt.int {
+            if let Some(stack) = p.int.as_mut() {
+                stack.push(IntHop {
+                    qlen_bytes: pt.qbytes,
+                    tx_bytes: pt.tx_bytes,
+                    ts_ns: now,
+                    rate_bps: pt.rate_bps,
+                });
+            }
+        }
+        let ing = std::mem::replace(&mut self.via[id], port as u32);
+        if ing != LOCAL && self.topo.pfc.is_some() && pt.from >= self.topo.hosts {
+            let ip = &mut self.topo.ports[ing as usize];
+            ip.in_bytes -= u64::from(wire);
+            if ip.xoff_sent && ip.in_bytes <= ip.xon_bytes {
+                ip.xoff_sent = false;
+                self.send_pause(ing as usize, 0);
+            }
+        }
+        let pt = &self.topo.ports[port];
         let (to, delay) = (pt.to, pt.delay_ns);
         self.stats.packet_hops += 1;
         self.push(now + ser, Ev::PortFree { port: port as u32 });
@@ -430,6 +535,93 @@ impl Sim {
                 pkt: id as u32,
             },
         );
+    }
+
+    /// The switch at the far end of link `link` sends a PFC frame back over it to the node
+    /// feeding the link. Control frames skip the data queue; the frame pays its own
+    /// serialization and the link's propagation delay.
+    fn send_pause(&mut self, link: usize, pause_ns: u64) {
+        let l = &self.topo.ports[link];
+        let (sw, up) = (l.to, l.from);
+        let at = self.now + l.ser_ns(CONTROL_FRAME_WIRE) + l.delay_ns;
+        if let Some(tr) = self.pfc_trace.as_mut() {
+            tr.push(PfcEvent::Sent {
+                t: self.now,
+                link,
+                xoff: pause_ns != 0,
+                in_bytes: l.in_bytes,
+            });
+        }
+        self.stats.pause_frames += 1;
+        let frame = Packet {
+            src: sw,
+            dst: up,
+            wire: CONTROL_FRAME_WIRE,
+            hash: 0,
+            ect: false,
+            ce: false,
+            payload: Payload::Pause { pause_ns },
+            int: None,
+        };
+        let id = self.store(frame);
+        self.push(at, Ev::Arrive { node: up, pkt: id });
+    }
+
+    /// A PFC frame from neighbour `from` arrived at `node`: pause or resume the port to it.
+    fn on_pause(&mut self, node: u32, from: u32, pause_ns: u64) {
+        let Some(port) = self.topo.port_between(node, from) else {
+            return;
+        };
+        if pause_ns == 0 {
+            self.resume(port);
+            return;
+        }
+        let now = self.now;
+        let pt = &mut self.topo.ports[port];
+        if pt.paused_until == 0 {
+            pt.paused_since = now;
+            pt.pauses += 1;
+            if let Some(tr) = self.pfc_trace.as_mut() {
+                tr.push(PfcEvent::Obeyed {
+                    t: now,
+                    port,
+                    paused: true,
+                });
+            }
+        }
+        pt.paused_until = now.saturating_add(pause_ns);
+        if pt.paused_until != u64::MAX {
+            let t = pt.paused_until;
+            self.push(t, Ev::PauseEnd { port: port as u32 });
+        }
+    }
+
+    /// Ends a pause of `port` and restarts it.
+    fn resume(&mut self, port: usize) {
+        let now = self.now;
+        let pt = &mut self.topo.ports[port];
+        if pt.paused_until == 0 {
+            return;
+        }
+        pt.pause_ns += now - pt.paused_since;
+        pt.paused_until = 0;
+        if let Some(tr) = self.pfc_trace.as_mut() {
+            tr.push(PfcEvent::Obeyed {
+                t: now,
+                port,
+                paused: false,
+            });
+        }
+        let from = pt.from;
+        if from < self.topo.hosts {
+            if !pt.busy && pt.queue.is_empty() {
+                self.kick(from);
+            } else {
+                self.start_tx(port);
+            }
+        } else {
+            self.start_tx(port);
+        }
     }
 
     /// Packets inside the network (queued or on a link) right now.

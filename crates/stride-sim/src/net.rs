@@ -166,6 +166,35 @@ pub struct Port {
     pub tx_bytes: u64,
     /// Busy time, ns.
     pub busy_ns: u64,
+    /// Stamp INT records on packets that carry an INT stack (switch ports with INT on).
+    pub int: bool,
+    /// PFC ingress accounting at the far end (`to`): bytes that arrived over this link and
+    /// still wait in the switch `to`.
+    pub in_bytes: u64,
+    /// PFC: the far end has paused this link (sent XOFF, not yet XON).
+    pub xoff_sent: bool,
+    /// PFC at the far end: the XOFF threshold of this ingress, bytes.
+    pub xoff_bytes: u64,
+    /// PFC at the far end: the XON threshold of this ingress, bytes.
+    pub xon_bytes: u64,
+    /// PFC at the far end: bytes accepted above `xoff_bytes` (what is in flight when the
+    /// pause takes effect); beyond it a packet is dropped.
+    pub headroom_bytes: u64,
+    /// This port may not start a packet before this time (`u64::MAX`: until an XON; 0: free).
+    pub paused_until: u64,
+    /// When the current pause began.
+    pub paused_since: u64,
+    /// Total time paused, ns.
+    pub pause_ns: u64,
+    /// XOFF frames this port obeyed.
+    pub pauses: u64,
+}
+
+impl Port {
+    /// Whether the port is paused at `now`.
+    pub fn paused(&self, now: u64) -> bool {
+        self.paused_until > now
+    }
 }
 
 impl Port {
@@ -213,7 +242,32 @@ pub struct Topology {
     /// Shared buffer per switch, bytes (0 = off): a packet is dropped when the switch's
     /// queued bytes over all its ports would exceed it, on top of the per-port limit.
     pub shared_cap_bytes: u64,
+    /// PFC on every switch ingress (see [`Topology::enable_pfc`]).
+    pub pfc: Option<PfcSpec>,
 }
+
+/// Priority flow control (IEEE 802.1Qbb), one traffic class: every switch counts, per
+/// ingress link, the bytes that came in over it and still wait in the switch. At `xoff_bytes`
+/// it sends a pause frame back over that link, which stops the upstream port (a switch port
+/// or a host NIC) once it arrives; at `xon_bytes` or below it sends the resume frame. Bytes in
+/// flight while the pause travels land in the headroom above `xoff_bytes`; a packet that finds
+/// the headroom full is dropped. With PFC the per-port buffer limit does not apply (the class
+/// is lossless; the shared-buffer limit still does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PfcSpec {
+    /// Pause threshold per ingress, bytes.
+    pub xoff_bytes: u64,
+    /// Resume threshold per ingress, bytes (below `xoff_bytes`).
+    pub xon_bytes: u64,
+    /// Headroom per ingress, bytes; `None`: what a pause round trip lets in,
+    /// 2 x (propagation delay x link rate) + 2 x `mtu_bytes` + one pause frame.
+    pub headroom_bytes: Option<u64>,
+    /// Largest packet on the wire, bytes (for the default headroom).
+    pub mtu_bytes: u64,
+}
+
+/// Bytes of a pause or QCN frame on the wire (a minimum Ethernet frame, preamble and gap).
+pub const CONTROL_FRAME_WIRE: u32 = 64 + 20;
 
 /// Link parameters used when building a topology.
 #[derive(Clone, Copy, Debug)]
@@ -262,6 +316,16 @@ impl Topology {
             max_qbytes: 0,
             tx_bytes: 0,
             busy_ns: 0,
+            int: false,
+            in_bytes: 0,
+            xoff_sent: false,
+            xoff_bytes: u64::MAX,
+            xon_bytes: 0,
+            headroom_bytes: 0,
+            paused_until: 0,
+            paused_since: 0,
+            pause_ns: 0,
+            pauses: 0,
         });
         if from >= self.hosts {
             self.switches[(from - self.hosts) as usize].ports.push(idx);
@@ -406,6 +470,51 @@ impl Topology {
                 self.ports[i].qdisc = d;
             }
         }
+    }
+
+    /// Turns PFC on for every link that ends at a switch (host NICs become pausable) and puts
+    /// every switch port on the per-packet path.
+    pub fn enable_pfc(&mut self, spec: PfcSpec) {
+        assert!(spec.xon_bytes < spec.xoff_bytes, "PFC needs xon < xoff");
+        self.pfc = Some(spec);
+        for i in 0..self.ports.len() {
+            let hosts = self.hosts;
+            let p = &mut self.ports[i];
+            if p.from >= hosts {
+                p.per_packet = true;
+            }
+            if p.to >= hosts {
+                p.xoff_bytes = spec.xoff_bytes;
+                p.xon_bytes = spec.xon_bytes;
+                let bdp = u128::from(p.delay_ns) * u128::from(p.rate_bps) / 8_000_000_000;
+                p.headroom_bytes = spec
+                    .headroom_bytes
+                    .unwrap_or(2 * bdp as u64 + 2 * spec.mtu_bytes + u64::from(CONTROL_FRAME_WIRE));
+            }
+        }
+    }
+
+    /// Turns INT stamping on at every switch port (which then runs per packet).
+    pub fn enable_int(&mut self) {
+        for p in &mut self.ports {
+            if p.from >= self.hosts {
+                p.int = true;
+                p.per_packet = true;
+            }
+        }
+    }
+
+    /// The port from node `from` to its neighbour `to`.
+    pub fn port_between(&self, from: NodeId, to: NodeId) -> Option<usize> {
+        if from < self.hosts {
+            let p = self.host_port[from as usize];
+            return (self.ports[p].to == to).then_some(p);
+        }
+        self.switches[(from - self.hosts) as usize]
+            .ports
+            .iter()
+            .copied()
+            .find(|&p| self.ports[p].to == to)
     }
 
     /// Fills every switch's ECMP table with all shortest-path next hops (BFS per destination).
