@@ -9,5 +9,6 @@ pub mod qdisc;
 pub mod report;
 pub mod scenario;
 pub mod stride;
+pub mod switchcfg;
 pub mod tcp;
 pub mod workload;

@@ -45,6 +45,16 @@ pub struct Scenario {
     /// Ports (by `switch-name:port-number-in-switch`) whose queue is sampled, and how often.
     #[serde(default)]
     pub watch: WatchCfg,
+    /// Where ECN step marking happens (see `switchcfg`).
+    pub ecn: Option<crate::switchcfg::EcnCfg>,
+    /// RED-style ECN in bytes.
+    pub red: Option<crate::switchcfg::RedCfg>,
+    /// QCN congestion points.
+    pub qcn: Option<crate::switchcfg::QcnCfg>,
+    /// Priority flow control.
+    pub pfc: Option<crate::switchcfg::PfcCfg>,
+    /// INT stamping.
+    pub int: Option<crate::switchcfg::IntCfg>,
 }
 
 fn one() -> u64 {
@@ -387,6 +397,7 @@ impl Scenario {
                 return Err(bad("queue.red", "needs kmin < kmax and 0 <= pmax <= 1"));
             }
         }
+        self.validate_switch()?;
         let w = &self.workload;
         match w.kind {
             WorkloadKind::Poisson => {
@@ -469,6 +480,7 @@ impl Scenario {
         };
         let mut topo = self.topology_without_shared_buffer(q);
         topo.shared_cap_bytes = self.queue.shared_buffer_packets.unwrap_or(0) * mtu;
+        self.apply_switch(&mut topo);
         topo
     }
 

@@ -451,3 +451,122 @@ fn per_packet_ports_give_the_fast_path_result() {
     assert!(fast.1 > 0, "marks happen");
     assert_eq!(fast, run(true));
 }
+
+const SCN: &str = r#"
+name = "sw"
+seed = 2
+transports = ["newreno"]
+[topology]
+kind = "dumbbell"
+senders = 8
+receivers = 1
+host_gbps = 10.0
+bottleneck_gbps = 10.0
+link_delay_ns = 1000
+[queue]
+buffer_packets = 20
+ecn_k_packets = 10
+mtu_bytes = 1538
+[workload]
+kind = "incast"
+senders = 8
+bytes = 300000
+"#;
+
+fn scenario(name: &str, text: &str) -> Result<stride_sim::scenario::Loaded, String> {
+    let dir = std::env::temp_dir().join(format!("stride-sim-switch-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(&path, text).unwrap();
+    let r = stride_sim::scenario::Scenario::load(&path).map_err(|e| e.to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+#[test]
+fn switch_sections_name_their_bad_fields() {
+    for (name, extra, field) in [
+        (
+            "xon",
+            "[pfc]\nxoff_bytes = 1000\nxon_bytes = 1000\n",
+            "pfc.xon_bytes",
+        ),
+        (
+            "xoff0",
+            "[pfc]\nxoff_bytes = 0\nxon_bytes = 0\n",
+            "pfc.xoff_bytes",
+        ),
+        (
+            "pfcunk",
+            "[pfc]\nxoff_bytes = 10\nxon_bytes = 5\nxonn = 3\n",
+            "xonn",
+        ),
+        (
+            "redk",
+            "[red]\nkmin_bytes = 5000\nkmax_bytes = 5000\npmax = 0.1\n",
+            "red.kmax_bytes",
+        ),
+        (
+            "redp",
+            "[red]\nkmin_bytes = 5000\nkmax_bytes = 9000\npmax = 1.5\n",
+            "red.pmax",
+        ),
+        ("qeq", "[qcn]\nq_eq_bytes = 0\n", "qcn.q_eq_bytes"),
+        ("qj", "[qcn]\njitter = 1.0\n", "qcn.jitter"),
+        ("qunk", "[qcn]\nqeq = 5\n", "qeq"),
+        (
+            "qred",
+            "[qcn]\n[red]\nkmin_bytes = 1\nkmax_bytes = 2\npmax = 0.1\n",
+            "qcn",
+        ),
+        ("mark", "[ecn]\nmark_at = \"egress\"\n", "ecn.mark_at"),
+        ("intunk", "[int]\nenable = true\n", "enable"),
+    ] {
+        match scenario(name, &format!("{SCN}{extra}")) {
+            Ok(_) => panic!("{name}: accepted"),
+            Err(e) => assert!(e.contains(field), "{name}: {e}"),
+        }
+    }
+    let no_k = SCN.replace("ecn_k_packets = 10", "ecn_k_packets = 0");
+    let e = scenario("deq", &format!("{no_k}[ecn]\nmark_at = \"dequeue\"\n"))
+        .err()
+        .unwrap();
+    assert!(e.contains("ecn.mark_at"), "{e}");
+}
+
+#[test]
+fn scenario_sections_reach_the_switches() {
+    let run = |name: &str, extra: &str| {
+        let l = scenario(name, &format!("{SCN}{extra}")).unwrap();
+        let mut sim = l.sc.sim("newreno", &l.flows).unwrap();
+        assert!(sim.run(2_000_000_000, |_, _| {}));
+        sim
+    };
+    let plain = run("plain", "");
+    assert!(plain.stats.drops > 0);
+    let pfc = run("pfc", "[pfc]\nxoff_bytes = 15000\nxon_bytes = 12000\n");
+    assert_eq!(pfc.stats.drops, 0);
+    assert!(pfc.stats.pause_frames > 0);
+    let sw = pfc.topo.hosts as usize;
+    assert!(pfc
+        .topo
+        .ports
+        .iter()
+        .filter(|p| p.from as usize >= sw)
+        .all(|p| p.per_packet));
+    let qcn = run("qcn", "[qcn]\n");
+    assert!(qcn.stats.qcn_feedback > 0);
+    let deq = run("deq", "[ecn]\nmark_at = \"dequeue\"\n");
+    assert!(deq
+        .topo
+        .ports
+        .iter()
+        .any(|p| p.qdisc.name() == "ecn-step-dequeue"));
+    let red = run(
+        "red",
+        "[red]\nkmin_bytes = 5000\nkmax_bytes = 200000\npmax = 0.01\n",
+    );
+    assert!(red.topo.ports.iter().any(|p| p.qdisc.name() == "red-ecn"));
+    let int = run("int", "[int]\nenabled = true\n");
+    assert!(int.topo.ports.iter().any(|p| p.int));
+}
