@@ -6,7 +6,9 @@ use stride_sim::net::{
     LinkSpec, Packet, Payload, PfcSpec, QueueSpec, Topology, CONTROL_FRAME_WIRE,
 };
 use stride_sim::qdisc::{QcnCp, QcnParams};
-use stride_sim::tcp::{TcpConfig, TcpHost, Variant};
+use stride_sim::tcp::dctcp::Dctcp;
+use stride_sim::tcp::newreno::NewReno;
+use stride_sim::tcp::{Congestion, DelAck, TcpConfig, TcpHost};
 
 const G10: u64 = 10_000_000_000;
 const MTU: u64 = 1538;
@@ -26,19 +28,28 @@ fn queue(packets: u64) -> QueueSpec {
     }
 }
 
-fn tcp_hosts(n: u32, variant: Variant) -> Vec<Box<dyn HostStack>> {
+fn tcp_hosts(n: u32, kind: &str) -> Vec<Box<dyn HostStack>> {
+    fn tcp<C: Congestion>(i: u32, cc: C) -> Box<dyn HostStack> {
+        Box::new(TcpHost::new(
+            i,
+            TcpConfig {
+                mss: 1460,
+                init_cwnd: 10,
+                min_rto_ns: 1_000_000,
+                init_rto_ns: 10_000_000,
+                delack: Some(DelAck {
+                    timeout_ns: 200_000,
+                    quickack: 16,
+                }),
+            },
+            cc,
+        ))
+    }
     (0..n)
-        .map(|i| {
-            Box::new(TcpHost::new(
-                i,
-                TcpConfig {
-                    variant,
-                    mss: 1460,
-                    init_cwnd: 10,
-                    min_rto_ns: 1_000_000,
-                    init_rto_ns: 10_000_000,
-                },
-            )) as Box<dyn HostStack>
+        .map(|i| match kind {
+            "newreno" => tcp(i, NewReno),
+            "dctcp" => tcp(i, Dctcp::new(1.0 / 16.0, 1.0)),
+            _ => unreachable!(),
         })
         .collect()
 }
@@ -66,7 +77,7 @@ fn incast(n: u32, bytes: u64, with_pfc: Option<PfcSpec>) -> Sim {
             start: 0,
         })
         .collect();
-    Sim::new(topo, tcp_hosts(n + 1, Variant::NewReno), flows, 1)
+    Sim::new(topo, tcp_hosts(n + 1, "newreno"), flows, 1)
 }
 
 #[test]
@@ -173,7 +184,7 @@ fn tree(with_pfc: bool) -> (Sim, Vec<u64>) {
         bytes: 2_000_000,
         start: 0,
     });
-    let mut sim = Sim::new(topo, tcp_hosts(16, Variant::NewReno), flows, 1);
+    let mut sim = Sim::new(topo, tcp_hosts(16, "newreno"), flows, 1);
     assert!(sim.run(5_000_000_000, |_, _| {}));
     let done = sim.done.clone();
     (sim, done)
@@ -438,12 +449,7 @@ fn per_packet_ports_give_the_fast_path_result() {
                 start: u64::from(i) * 10_000,
             })
             .collect();
-        let mut sim = Sim::new(
-            topo,
-            tcp_hosts(5, Variant::Dctcp { g: 1.0 / 16.0 }),
-            flows,
-            1,
-        );
+        let mut sim = Sim::new(topo, tcp_hosts(5, "dctcp"), flows, 1);
         assert!(sim.run(1_000_000_000, |_, _| {}));
         (sim.done.clone(), sim.stats.ecn_marks, sim.stats.drops)
     };
