@@ -240,6 +240,13 @@ fn pause_propagation_stalls_a_whole_tree() {
     // and pod 3's paused uplinks: head-of-line blocking makes it much slower than without PFC.
     let (_, done_nopfc) = tree(false);
     let victim = done[15];
+    eprintln!(
+        "tree: {} of {} ports paused, {} pause frames, victim FCT {victim} ns with PFC, {} ns without",
+        t.ports.iter().filter(|p| p.pauses > 0).count(),
+        t.ports.len(),
+        sim.stats.pause_frames,
+        done_nopfc[15]
+    );
     assert!(
         victim > 2 * done_nopfc[15],
         "victim {victim} ns with PFC, {} ns without",
