@@ -81,6 +81,42 @@ pub trait HostStack {
     fn next_wake(&mut self) -> Option<u64>;
     /// Timers due at `ctx.now`.
     fn wake(&mut self, ctx: &mut Ctx);
+    /// The sender state of `flow` (sourced at this host) for `[trace]`, if it is still sending.
+    fn trace(&self, _flow: u32) -> Option<FlowTrace> {
+        None
+    }
+}
+
+/// What a transport exposes of one flow's sender for traces (fields it does not have: None).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowTrace {
+    /// Congestion window, bytes.
+    pub cwnd_bytes: Option<f64>,
+    /// Sending rate, bit/s.
+    pub rate_bps: Option<f64>,
+    /// DCTCP's alpha.
+    pub alpha: Option<f64>,
+    /// Latest RTT sample, ns.
+    pub rtt_ns: Option<f64>,
+    /// Queueing delay: latest RTT (or STT) sample minus the smallest seen, ns.
+    pub queueing_ns: Option<f64>,
+    /// STRIDE's STT, ns.
+    pub stt_ns: Option<f64>,
+    /// STRIDE's rate-update branch last taken.
+    pub branch: Option<&'static str>,
+}
+
+/// One `[trace]` sample.
+#[derive(Clone, Copy, Debug)]
+pub struct TraceSample {
+    /// Time, ns.
+    pub t: u64,
+    /// Flow.
+    pub flow: u32,
+    /// Sender state.
+    pub trace: FlowTrace,
+    /// Payload bytes the flow's receiver read so far.
+    pub delivered: u64,
 }
 
 /// Counters of a run.
@@ -247,6 +283,17 @@ pub struct Sim {
     pub flow_delivered: Vec<u64>,
     loss: Vec<Option<LinkLoss>>,
     loss_rng: u64,
+    /// Flows whose sender state is sampled every `trace_every` ns (with Jain's index).
+    pub trace_flows: Vec<u32>,
+    /// Trace period, ns (0 = off).
+    pub trace_every: u64,
+    next_trace: u64,
+    /// Trace samples.
+    pub traces: Vec<TraceSample>,
+    /// (time, Jain's index of the goodputs over the last period of the flows running through
+    /// all of it, how many such flows), every `trace_every` ns.
+    pub jain_samples: Vec<(u64, f64, usize)>,
+    last_delivered: Vec<u64>,
 }
 
 /// SplitMix64's output function: the hash of ECMP and of the random stream.
@@ -285,6 +332,12 @@ impl Sim {
             flow_delivered: Vec::new(),
             loss: Vec::new(),
             loss_rng: mix(seed ^ 0x6c6f_7373),
+            trace_flows: Vec::new(),
+            trace_every: 0,
+            next_trace: 0,
+            traces: Vec::new(),
+            jain_samples: Vec::new(),
+            last_delivered: Vec::new(),
         };
         s.flow_delivered = vec![0; s.flows.len()];
         for i in 0..s.flows.len() {
@@ -408,6 +461,10 @@ impl Sim {
                 }
                 self.next_watch = t + self.watch_every;
             }
+            if self.trace_every > 0 && t >= self.next_trace {
+                self.sample_traces(t);
+                self.next_trace = t + self.trace_every;
+            }
             match ev {
                 Ev::FlowStart { flow } => {
                     let src = self.flows[flow as usize].src;
@@ -465,6 +522,42 @@ impl Sim {
         self.stats.drops = self.topo.ports.iter().map(|p| p.drops).sum();
         self.stats.ecn_marks = self.topo.ports.iter().map(|p| p.marks).sum();
         self.completed == total
+    }
+
+    fn sample_traces(&mut self, t: u64) {
+        for &f in &self.trace_flows {
+            let fl = self.flows[f as usize];
+            if fl.start > t || self.done[f as usize] != u64::MAX {
+                continue;
+            }
+            if let Some(tr) = self.hosts[fl.src as usize].trace(f) {
+                self.traces.push(TraceSample {
+                    t,
+                    flow: f,
+                    trace: tr,
+                    delivered: self.flow_delivered[f as usize],
+                });
+            }
+        }
+        // Jain's index over the flows that ran through the whole last period.
+        if !self.last_delivered.is_empty() {
+            let since = t.saturating_sub(self.trace_every);
+            let xs: Vec<f64> = (0..self.flows.len())
+                .filter(|&i| self.flows[i].start <= since && self.done[i] == u64::MAX)
+                .map(|i| (self.flow_delivered[i] - self.last_delivered[i]) as f64)
+                .collect();
+            if !xs.is_empty() {
+                let s: f64 = xs.iter().sum();
+                let s2: f64 = xs.iter().map(|x| x * x).sum();
+                let j = if s2 > 0.0 {
+                    s * s / (xs.len() as f64 * s2)
+                } else {
+                    0.0
+                };
+                self.jain_samples.push((t, j, xs.len()));
+            }
+        }
+        self.last_delivered.clone_from(&self.flow_delivered);
     }
 
     fn with_host(&mut self, h: u32, f: impl FnOnce(&mut dyn HostStack, &mut Ctx)) {
