@@ -44,6 +44,16 @@ pub struct Scenario {
     pub loss: Option<LossCfg>,
     /// Sender-state time series of chosen flows, and Jain's index over time (absent: none).
     pub trace: Option<TraceCfg>,
+    /// Where ECN step marking happens (see `switchcfg`).
+    pub ecn: Option<crate::switchcfg::EcnCfg>,
+    /// RED-style ECN in bytes.
+    pub red: Option<crate::switchcfg::RedCfg>,
+    /// QCN congestion points.
+    pub qcn: Option<crate::switchcfg::QcnCfg>,
+    /// Priority flow control.
+    pub pfc: Option<crate::switchcfg::PfcCfg>,
+    /// INT stamping.
+    pub int: Option<crate::switchcfg::IntCfg>,
 }
 
 /// `[trace]`: flows whose sender state (cwnd / rate / DCTCP alpha / RTT and queueing delay) is
@@ -465,6 +475,7 @@ impl Scenario {
                 return Err(bad("queue.red", "needs kmin < kmax and 0 <= pmax <= 1"));
             }
         }
+        self.validate_switch()?;
         let w = &self.workload;
         match w.kind {
             WorkloadKind::Poisson => {
@@ -555,6 +566,7 @@ impl Scenario {
         };
         let mut topo = self.topology_without_shared_buffer(q);
         topo.shared_cap_bytes = self.queue.shared_buffer_packets.unwrap_or(0) * mtu;
+        self.apply_switch(&mut topo);
         topo
     }
 

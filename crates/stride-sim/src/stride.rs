@@ -189,6 +189,7 @@ impl HostStack for StrideHost {
                 header,
                 payload_len: (t.len - HEADER_LEN) as u16,
             },
+            int: None,
         })
     }
 

@@ -273,6 +273,7 @@ impl<C: Congestion> TcpHost<C> {
             ect: self.cc.ect(),
             ce: false,
             payload: Payload::Tcp(seg),
+            int: None,
         }
     }
 
@@ -708,6 +709,7 @@ mod tests {
                 ect: true,
                 ce,
                 payload: Payload::Tcp(seg),
+                int: None,
             };
             step(&mut h, now, Some(pkt));
         }
