@@ -6,6 +6,7 @@ use clap::Args;
 use serde_json::json;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use stride::xfer::{receive_file, send_file, ReceiveOptions, Received, SendOptions};
 use stride::Endpoint;
@@ -39,6 +40,11 @@ pub struct RecvArgs {
     /// while keeping the connection alive).
     #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout_ns, default_value = "30s")]
     pub idle_timeout: u64,
+    /// How often to report the counters of refused and dropped traffic (refused names, junk
+    /// datagrams, bad cookies, refused handshakes), when they changed; also reported on exit
+    /// with --once.
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "10s")]
+    pub report_interval: u64,
 }
 
 /// Arguments of `stride send`.
@@ -96,6 +102,49 @@ fn print_received(r: &Received, json: bool) {
     }
 }
 
+/// The receiver's counters of unwanted traffic: (JSON object, human line).
+fn counters(ep: &Endpoint, refused_names: u64) -> (serde_json::Value, String) {
+    let s = ep.stats();
+    let io = ep.io_stats();
+    let j = json!({"counters": {
+        "refused_names": refused_names,
+        "malformed_datagrams": s.malformed,
+        "truncated_datagrams": io.truncated,
+        "unknown_connection_datagrams": s.unknown,
+        "bad_cookies": s.bad_cookies,
+        "syns": s.syns,
+        "refused_handshakes_full": s.refused_full,
+        "refused_handshakes_per_source": s.refused_per_source,
+        "rsts_sent": s.rsts_sent,
+        "rsts_suppressed": s.rsts_suppressed,
+        "accepted": s.accepted,
+    }});
+    let h = format!(
+        "stride recv: counters: {refused_names} refused names, {} malformed and {} truncated datagrams, \
+{} datagrams for unknown connections ({} with bad cookies), {} handshakes refused (full) and {} \
+(per-source limit), {} RSTs suppressed by the rate limit; {} connections accepted",
+        s.malformed,
+        io.truncated,
+        s.unknown,
+        s.bad_cookies,
+        s.refused_full,
+        s.refused_per_source,
+        s.rsts_suppressed,
+        s.accepted
+    );
+    (j, h)
+}
+
+fn print_counters(ep: &Endpoint, refused_names: u64, json_out: bool) -> serde_json::Value {
+    let (j, h) = counters(ep, refused_names);
+    if json_out {
+        println!("{j}");
+    } else {
+        eprintln!("{h}");
+    }
+    j
+}
+
 /// `stride recv`.
 pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
     if let Err(e) = std::fs::create_dir_all(&a.out) {
@@ -119,6 +168,27 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
             force: a.force,
             stall_timeout: Duration::from_nanos(a.idle_timeout.max(1_000_000)),
         };
+        let refused = std::sync::Arc::new(AtomicU64::new(0));
+        {
+            let (ep, refused, json) = (ep.clone(), refused.clone(), a.json);
+            let every = Duration::from_nanos(a.report_interval.max(1_000_000));
+            tokio::spawn(async move {
+                let mut last = serde_json::Value::Null;
+                loop {
+                    tokio::time::sleep(every).await;
+                    let n = refused.load(Ordering::Relaxed);
+                    let (j, _) = counters(&ep, n);
+                    // "accepted" alone changing is normal traffic, not worth a line.
+                    let mut cmp = j.clone();
+                    cmp["counters"]["accepted"] = json!(0);
+                    cmp["counters"]["syns"] = json!(0);
+                    if cmp != last {
+                        print_counters(&ep, n, json);
+                        last = cmp;
+                    }
+                }
+            });
+        }
         loop {
             let s = match ep.accept().await {
                 Ok(s) => s,
@@ -127,6 +197,7 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
             if a.once {
                 let r = receive_file(s, &dir, &ropts).await;
                 print_received(&r, a.json);
+                print_counters(&ep, u64::from(r.refused_name), a.json);
                 if r.error.is_some() {
                     if a.json {
                         eprintln!(
@@ -139,10 +210,13 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
                 }
                 return 0;
             }
-            let dir = dir.clone();
+            let (dir, refused) = (dir.clone(), refused.clone());
             let json = a.json;
             tokio::spawn(async move {
                 let r = receive_file(s, &dir, &ropts).await;
+                if r.refused_name {
+                    refused.fetch_add(1, Ordering::Relaxed);
+                }
                 print_received(&r, json);
             });
         }

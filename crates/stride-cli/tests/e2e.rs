@@ -648,3 +648,37 @@ fn demo_rejects_inverted_thresholds_naming_the_flag() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--t-low"), "{err}");
 }
+
+#[test]
+fn receiver_reports_refused_names_and_junk_datagrams() {
+    let dst = tempdir("counters");
+    let (recv, raddr) = start_recv(&dst, &["--json", "--report-interval", "200ms"]);
+    let junk = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    for i in 0..50u8 {
+        junk.send_to(&[i; 7], raddr).expect("junk"); // shorter than a header
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (code, msg) = rt.block_on(raw_send(
+        raddr,
+        "../up",
+        b"x",
+        *blake3::hash(b"x").as_bytes(),
+    ));
+    assert_eq!(code, 2, "{msg}");
+    std::thread::sleep(Duration::from_millis(800));
+    let out = recv.interrupt();
+    let last = out
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v.get("counters").is_some())
+        .unwrap_or_else(|| panic!("no counters reported: {out}"));
+    let c = &last["counters"];
+    assert_eq!(c["refused_names"].as_u64(), Some(1), "{c}");
+    assert!(c["malformed_datagrams"].as_u64() >= Some(50), "{c}");
+    let _ = std::fs::remove_dir_all(&dst);
+}

@@ -1,22 +1,13 @@
 //! Per-connection counters and a small log-linear histogram of queueing delay.
 
 /// Log-linear histogram of non-negative values (8 sub-buckets per power of two, so any
-/// percentile is reported within 12.5 %), fixed size, no allocation per sample.
-#[derive(Clone, Debug)]
+/// percentile is reported within 12.5 %), fixed size: its 1 KiB of buckets is allocated at the
+/// first sample (so a connection that never carries data keeps a small record), none after.
+#[derive(Clone, Debug, Default)]
 pub struct Histogram {
-    buckets: [u32; 256],
+    buckets: Option<Box<[u32; 256]>>,
     count: u64,
     max: u64,
-}
-
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram {
-            buckets: [0; 256],
-            count: 0,
-            max: 0,
-        }
-    }
 }
 
 fn bucket_of(v: u64) -> usize {
@@ -40,7 +31,7 @@ fn bucket_low(i: usize) -> u64 {
 impl Histogram {
     /// Adds one value.
     pub fn record(&mut self, v: u64) {
-        self.buckets[bucket_of(v)] += 1;
+        self.buckets.get_or_insert_with(|| Box::new([0; 256]))[bucket_of(v)] += 1;
         self.count += 1;
         self.max = self.max.max(v);
     }
@@ -54,8 +45,11 @@ impl Histogram {
     }
     /// Adds another histogram's values.
     pub fn merge(&mut self, o: &Histogram) {
-        for (a, b) in self.buckets.iter_mut().zip(o.buckets.iter()) {
-            *a += b;
+        if let Some(ob) = &o.buckets {
+            let mine = self.buckets.get_or_insert_with(|| Box::new([0; 256]));
+            for (a, b) in mine.iter_mut().zip(ob.iter()) {
+                *a += b;
+            }
         }
         self.count += o.count;
         self.max = self.max.max(o.max);
@@ -66,8 +60,11 @@ impl Histogram {
             return 0;
         }
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let Some(buckets) = &self.buckets else {
+            return 0;
+        };
         let mut seen = 0u64;
-        for (i, &c) in self.buckets.iter().enumerate() {
+        for (i, &c) in buckets.iter().enumerate() {
             seen += u64::from(c);
             if seen >= rank {
                 return bucket_low(i).min(self.max);
@@ -153,5 +150,26 @@ mod tests {
         assert!((860_000..=990_000).contains(&p99), "{p99}");
         assert_eq!(h.max(), 1_000_000);
         assert_eq!(Histogram::default().quantile(0.5), 0);
+    }
+}
+
+#[cfg(test)]
+mod record_size {
+    use super::*;
+
+    #[test]
+    fn an_idle_connection_keeps_small_statistics() {
+        // The two histograms held 2 KiB of buckets in every connection record, used or not.
+        assert!(std::mem::size_of::<ConnStats>() < 512);
+        let mut h = Histogram::default();
+        assert_eq!(h.quantile(0.99), 0);
+        for v in [10, 20, 30, 40_000] {
+            h.record(v);
+        }
+        assert_eq!((h.count(), h.max()), (4, 40_000));
+        assert_eq!(h.quantile(0.5), 20);
+        let mut m = Histogram::default();
+        m.merge(&h);
+        assert_eq!(m.quantile(1.0), h.quantile(1.0));
     }
 }

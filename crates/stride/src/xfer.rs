@@ -89,15 +89,29 @@ impl Status {
     }
 }
 
-/// A name the receiver accepts: a plain file name.
+/// A name the receiver accepts: a plain file name of at most 255 bytes, without path
+/// separators, `..`, or control characters (which could rewrite a terminal that shows it).
 pub fn name_ok(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 255
+        && !name.chars().any(char::is_control)
         && !name.contains('/')
         && !name.contains('\\')
         && !name.contains('\0')
         && !name.contains("..")
         && name != "."
+}
+
+/// Longest part of a name shown in messages and reports.
+pub const SHOWN_NAME_CHARS: usize = 64;
+
+/// A name as it may be shown: at most [`SHOWN_NAME_CHARS`] characters, then `…(N bytes)`.
+/// Printing it with `{:?}` escapes control characters and ANSI escapes.
+pub fn shown_name(name: &str) -> String {
+    match name.char_indices().nth(SHOWN_NAME_CHARS) {
+        None => name.to_string(),
+        Some((cut, _)) => format!("{}…({} bytes)", &name[..cut], name.len()),
+    }
 }
 
 /// The header that starts a transfer of `size` bytes named `name`.
@@ -178,8 +192,10 @@ async fn read_status<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<(Status
 /// What the receiver reports per file.
 #[derive(Debug, Clone, Default)]
 pub struct Received {
-    /// The name the sender gave (lossily decoded).
+    /// The name the sender gave (lossily decoded; shortened by [`shown_name`] when refused).
     pub name: String,
+    /// The name was refused (not a plain file name).
+    pub refused_name: bool,
     /// Bytes stored.
     pub bytes: u64,
     /// BLAKE3 of the stored bytes (read back from disk), hex.
@@ -252,6 +268,8 @@ pub async fn receive_file(mut s: Stream, dir: &Path, opts: &ReceiveOptions) -> R
     };
     out.name = String::from_utf8_lossy(&nb).into_owned();
     if std::str::from_utf8(&nb).is_err() || !name_ok(&out.name) {
+        out.name = shown_name(&out.name);
+        out.refused_name = true;
         let msg = format!("refused name {:?}", out.name);
         write_status(&mut s, Status::RefusedName, &msg).await;
         out.error = Some(msg);
@@ -703,8 +721,28 @@ mod tests {
             "a\\b",
             "x..y",
             "a\0b",
+            "\x1b[2Jevil",
+            "bell\x07",
+            "line\nbreak",
+            "c1\u{9b}31m",
         ] {
             assert!(!name_ok(bad), "{bad:?}");
         }
+        assert!(name_ok(&"n".repeat(255)));
+        assert!(!name_ok(&"n".repeat(256)));
+    }
+
+    #[test]
+    fn long_names_are_shortened_when_shown() {
+        let long = "x".repeat(5000);
+        let s = super::shown_name(&long);
+        assert!(s.len() < 100, "{s}");
+        assert!(s.ends_with("…(5000 bytes)"), "{s}");
+        assert_eq!(super::shown_name("short.bin"), "short.bin");
+        // Debug formatting escapes what a terminal would act on.
+        assert_eq!(
+            format!("{:?}", super::shown_name("\x1b[2J")),
+            "\"\\u{1b}[2J\""
+        );
     }
 }

@@ -262,3 +262,34 @@ async fn a_directory_is_refused_before_connecting() {
     assert!(e.contains("not a regular file"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_of_255_bytes_are_stored_and_hostile_names_refused_briefly() {
+    let dir = tempdir("names");
+    let (ep, mut reports) = receiver(&dir, false);
+    let to = ep.local_addr();
+    let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let body = data(10_000, 4);
+    // 251..=255 bytes passed the name check but NAME.part did not fit the file system's limit.
+    for len in [251, 255] {
+        let name = "n".repeat(len);
+        let (st, msg) = upload(&client, to, &name, &body).await;
+        assert_eq!(st, Status::Ok, "{len} bytes: {msg}");
+        assert_eq!(std::fs::read(dir.join(&name)).unwrap(), body);
+        let _ = reports.recv().await;
+    }
+    // A 5 000-byte name with an ANSI escape: refused, and echoed short and escaped.
+    let hostile = format!("\x1b[2J{}", "A".repeat(5000));
+    let (st, msg) = upload(&client, to, &hostile, &body).await;
+    assert_eq!(st, Status::RefusedName, "{msg}");
+    assert!(msg.len() < 200, "{} bytes echoed", msg.len());
+    assert!(!msg.contains('\x1b'), "{msg:?}");
+    let r = reports.recv().await.unwrap();
+    assert!(r.refused_name);
+    assert!(r.name.len() < 200 && r.error.as_deref().is_some_and(|e| !e.contains('\x1b')));
+    // Control characters alone are refused too.
+    let (st, _) = upload(&client, to, "ok\x07.bin", &body).await;
+    assert_eq!(st, Status::RefusedName);
+    assert!(part_files(&dir).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
