@@ -127,7 +127,13 @@ pub struct Sim {
     next_watch: u64,
     /// Queue samples.
     pub samples: Vec<QueueSample>,
+    /// An observer of one port (`stride sim --pcap PORT`): called with the time and every
+    /// packet the port accepts into its queue (after ECN marking; drops are not seen).
+    pub tap: Option<(usize, PortTap)>,
 }
+
+/// See [`Sim::tap`].
+pub type PortTap = Box<dyn FnMut(u64, &Packet) + Send>;
 
 fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -159,6 +165,7 @@ impl Sim {
             watch_every: 0,
             next_watch: 0,
             samples: Vec::new(),
+            tap: None,
         };
         for i in 0..s.flows.len() {
             let t = s.flows[i].start;
@@ -324,6 +331,11 @@ impl Sim {
             }
             (mark, drop)
         };
+        if let Some((_, f)) = self.tap.as_mut().filter(|(tp, _)| *tp == port && !drop) {
+            let mut seen = p.clone();
+            seen.ce |= mark;
+            f(now, &seen);
+        }
         let pt = &mut self.topo.ports[port];
         if drop {
             pt.drops += 1;
