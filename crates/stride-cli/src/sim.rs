@@ -163,16 +163,58 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             jobs,
             out,
             json,
-        } => crate::sweep::sweep(crate::sweep::SweepArgs {
-            scenario,
-            vary,
-            cc,
-            baseline,
-            sets,
-            jobs,
-            out,
-            json,
-        }),
+        } => {
+            check_transport(&cc)?;
+            if let Some(b) = &baseline {
+                check_transport(b)?;
+            }
+            let spec = stride_sim::sweep::SweepSpec {
+                scenario,
+                vary,
+                transport: cc,
+                baseline,
+                sets,
+                jobs,
+            };
+            let o = stride_sim::sweep::run(&spec)?;
+            for n in &o.notes {
+                eprintln!("stride sim sweep: note: {n}");
+            }
+            if !json {
+                eprintln!(
+                    "sweep: {} points of {}{}, {} simulations on {} threads",
+                    o.rows.len(),
+                    spec.transport,
+                    spec.baseline
+                        .as_ref()
+                        .map(|b| format!(" + baseline {b}"))
+                        .unwrap_or_default(),
+                    o.simulations,
+                    o.workers
+                );
+            }
+            if let Some(dir) = &out {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                std::fs::write(
+                    dir.join("sweep.json"),
+                    serde_json::to_string_pretty(&o.result)? + "\n",
+                )?;
+                std::fs::write(
+                    dir.join("sweep.csv"),
+                    stride_sim::sweep::to_csv(&o.keys, &o.rows),
+                )?;
+            }
+            if json {
+                println!("{}", serde_json::to_string(&o.result)?);
+            } else {
+                print!(
+                    "{}",
+                    stride_sim::sweep::table(&o.keys, &o.rows, spec.baseline.as_deref())
+                );
+            }
+            Ok(())
+        }
     }
 }
 
@@ -181,14 +223,6 @@ pub(crate) struct Outcome {
     pub(crate) report: TransportReport,
     csv: String,
     queue_csv: String,
-}
-
-pub(crate) fn one(
-    loaded: &Loaded,
-    transport: &str,
-    bar: Option<ProgressBar>,
-) -> anyhow::Result<Outcome> {
-    one_captured(loaded, transport, bar, None)
 }
 
 type SimCapture = Arc<Mutex<(stride_pcap::Writer<BufWriter<File>>, Option<std::io::Error>)>>;

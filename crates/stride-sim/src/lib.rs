@@ -8,6 +8,7 @@ pub mod net;
 pub mod report;
 pub mod scenario;
 pub mod stride;
+pub mod sweep;
 pub mod tcp;
 pub mod units;
 pub mod workload;
