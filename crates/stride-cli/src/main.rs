@@ -39,7 +39,6 @@ mod perf;
 mod plot;
 mod relay_cmd;
 mod sim;
-mod sweep;
 mod units;
 mod vectors;
 mod xfer;

@@ -46,14 +46,78 @@ pub fn ensure_font() -> anyhow::Result<()> {
 }
 
 const CATS: [&str; 5] = ["I", "II", "III", "IV", "all"];
-const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-];
+/// Flow sizes of each category (spec §8.5 #9).
+const CAT_RANGES: [&str; 5] = ["< 10 KB", "10-100 KB", "100 KB-1 MB", "> 1 MB", "all sizes"];
+
+/// A transport's marker shape in every plot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker {
+    /// Filled circle.
+    Circle,
+    /// Filled square.
+    Square,
+    /// Filled triangle.
+    Triangle,
+    /// Cross.
+    Cross,
+}
+
+/// One fixed colour and marker per transport, the same in every plot whatever else is in it.
+/// STRIDE variants are blue, the TCP family warm colours, the RDMA-style controllers greens
+/// and purples; a name not in the table gets grey.
+pub fn style(transport: &str) -> (RGBColor, Marker) {
+    use Marker::*;
+    match transport {
+        "stride" => (RGBColor(31, 119, 180), Circle),
+        "stride-paper" => (RGBColor(23, 190, 207), Square),
+        "dctcp" => (RGBColor(255, 127, 14), Square),
+        "newreno" => (RGBColor(214, 39, 40), Triangle),
+        "reno" => (RGBColor(255, 152, 150), Triangle),
+        "cubic" => (RGBColor(140, 86, 75), Cross),
+        "bbr" => (RGBColor(227, 119, 194), Circle),
+        "vegas" => (RGBColor(44, 160, 44), Triangle),
+        "aimd" => (RGBColor(188, 189, 34), Cross),
+        "timely" => (RGBColor(148, 103, 189), Circle),
+        "swift" => (RGBColor(152, 223, 138), Square),
+        "dcqcn" => (RGBColor(197, 176, 213), Triangle),
+        "hpcc" => (RGBColor(0, 0, 0), Cross),
+        "qcn" => (RGBColor(255, 187, 120), Circle),
+        _ => (RGBColor(127, 127, 127), Cross),
+    }
+}
+
+/// The outline of `m` around (0, 0), `s` pixels from the centre: every marker is one polygon,
+/// so legends and series take the same element type whatever the marker.
+pub fn marker_points(m: Marker, s: i32) -> Vec<(i32, i32)> {
+    let t = (s / 3).max(1);
+    match m {
+        Marker::Circle => (0..12)
+            .map(|k| {
+                let a = f64::from(k) * std::f64::consts::PI / 6.0;
+                (
+                    (f64::from(s) * a.cos()).round() as i32,
+                    (f64::from(s) * a.sin()).round() as i32,
+                )
+            })
+            .collect(),
+        Marker::Square => vec![(-s, -s), (s, -s), (s, s), (-s, s)],
+        Marker::Triangle => vec![(0, -s - 1), (s + 1, s), (-s - 1, s)],
+        Marker::Cross => vec![
+            (-t, -s),
+            (t, -s),
+            (t, -t),
+            (s, -t),
+            (s, t),
+            (t, t),
+            (t, s),
+            (-t, s),
+            (-t, t),
+            (-s, t),
+            (-s, -t),
+            (-t, -t),
+        ],
+    }
+}
 
 /// Grouped bars: for each category, one bar per compared transport, height = other FCT /
 /// STRIDE FCT for `stat` ("avg" or "p99"), with a reference line at 1.
@@ -100,8 +164,9 @@ where
             let i = (*x - 0.5).round();
             if (*x - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < CATS.len() {
                 format!(
-                    "{} ({} flows)",
+                    "{}: {} ({} flows)",
                     CATS[i as usize],
+                    CAT_RANGES[i as usize],
                     flows_in(summary, CATS[i as usize])
                 )
             } else {
@@ -109,12 +174,14 @@ where
             }
         })
         .y_label_formatter(&|y| format!("{y:.2}"))
-        .y_desc(format!("{stat} FCT of other / {stat} FCT of STRIDE (log)"))
+        .y_desc(format!(
+            "{stat} FCT of other / of STRIDE (log; > 1: STRIDE faster)"
+        ))
         .label_style(("sans-serif", 14))
         .draw()?;
     let width = 0.8 / n;
     for (k, o) in others.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
+        let (color, m) = style(o);
         let vals: Vec<(f64, f64)> = CATS
             .iter()
             .enumerate()
@@ -128,7 +195,15 @@ where
                 Rectangle::new([(x0, 1.0), (x0 + width * 0.9, v)], color.filled())
             }))?
             .label(o.to_string())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+            .legend(move |(x, y)| {
+                EmptyElement::at((x + 6, y)) + Polygon::new(marker_points(m, 5), color.filled())
+            });
+        // The marker on each bar's end too, so bars read without colour.
+        chart.draw_series(vals.iter().map(|&(x0, v)| {
+            EmptyElement::at((x0 + width * 0.45, v))
+                + Polygon::new(marker_points(m, 4), WHITE.filled())
+                + Polygon::new(marker_points(m, 3), color.filled())
+        }))?;
         chart.draw_series(vals.iter().map(|&(x0, v)| {
             let y = if v >= 1.0 { v * 1.08 } else { v / 1.02 };
             Text::new(format!("{v:.2}"), (x0, y), ("sans-serif", 12))
@@ -168,7 +243,26 @@ fn flows_in(summary: &Value, cat: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// One line per transport: the largest queue over the watched ports at each sample, KB.
+/// The end of the activity: the last sample time at which any series is above 2 % of the
+/// largest queue, plus 5 % (so a long empty tail of one transport does not squeeze the rest).
+pub fn active_until(series: &[(String, Vec<(f64, f64)>)]) -> f64 {
+    let peak = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max);
+    let last = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().filter(|p| p.1 > 0.02 * peak).map(|p| p.0))
+        .fold(0.0f64, f64::max);
+    let end = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.0))
+        .fold(0.0f64, f64::max);
+    (last * 1.05).min(end).max(1e-3)
+}
+
+/// Small multiples: one panel per transport (its colour and marker), one shared time axis cut
+/// to the activity, each panel the largest queue over the watched ports at each sample, KB.
 fn queue_chart<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     series: &[(String, Vec<(f64, f64)>)],
@@ -177,10 +271,61 @@ fn queue_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    line_chart(area, series, title, "largest watched queue (KB)")
+    let xmax = active_until(series);
+    let ymax = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().filter(|p| p.0 <= xmax).map(|p| p.1))
+        .fold(0.0f64, f64::max)
+        .max(1.0)
+        * 1.1;
+    area.fill(&WHITE)?;
+    let area = area.titled(title, ("sans-serif", 22))?;
+    let panels = area.split_evenly((series.len().max(1), 1));
+    for (k, ((name, pts), panel)) in series.iter().zip(&panels).enumerate() {
+        let last = k + 1 == series.len();
+        let (color, m) = style(name);
+        let mut chart = ChartBuilder::on(panel)
+            .margin(6)
+            .x_label_area_size(if last { 40 } else { 0 })
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
+        let mut mesh = chart.configure_mesh();
+        mesh.y_desc("queue (KB)")
+            .y_labels(4)
+            .label_style(("sans-serif", 13));
+        if last {
+            mesh.x_desc("simulated time (ms)");
+        } else {
+            mesh.x_labels(0);
+        }
+        mesh.draw()?;
+        let shown: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.0 <= xmax).collect();
+        chart
+            .draw_series(LineSeries::new(
+                shown.iter().copied(),
+                color.stroke_width(1),
+            ))?
+            .label(name.clone())
+            .legend(move |(x, y)| {
+                EmptyElement::at((x + 6, y)) + Polygon::new(marker_points(m, 5), color.filled())
+            });
+        // A dozen markers along the line.
+        let step = (shown.len() / 12).max(1);
+        chart.draw_series(
+            shown
+                .iter()
+                .step_by(step)
+                .map(|&p| EmptyElement::at(p) + Polygon::new(marker_points(m, 4), color.filled())),
+        )?;
+        legend(&mut chart)?;
+    }
+    area.present()?;
+    Ok(())
 }
 
-/// One line per series against simulated time (ms).
+/// One line per series against simulated time (ms), each in the colour and marker of the
+/// transport its name starts with (`"dctcp flow 3"` is drawn as dctcp), the x-axis cut to the
+/// activity.
 fn line_chart<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     series: &[(String, Vec<(f64, f64)>)],
@@ -190,16 +335,12 @@ fn line_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let xmax = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().map(|p| p.0))
-        .fold(0.0f64, f64::max)
-        .max(1e-3);
+    let xmax = active_until(series);
     let ymax = series
         .iter()
-        .flat_map(|(_, v)| v.iter().map(|p| p.1))
+        .flat_map(|(_, v)| v.iter().filter(|p| p.0 <= xmax).map(|p| p.1))
         .fold(0.0f64, f64::max)
-        .max(1.0)
+        .max(1e-9)
         * 1.1;
     area.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(area)
@@ -214,12 +355,18 @@ where
         .y_desc(y_desc)
         .label_style(("sans-serif", 14))
         .draw()?;
-    for (k, (name, pts)) in series.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
+    for (name, pts) in series {
+        let (color, m) = style(name.split(' ').next().unwrap_or(name));
+        let shown: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.0 <= xmax).collect();
         chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(1)))?
+            .draw_series(LineSeries::new(
+                shown.iter().copied(),
+                color.stroke_width(1),
+            ))?
             .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color));
+            .legend(move |(x, y)| {
+                EmptyElement::at((x + 6, y)) + Polygon::new(marker_points(m, 5), color.filled())
+            });
     }
     legend(&mut chart)?;
     area.present()?;
@@ -289,7 +436,8 @@ pub fn write_plots(
     }
     if queues.iter().any(|(_, v)| !v.is_empty()) {
         let title = format!("{name}: queue occupancy at the watched switches");
-        png_and_svg!(dir, "queue", (900, 420), written, |area| {
+        let height = 120 + 150 * queues.len() as u32;
+        png_and_svg!(dir, "queue", (900, height), written, |area| {
             queue_chart(&area, queues, &title)
         });
     }
@@ -390,7 +538,52 @@ pub fn write_trace_plots(
 
 #[cfg(test)]
 mod tests {
-    use super::queue_series;
+    use super::*;
+
+    /// Every transport the project names, now or soon.
+    const NAMES: [&str; 14] = [
+        "stride",
+        "stride-paper",
+        "newreno",
+        "dctcp",
+        "vegas",
+        "aimd",
+        "timely",
+        "dcqcn",
+        "swift",
+        "hpcc",
+        "qcn",
+        "cubic",
+        "bbr",
+        "reno",
+    ];
+
+    #[test]
+    fn every_named_transport_has_its_own_fixed_style() {
+        let grey = style("no-such-transport");
+        for (i, a) in NAMES.iter().enumerate() {
+            assert_ne!(style(a), grey, "{a} falls back to grey");
+            for b in &NAMES[i + 1..] {
+                assert_ne!(style(a), style(b), "{a} and {b} look alike");
+            }
+        }
+        // Fixed: a transport's look does not depend on what else is plotted.
+        assert_eq!(style("dctcp"), style("dctcp"));
+    }
+
+    #[test]
+    fn the_queue_axis_ends_with_the_activity_not_the_longest_tail() {
+        let busy = (
+            "stride".to_string(),
+            vec![(0.0, 50.0), (1.0, 40.0), (2.0, 0.0)],
+        );
+        let tail = (
+            "newreno".to_string(),
+            vec![(0.0, 10.0), (1.0, 0.0), (50.0, 0.0)],
+        );
+        let x = active_until(&[busy, tail]);
+        assert!((1.0..2.0).contains(&x), "{x}");
+    }
 
     #[test]
     fn queue_series_keeps_the_largest_port_per_instant() {

@@ -3,9 +3,13 @@
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
+use std::fs::File;
+use std::io::BufWriter;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use stride_sim::net::Payload;
 use stride_sim::report::{csv, improvement, rows, summarize, TransportReport};
 use stride_sim::scenario::{Loaded, Scenario};
 
@@ -30,9 +34,14 @@ enum SimCmd {
         #[arg(long)]
         json: bool,
         /// Override a scenario field: `section.field=value` (repeatable), e.g.
-        /// `--set stride.t_high_ns=20000 --set workload.load=0.7`.
+        /// `--set stride.t_high=20us --set workload.load=0.7`.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Capture every packet port PORT accepts (the `port` column of queue-*.csv) into
+        /// OUT/<transport>-port<PORT>.pcap (needs --out; STRIDE packets only, TCP models have
+        /// no wire format): hosts are 10.0.x.y, CE marks are shown in the IP ECN field.
+        #[arg(long, value_name = "PORT", requires = "out")]
+        pcap: Option<usize>,
     },
     /// Run a scenario with each of the given transports on identical flow arrivals.
     ///
@@ -53,6 +62,11 @@ enum SimCmd {
         /// Override a scenario field: `section.field=value` (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Capture every packet port PORT accepts (the `port` column of queue-*.csv) into
+        /// OUT/<transport>-port<PORT>.pcap (needs --out; STRIDE packets only, TCP models have
+        /// no wire format): hosts are 10.0.x.y, CE marks are shown in the IP ECN field.
+        #[arg(long, value_name = "PORT", requires = "out")]
+        pcap: Option<usize>,
     },
     /// Redraw the plots of an --out directory from its summary.json and queue-*.csv.
     ///
@@ -102,10 +116,11 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             out,
             json,
             sets,
+            pcap,
         } => {
             let loaded = load_noting(&scenario, &sets)?;
             let cc = loaded.sc.transports.clone();
-            execute(&loaded, &cc, out.as_deref(), json)
+            execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
         SimCmd::Compare {
             scenario,
@@ -113,10 +128,11 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             out,
             json,
             sets,
+            pcap,
         } => {
             let mut loaded = load_noting(&scenario, &sets)?;
             loaded.sc.transports = cc.clone();
-            execute(&loaded, &cc, out.as_deref(), json)
+            execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
         SimCmd::Plot { dir } => {
             let path = dir.join("summary.json");
@@ -148,16 +164,58 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             jobs,
             out,
             json,
-        } => crate::sweep::sweep(crate::sweep::SweepArgs {
-            scenario,
-            vary,
-            cc,
-            baseline,
-            sets,
-            jobs,
-            out,
-            json,
-        }),
+        } => {
+            check_transport(&cc)?;
+            if let Some(b) = &baseline {
+                check_transport(b)?;
+            }
+            let spec = stride_sim::sweep::SweepSpec {
+                scenario,
+                vary,
+                transport: cc,
+                baseline,
+                sets,
+                jobs,
+            };
+            let o = stride_sim::sweep::run(&spec)?;
+            for n in &o.notes {
+                eprintln!("stride sim sweep: note: {n}");
+            }
+            if !json {
+                eprintln!(
+                    "sweep: {} points of {}{}, {} simulations on {} threads",
+                    o.rows.len(),
+                    spec.transport,
+                    spec.baseline
+                        .as_ref()
+                        .map(|b| format!(" + baseline {b}"))
+                        .unwrap_or_default(),
+                    o.simulations,
+                    o.workers
+                );
+            }
+            if let Some(dir) = &out {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                std::fs::write(
+                    dir.join("sweep.json"),
+                    serde_json::to_string_pretty(&o.result)? + "\n",
+                )?;
+                std::fs::write(
+                    dir.join("sweep.csv"),
+                    stride_sim::sweep::to_csv(&o.keys, &o.rows),
+                )?;
+            }
+            if json {
+                println!("{}", serde_json::to_string(&o.result)?);
+            } else {
+                print!(
+                    "{}",
+                    stride_sim::sweep::table(&o.keys, &o.rows, spec.baseline.as_deref())
+                );
+            }
+            Ok(())
+        }
     }
 }
 
@@ -181,15 +239,58 @@ fn open_ended(loaded: &Loaded) -> bool {
         .any(|f| f.start as f64 + f.bytes as f64 * 8e9 / bps > limit_ns)
 }
 
-pub(crate) fn one(
+type SimCapture = Arc<Mutex<(stride_pcap::Writer<BufWriter<File>>, Option<std::io::Error>)>>;
+
+/// Records STRIDE packets at a port as IPv4/UDP (10.0.x.y per host, a source port per
+/// connection, destination port 7000, CE in the ECN field).
+fn capture_tap(c: SimCapture) -> stride_sim::engine::PortTap {
+    Box::new(move |now, p| {
+        let Payload::Stride {
+            header,
+            payload_len,
+        } = &p.payload
+        else {
+            return;
+        };
+        let ip = |h: u32| std::net::Ipv4Addr::new(10, (h >> 16) as u8, (h >> 8) as u8, h as u8);
+        let sport = 49_152 + (p.hash % 16_384) as u16;
+        let src = std::net::SocketAddr::from((ip(p.src), sport));
+        let dst = std::net::SocketAddr::from((ip(p.dst), 7000));
+        let mut d = header.to_vec();
+        d.resize(header.len() + usize::from(*payload_len), 0);
+        let mut g = c.lock().unwrap_or_else(|e| e.into_inner());
+        if g.1.is_none() {
+            let ecn = if p.ce { 3 } else { u8::from(p.ect) << 1 };
+            if let Err(e) = g.0.write_udp_ecn(now, src, dst, &d, ecn) {
+                g.1 = Some(e);
+            }
+        }
+    })
+}
+
+/// [`one`], capturing the packets of port `cap.0` into the file `cap.1`.
+pub(crate) fn one_captured(
     loaded: &Loaded,
     transport: &str,
     bar: Option<ProgressBar>,
+    cap: Option<(usize, PathBuf)>,
 ) -> anyhow::Result<Outcome> {
     let sc = &loaded.sc;
     let mut sim = sc
         .sim(transport, &loaded.flows)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut capture: Option<(SimCapture, PathBuf)> = None;
+    if let Some((port, path)) = cap {
+        let n = sim.topo.ports.len();
+        if port >= n {
+            bail!("--pcap {port}: the topology has ports 0..{}", n - 1);
+        }
+        let f = File::create(&path).with_context(|| format!("--pcap: {}", path.display()))?;
+        let w = stride_pcap::Writer::new(BufWriter::new(f))?;
+        let c: SimCapture = Arc::new(Mutex::new((w, None)));
+        sim.tap = Some((port, capture_tap(c.clone())));
+        capture = Some((c, path));
+    }
     let t0 = Instant::now();
     let limit = (sc.limit_ms * 1e6) as u64;
     let by_time = open_ended(loaded);
@@ -214,6 +315,22 @@ pub(crate) fn one(
     let wall = t0.elapsed().as_secs_f64();
     if let Some(b) = &bar {
         b.finish_with_message(format!("{transport}: done in {wall:.1} s"));
+    }
+    drop(sim.tap.take());
+    if let Some((c, path)) = capture {
+        let (w, e) = Arc::try_unwrap(c)
+            .map_err(|_| anyhow::anyhow!("capture still shared"))?
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = e {
+            bail!("--pcap {}: {e}", path.display());
+        }
+        let n = w.packets();
+        use std::io::Write;
+        w.into_inner()
+            .flush()
+            .with_context(|| format!("--pcap {}", path.display()))?;
+        eprintln!("{transport}: {n} packets written to {}", path.display());
     }
     let r = rows(&sim);
     let mut queue_csv = String::from("t_ns,port,from,to,bytes\n");
@@ -263,7 +380,11 @@ fn execute(
     cc: &[String],
     out: Option<&Path>,
     json_out: bool,
+    pcap: Option<usize>,
 ) -> anyhow::Result<()> {
+    if let (Some(dir), Some(_)) = (out, pcap) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     if cc.is_empty() {
         bail!("no transport to run (--cc or `transports` in the scenario)");
     }
@@ -294,7 +415,10 @@ fn execute(
                     );
                     b
                 });
-                s.spawn(move || one(loaded, t, bar))
+                let cap = pcap
+                    .zip(out)
+                    .map(|(p, d)| (p, d.join(format!("{t}-port{p}.pcap"))));
+                s.spawn(move || one_captured(loaded, t, bar, cap))
             })
             .collect();
         handles

@@ -84,6 +84,20 @@ impl<W: Write> Writer<W> {
         dst: SocketAddr,
         payload: &[u8],
     ) -> io::Result<()> {
+        self.write_udp_ecn(ts_ns, src, dst, payload, 0)
+    }
+
+    /// [`Writer::write_udp`] with the IP header's ECN field set to `ecn` (0..=3; 3 is CE,
+    /// congestion experienced; 2 is ECT(0)).
+    pub fn write_udp_ecn(
+        &mut self,
+        ts_ns: u64,
+        src: SocketAddr,
+        dst: SocketAddr,
+        payload: &[u8],
+        ecn: u8,
+    ) -> io::Result<()> {
+        let ecn = ecn & 3;
         if payload.len() > MAX_PAYLOAD {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -101,7 +115,7 @@ impl<W: Write> Writer<W> {
         match (src.ip(), dst.ip()) {
             (IpAddr::V4(s), IpAddr::V4(d)) => {
                 let total = 20 + udp_len;
-                b.extend_from_slice(&[0x45, 0]);
+                b.extend_from_slice(&[0x45, ecn]);
                 b.extend_from_slice(&total.to_be_bytes());
                 b.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]); // id, DF, TTL 64, UDP
                 b.extend_from_slice(&s.octets());
@@ -112,7 +126,7 @@ impl<W: Write> Writer<W> {
                 pseudo = sum16(pseudo, &d.octets());
             }
             (IpAddr::V6(s), IpAddr::V6(d)) => {
-                b.extend_from_slice(&[0x60, 0, 0, 0]);
+                b.extend_from_slice(&[0x60, ecn << 4, 0, 0]);
                 b.extend_from_slice(&udp_len.to_be_bytes());
                 b.extend_from_slice(&[17, 64]); // next header UDP, hop limit 64
                 b.extend_from_slice(&s.octets());
@@ -169,7 +183,7 @@ mod tests {
         let a: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let b: SocketAddr = "127.0.0.2:7000".parse().unwrap();
         let payload: Vec<u8> = (0..45u8).collect(); // odd length: the checksum pads
-        w.write_udp(1_500_000_123, a, b, &payload).unwrap();
+        w.write_udp_ecn(1_500_000_123, a, b, &payload, 3).unwrap();
         let a6: SocketAddr = "[::1]:1".parse().unwrap();
         w.write_udp(2, a6, a6, &payload).unwrap();
         assert!(w.write_udp(3, a, a6, &payload).is_err());
@@ -181,6 +195,7 @@ mod tests {
         let d = &p.data[..];
         assert_eq!(d.len(), 20 + 8 + 45);
         assert_eq!(fold(sum16(0, &d[..20])), 0, "IPv4 header checksum");
+        assert_eq!(d[1] & 3, 3, "CE");
         let mut pseudo = sum16(0, &d[12..20]) + 17 + 53;
         pseudo = sum16(pseudo, &d[20..]);
         assert_eq!(fold(pseudo), 0, "UDP checksum");

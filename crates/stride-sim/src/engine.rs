@@ -295,6 +295,9 @@ pub struct Sim {
     pub jain_samples: Vec<(u64, f64, usize)>,
     last_delivered: Vec<u64>,
     routes: RouteTable,
+    /// An observer of one port (`stride sim --pcap PORT`): called with the time and every
+    /// packet the port accepts into its queue (after ECN marking; drops are not seen).
+    pub tap: Option<(usize, PortTap)>,
 }
 
 /// The switches' ECMP sets, compacted for the forwarding hot path: each switch has only a few
@@ -337,6 +340,9 @@ impl RouteTable {
         t
     }
 }
+
+/// See [`Sim::tap`].
+pub type PortTap = Box<dyn FnMut(u64, &Packet) + Send>;
 
 /// SplitMix64's output function: the hash of ECMP and of the random stream.
 pub(crate) fn mix(mut z: u64) -> u64 {
@@ -381,6 +387,7 @@ impl Sim {
             jain_samples: Vec::new(),
             last_delivered: Vec::new(),
             routes: RouteTable::default(),
+            tap: None,
         };
         s.routes = RouteTable::new(&s.topo);
         s.flow_delivered = vec![0; s.flows.len()];
@@ -680,6 +687,9 @@ impl Sim {
             pt.marks += 1;
         }
         let notify = verdict.feedback.map(|f| (f, p.src, p.dst, p.hash));
+        if let Some((_, f)) = self.tap.as_mut().filter(|(tp, _)| *tp == port) {
+            f(now, &p);
+        }
         if pt.from >= self.topo.hosts && !pt.per_packet {
             // Switch port: FIFO and work-conserving, so the packet's start is known now.
             let wire = p.wire;

@@ -10,6 +10,7 @@ pub mod qdisc;
 pub mod report;
 pub mod scenario;
 pub mod stride;
+pub mod sweep;
 pub mod switchcfg;
 pub mod tcp;
 pub mod transport;

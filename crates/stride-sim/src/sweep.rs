@@ -1,24 +1,76 @@
-//! `stride sim sweep`: one transport over a grid of parameter values, all points in parallel,
-//! optionally against a baseline transport run on the same flows.
-use crate::sim::{check_transport, one};
+//! Parameter sweeps (`stride sim sweep`): one transport over a grid of scenario values, all
+//! points in parallel on this machine, optionally against a baseline transport run on the same
+//! flows. The result is one JSON document ([`SweepOutcome::result`]), a CSV ([`to_csv`]) and a
+//! text table ([`table`]).
+//!
+//! ```no_run
+//! use stride_sim::sweep::{run, SweepSpec};
+//! let spec = SweepSpec {
+//!     scenario: "scenarios/quick.toml".into(),
+//!     vary: vec!["stride.t_high=40us,80us".into()],
+//!     transport: "stride".into(),
+//!     baseline: Some("dctcp".into()),
+//!     sets: vec![],
+//!     jobs: None,
+//! };
+//! let out = run(&spec).unwrap();
+//! print!("{}", stride_sim::sweep::table(&out.keys, &out.rows, spec.baseline.as_deref()));
+//! ```
+use crate::report::{rows, summarize, TransportReport};
+use crate::scenario::{Loaded, Scenario};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use stride_sim::report::TransportReport;
-use stride_sim::scenario::Scenario;
 
-pub struct SweepArgs {
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    /// Scenario file.
     pub scenario: PathBuf,
+    /// `section.field=v1,v2,...` lists; every combination is one point.
     pub vary: Vec<String>,
-    pub cc: String,
+    /// The transport whose parameters are swept.
+    pub transport: String,
+    /// A transport each point is compared with (run once per distinct setting of the fields
+    /// outside the swept transport's section).
     pub baseline: Option<String>,
+    /// Fixed `section.field=value` overrides of every point.
     pub sets: Vec<String>,
+    /// Parallel simulations (default: all cores).
     pub jobs: Option<usize>,
-    pub out: Option<PathBuf>,
-    pub json: bool,
+}
+
+/// A finished sweep.
+#[derive(Debug, Clone)]
+pub struct SweepOutcome {
+    /// The swept keys, in order.
+    pub keys: Vec<String>,
+    /// One JSON object per point: the key values, `completed`, `flows`, `drops`,
+    /// `categories` and (with a baseline) `improvement`.
+    pub rows: Vec<Value>,
+    /// The whole result: scenario, transport, baseline, fixed overrides, keys and points.
+    pub result: Value,
+    /// Deprecation notes of the scenario's keys.
+    pub notes: Vec<String>,
+    /// Simulations run and the threads they ran on.
+    pub simulations: usize,
+    /// Threads used.
+    pub workers: usize,
+}
+
+/// Runs one transport on a loaded scenario to its end (or its time limit) and reports it.
+pub fn simulate(loaded: &Loaded, transport: &str) -> anyhow::Result<TransportReport> {
+    let sc = &loaded.sc;
+    let mut sim = sc
+        .sim(transport, &loaded.flows)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let t0 = std::time::Instant::now();
+    sim.run((sc.limit_ms * 1e6) as u64, |_, _| {});
+    let wall = t0.elapsed().as_secs_f64();
+    Ok(summarize(&rows(&sim), &sim.stats, wall))
 }
 
 /// The scenario section holding a transport's own parameters.
@@ -31,7 +83,7 @@ fn section(t: &str) -> &'static str {
 }
 
 /// Every combination of the `key=v1,v2` lists, as lists of `key=v` overrides.
-fn grid(vary: &[String]) -> anyhow::Result<(Vec<String>, Vec<Vec<String>>)> {
+pub fn grid(vary: &[String]) -> anyhow::Result<(Vec<String>, Vec<Vec<String>>)> {
     let mut keys = Vec::new();
     let mut points: Vec<Vec<String>> = vec![Vec::new()];
     for v in vary {
@@ -66,13 +118,10 @@ struct Job {
     sets: Vec<String>,
 }
 
-pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
-    check_transport(&a.cc)?;
-    if let Some(b) = &a.baseline {
-        check_transport(b)?;
-    }
+/// Runs the sweep: validates every point first, then simulates them on `jobs` threads.
+pub fn run(a: &SweepSpec) -> anyhow::Result<SweepOutcome> {
     let (keys, points) = grid(&a.vary)?;
-    let own = format!("{}.", section(&a.cc));
+    let own = format!("{}.", section(&a.transport));
     // Jobs: the swept transport at every point; the baseline once per distinct setting of the
     // fields outside the swept transport's section (those are the ones that change its run).
     let mut jobs = Vec::new();
@@ -82,7 +131,7 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         let mut sets = a.sets.clone();
         sets.extend(p.iter().cloned());
         jobs.push(Job {
-            transport: a.cc.clone(),
+            transport: a.transport.clone(),
             sets,
         });
     }
@@ -107,25 +156,10 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         .iter()
         .map(|j| Scenario::load_with(&a.scenario, &j.sets).map_err(|e| anyhow::anyhow!("{e}")))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    for n in &loaded[0].deprecations {
-        eprintln!("stride sim sweep: note: {n}");
-    }
     let workers = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, jobs.len());
-    if !a.json {
-        eprintln!(
-            "sweep: {} points of {}{}, {} simulations on {workers} threads",
-            points.len(),
-            a.cc,
-            a.baseline
-                .as_ref()
-                .map(|b| format!(" + baseline {b}"))
-                .unwrap_or_default(),
-            jobs.len()
-        );
-    }
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<anyhow::Result<TransportReport>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -136,7 +170,7 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
                 let (Some(j), Some(l)) = (jobs.get(i), loaded.get(i)) else {
                     break;
                 };
-                let r = one(l, &j.transport, None).map(|o| o.report);
+                let r = simulate(l, &j.transport);
                 results.lock().expect("results")[i] = Some(r);
             });
         }
@@ -165,40 +199,35 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         row.insert("drops".into(), json!(r.drops));
         row.insert("categories".into(), serde_json::to_value(&r.categories)?);
         if let Some(&bi) = base_of_point.get(pi) {
-            let imp = stride_sim::report::improvement(r, &reports[bi]);
+            let imp = crate::report::improvement(r, &reports[bi]);
             row.insert("improvement".into(), serde_json::to_value(imp)?);
         }
         rows.push(Value::Object(row));
     }
     let result = json!({
         "scenario": a.scenario.display().to_string(),
-        "transport": a.cc,
+        "transport": a.transport,
         "baseline": a.baseline,
         "fixed": a.sets,
         "keys": keys,
         "points": rows,
     });
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(
-            dir.join("sweep.json"),
-            serde_json::to_string_pretty(&result)? + "\n",
-        )?;
-        std::fs::write(dir.join("sweep.csv"), to_csv(&keys, &rows))?;
-    }
-    if a.json {
-        println!("{}", serde_json::to_string(&result)?);
-    } else {
-        print!("{}", table(&keys, &rows, a.baseline.as_deref()));
-    }
-    Ok(())
+    Ok(SweepOutcome {
+        keys,
+        rows,
+        result,
+        notes: loaded[0].deprecations.clone(),
+        simulations: jobs.len(),
+        workers,
+    })
 }
 
 fn cat(r: &Value, c: &str, f: &str) -> f64 {
     r["categories"][c][f].as_f64().unwrap_or(f64::NAN)
 }
 
-fn to_csv(keys: &[String], rows: &[Value]) -> String {
+/// The sweep as CSV: the keys, completion, drops, FCTs per category, improvement.
+pub fn to_csv(keys: &[String], rows: &[Value]) -> String {
     let mut s = keys.join(",");
     s.push_str(",completed,flows,drops");
     for c in ["all", "I", "II", "III", "IV"] {
@@ -232,7 +261,8 @@ fn to_csv(keys: &[String], rows: &[Value]) -> String {
     s
 }
 
-fn table(keys: &[String], rows: &[Value], baseline: Option<&str>) -> String {
+/// The sweep as a text table, with the best complete point named.
+pub fn table(keys: &[String], rows: &[Value], baseline: Option<&str>) -> String {
     let mut s = String::new();
     for k in keys {
         s.push_str(&format!("{:>22} ", k));
