@@ -675,3 +675,31 @@ fn a_timed_pause_ends_by_itself() {
 fn link_ser(bytes: u32) -> u64 {
     (u64::from(bytes) * 8 * 1_000_000_000).div_ceil(G10)
 }
+
+#[test]
+fn dctcp_runs_with_marking_at_dequeue() {
+    let k = 10 * MTU;
+    let mut topo = Topology::dumbbell(4, 1, link(), link(), queue(100));
+    topo.set_qdisc(|_| Box::new(stride_sim::qdisc::EcnStep::new(k, true)));
+    let bottleneck = topo.port_between(5, 6).unwrap();
+    assert!(topo.ports[bottleneck].per_packet);
+    let flows = (0..4)
+        .map(|i| Flow {
+            src: i,
+            dst: 4,
+            bytes: 3_000_000,
+            start: 0,
+        })
+        .collect();
+    let mut sim = Sim::new(topo, tcp_hosts(5, "dctcp"), flows, 1);
+    assert!(sim.run(1_000_000_000, |_, _| {}));
+    let p = &sim.topo.ports[bottleneck];
+    assert!(p.marks > 0);
+    assert_eq!(sim.stats.drops, 0);
+    // DCTCP holds the queue near K instead of filling the 100-packet buffer
+    assert!(
+        p.max_qbytes < 40 * MTU,
+        "max queue {} packets",
+        p.max_qbytes / MTU
+    );
+}
