@@ -43,40 +43,24 @@ impl ControlArgs {
     /// The configuration, with `default_line_bps` when `--line-rate` is absent (the demo's
     /// sender runs at its relay's rate unless told otherwise).
     pub fn config_for(&self, default_line_bps: u64) -> anyhow::Result<stride::Config> {
-        let line_bps = self.line_rate.unwrap_or(default_line_bps);
-        if line_bps < 10_000_000 {
-            anyhow::bail!("--line-rate must be at least 10 Mbit/s");
-        }
-        let mut c = stride::host_config(line_bps);
-        if let Some(r) = self.min_rto {
-            c.min_rto_ns = r;
-        }
-        if let stride::proto::cc::CcConfig::Stride(p) = &mut c.cc {
-            if let Some(t) = self.t_low {
-                p.t_low = t.min(i32::MAX as u64) as u32;
-            }
-            if let Some(t) = self.t_high {
-                p.t_high = t.min(i32::MAX as u64) as u32;
-            }
-            if let Some(n) = self.norm_shift {
-                p.norm_shift = n;
-            }
-        }
-        if self.pin_rate {
-            c.cc = stride::proto::cc::CcConfig::Fixed(stride::proto::cc::rate_from_gbps(
-                line_bps as f64 / 1e9,
-            ));
-        }
-        if let Err((field, why)) = c.validate() {
-            let flag = match field {
+        let o = stride::ControllerOverrides {
+            line_bps: self.line_rate,
+            t_low_ns: self.t_low,
+            t_high_ns: self.t_high,
+            norm_shift: self.norm_shift,
+            min_rto_ns: self.min_rto,
+            pin_rate: self.pin_rate,
+        };
+        o.config(default_line_bps).map_err(|e| {
+            let flag = match e.field {
+                "line_bps" => "--line-rate",
                 "min_rto_ns" => "--min-rto",
-                "t_low" => "--t-low",
-                "t_high" => "--t-high",
+                "t_low_ns" => "--t-low",
+                "t_high_ns" => "--t-high",
                 other => other,
             };
-            anyhow::bail!("{flag}: {}", why.replace("t_high", "--t-high"));
-        }
-        Ok(c)
+            anyhow::anyhow!("{flag}: {}", e.why.replace("t_high", "--t-high"))
+        })
     }
 }
 

@@ -23,6 +23,7 @@
 
 pub mod endpoint;
 pub mod error;
+pub mod overrides;
 pub mod perf;
 pub mod relay;
 pub mod sys;
@@ -34,5 +35,6 @@ pub use endpoint::{
     HOST_T_LOW_NS,
 };
 pub use error::{Error, Result};
+pub use overrides::{ControllerOverrides, OverrideError};
 pub use stride_proto as proto;
 pub use stride_proto::{CloseReason, Config, ConnStats, EndpointStats};
