@@ -28,9 +28,17 @@ pub struct ControlArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
     pub min_rto: Option<u64>,
     /// No congestion control: pace at the line rate whatever the path does (what a sender
-    /// without a controller does; for comparisons).
-    #[arg(long, conflicts_with_all = ["t_low", "t_high", "norm_shift"])]
+    /// without a controller does; for comparisons). The same as `--cc fixed`.
+    #[arg(long, conflicts_with_all = ["t_low", "t_high", "norm_shift", "cc"])]
     pub pin_rate: bool,
+    /// Congestion controller by its registered name (`stride`, `fixed`, `timely`, `dcqcn`,
+    /// `swift`, ...; see `stride_proto::cc::REGISTRY`) [default: stride].
+    #[arg(long, value_name = "NAME")]
+    pub cc: Option<String>,
+    /// A controller parameter by name, repeatable: `--cc-param t_low=20000` (integers, in the
+    /// controller's units; an unknown name lists the known ones).
+    #[arg(long = "cc-param", value_name = "KEY=VALUE")]
+    pub cc_param: Vec<String>,
 }
 
 impl ControlArgs {
@@ -42,6 +50,7 @@ impl ControlArgs {
     /// The configuration, with `default_line_bps` when `--line-rate` is absent (the demo's
     /// sender runs at its relay's rate unless told otherwise).
     pub fn config_for(&self, default_line_bps: u64) -> anyhow::Result<stride::Config> {
+        use stride::proto::cc::{rate_from_gbps, CcConfig};
         let line_bps = self.line_rate.unwrap_or(default_line_bps);
         if line_bps < 10_000_000 {
             anyhow::bail!("--line-rate must be at least 10 Mbit/s");
@@ -50,21 +59,36 @@ impl ControlArgs {
         if let Some(r) = self.min_rto {
             c.min_rto_ns = r;
         }
-        if let stride::proto::cc::CcConfig::Stride(p) = &mut c.cc {
-            if let Some(t) = self.t_low {
-                p.t_low = t.min(i32::MAX as u64) as u32;
-            }
-            if let Some(t) = self.t_high {
-                p.t_high = t.min(i32::MAX as u64) as u32;
-            }
-            if let Some(n) = self.norm_shift {
-                p.norm_shift = n;
+        let line = rate_from_gbps(line_bps as f64 / 1e9);
+        let name = match (&self.cc, self.pin_rate) {
+            (_, true) => Some("fixed"),
+            (Some(n), false) => Some(n.as_str()),
+            (None, false) => None,
+        };
+        if let Some(name) = name {
+            if name != c.cc.name() {
+                c.cc = CcConfig::by_name(name, line).map_err(|e| anyhow::anyhow!("--cc: {e}"))?;
             }
         }
-        if self.pin_rate {
-            c.cc = stride::proto::cc::CcConfig::Fixed(stride::proto::cc::rate_from_gbps(
-                line_bps as f64 / 1e9,
-            ));
+        // The threshold flags are by-name parameters like any other.
+        let named = [
+            ("--t-low", "t_low", self.t_low),
+            ("--t-high", "t_high", self.t_high),
+            ("--norm-shift", "norm_shift", self.norm_shift.map(u64::from)),
+        ];
+        for (flag, key, v) in named {
+            if let Some(v) = v {
+                let v = v.min(i32::MAX as u64);
+                c.cc.set(key, &v.to_string())
+                    .map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+            }
+        }
+        for kv in &self.cc_param {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("--cc-param {kv:?}: expected KEY=VALUE"))?;
+            c.cc.set(k.trim(), v)
+                .map_err(|e| anyhow::anyhow!("--cc-param: {e}"))?;
         }
         if let Err((field, why)) = c.validate() {
             let flag = match field {
@@ -83,7 +107,6 @@ impl ControlArgs {
 mod tests {
     use super::*;
     use clap::Parser;
-    use stride::proto::cc::CcConfig;
 
     #[derive(Parser)]
     struct Cli {
@@ -93,10 +116,10 @@ mod tests {
 
     fn stride_params(args: &[&str]) -> stride::proto::cc::StrideParams {
         let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
-        match cli.c.config_for(1_000_000_000).unwrap().cc {
-            CcConfig::Stride(p) => p,
-            other => panic!("not the STRIDE controller: {other:?}"),
-        }
+        let c = cli.c.config_for(1_000_000_000).unwrap();
+        *c.cc
+            .params_ref::<stride::proto::cc::StrideParams>()
+            .expect("the STRIDE controller")
     }
 
     #[test]
@@ -113,5 +136,26 @@ mod tests {
     fn out_of_range_norm_shift_and_pinned_rate_with_it_are_refused() {
         assert!(Cli::try_parse_from(["t", "--norm-shift", "32"]).is_err());
         assert!(Cli::try_parse_from(["t", "--norm-shift", "15", "--pin-rate"]).is_err());
+    }
+
+    fn config(args: &[&str]) -> anyhow::Result<stride::Config> {
+        let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
+        cli.c.config_for(1_000_000_000)
+    }
+
+    #[test]
+    fn controllers_are_chosen_and_tuned_by_name() {
+        assert_eq!(config(&["--pin-rate"]).unwrap().cc.name(), "fixed");
+        assert_eq!(config(&["--cc", "fixed"]).unwrap().cc.name(), "fixed");
+        let p = stride_params(&["--cc-param", "beta=7"]);
+        assert_eq!(p.beta, 7);
+        let e = config(&["--cc", "nosuch"]).unwrap_err().to_string();
+        assert!(e.contains("--cc") && e.contains("stride"), "{e}");
+        let e = config(&["--cc-param", "nosuch=1"]).unwrap_err().to_string();
+        assert!(e.contains("nosuch") && e.contains("t_low"), "{e}");
+        let e = config(&["--cc", "fixed", "--t-low", "5us"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--t-low"), "{e}");
     }
 }

@@ -71,7 +71,7 @@ impl Config {
             send_buffer: 4 << 20,
             recv_buffer: 4 << 20,
             burst_bytes: 16 * 1024,
-            cc: CcConfig::Stride(StrideParams::for_line_rate(line)),
+            cc: CcConfig::stride(StrideParams::for_line_rate(line)),
             echo: EchoPolicy::Last,
             max_connections: 65_536,
             rst_per_sec: 1_000,
@@ -102,12 +102,7 @@ impl Config {
         if self.idle_timeout_ns == 0 {
             return Err(("idle_timeout_ns", "must be positive"));
         }
-        if let CcConfig::Stride(p) = &self.cc {
-            p.validate()?;
-        }
-        if let CcConfig::Fixed(0) = self.cc {
-            return Err(("cc", "a fixed rate must be positive"));
-        }
+        self.cc.validate()?;
         Ok(())
     }
 }

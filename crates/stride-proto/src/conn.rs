@@ -5,7 +5,7 @@
 //! written data), never per-packet records. The receiver keeps only in-order data: a packet beyond
 //! a gap is dropped and answered by one NACK.
 
-use crate::cc::{AckSample, RateController, RATE_FRAC_BITS};
+use crate::cc::{AckSample, Controller, RATE_FRAC_BITS};
 use crate::config::{Config, EchoPolicy};
 use crate::stats::ConnStats;
 use crate::wire::{seq_le, seq_lt, Flags, Header, Packet, HEADER_LEN};
@@ -78,7 +78,7 @@ pub struct Connection {
     fin_sent: bool,
     fin_acked: bool,
     peer_window: u32,
-    cc: Box<dyn RateController>,
+    cc: Box<dyn Controller>,
     cc_rate: u32,
     /// Pacing cost of one byte in 2^-20 ns (recomputed only when the rate changes).
     ns_per_byte_fp: u64,
@@ -130,7 +130,7 @@ fn ts32(now: u64) -> u32 {
 
 impl Connection {
     fn base(cfg: Config, now: u64, local_cid: u32, iss: u32, is_client: bool) -> Self {
-        let cc = cfg.cc.build();
+        let cc = cfg.cc.build(now);
         let mut c = Connection {
             state: State::SynSent,
             is_client,
@@ -362,6 +362,7 @@ impl Connection {
         upd(self.delack_at);
         upd(self.nack_at);
         if self.state == State::Established {
+            upd(self.cc.timer());
             upd(Some(self.last_tx + self.cfg.idle_timeout_ns / 4));
             if self.data_ready() {
                 upd(Some(self.next_send));
@@ -395,6 +396,10 @@ impl Connection {
                 self.nack_now = true;
             }
         }
+        if self.state == State::Established && self.cc.timer().is_some_and(|t| now >= t) {
+            self.cc.on_timer(now);
+            self.refresh_rate();
+        }
         if self.rto_at.is_some_and(|t| now >= t) {
             self.on_rto(now);
         }
@@ -421,7 +426,7 @@ impl Connection {
         if self.state == State::SynSent {
             self.syn_due = true;
         } else if self.state == State::Established {
-            self.cc.on_timeout();
+            self.cc.on_timeout(now);
             self.refresh_rate();
             // Go back to the first unacknowledged byte (FIN included when it was sent).
             self.snd_nxt = self.snd_una;
@@ -608,17 +613,26 @@ impl Connection {
                 }
                 self.last_gbn_seq = a;
                 self.last_gbn_at = now;
-                self.cc.on_nack();
+                self.cc.on_nack(now);
                 self.refresh_rate();
             }
         } else if newly > 0 && !f.contains(Flags::DATA) {
             // A pure ACK acknowledging new data: one STT sample, one RTT sample.
             let stt = pkt.echo_stt();
-            let rtt = u64::from(stt.wrapping_add(ts32(now).wrapping_sub(pkt.tx_ts())));
+            let mut rtt = u64::from(stt.wrapping_add(ts32(now).wrapping_sub(pkt.tx_ts())));
             if rtt < 1 << 31 {
                 self.rtt_sample(rtt);
+            } else {
+                rtt = 0;
             }
-            self.cc.on_ack(AckSample { stt, acked: newly });
+            let sample = AckSample {
+                stt,
+                acked: newly,
+                rtt,
+                ce: 0,
+                inflight: self.snd_max.wrapping_sub(self.snd_una),
+            };
+            self.cc.on_ack(now, &sample);
             self.refresh_rate();
             self.stats.stt_min = Some(match self.stats.stt_min {
                 Some(m) if (stt.wrapping_sub(m) as i32) >= 0 => m,
@@ -760,7 +774,13 @@ impl Connection {
     }
 
     fn window_room(&self) -> u32 {
-        let limit = self.snd_una.wrapping_add(self.peer_window);
+        let w = match self.cc.window() {
+            Some(cap) => self
+                .peer_window
+                .min(cap.max(u32::from(self.cfg.max_payload))),
+            None => self.peer_window,
+        };
+        let limit = self.snd_una.wrapping_add(w);
         if seq_lt(self.snd_nxt, limit) {
             limit.wrapping_sub(self.snd_nxt)
         } else {
@@ -889,6 +909,8 @@ impl Connection {
                 }
                 self.stats.data_packets_sent += 1;
                 self.stats.bytes_sent += u64::from(len);
+                self.cc.on_sent(now, len);
+                self.refresh_rate();
                 self.snd_nxt = self.snd_nxt.wrapping_add(len);
                 if seq_lt(self.snd_max, self.snd_nxt) {
                     self.snd_max = self.snd_nxt;

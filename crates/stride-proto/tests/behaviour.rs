@@ -180,7 +180,7 @@ fn ack_per_64k_on_bulk() {
     // Start at line rate: below ~10 Gbit/s a 64 KiB batch takes longer than the 50 us
     // delayed-ACK timer, which then (by design) acknowledges smaller batches.
     let mut cfg = Config::default();
-    if let stride_proto::cc::CcConfig::Stride(p) = &mut cfg.cc {
+    if let Some(p) = cfg.cc.params_mut::<stride_proto::cc::StrideParams>() {
         p.rate_init = p.rate_max;
     }
     let mut p = Pair::new(cfg);
@@ -283,7 +283,7 @@ fn receiver_window_stops_and_resumes_the_sender() {
 fn pacing_lateness_measures_how_late_the_caller_wakes() {
     for lag in [0u64, 1_000] {
         let cfg = Config {
-            cc: stride_proto::cc::CcConfig::Fixed(stride_proto::cc::rate_from_gbps(1.0)),
+            cc: stride_proto::cc::CcConfig::fixed(stride_proto::cc::rate_from_gbps(1.0)),
             ..Config::default()
         };
         let mut p = Pair::new(cfg);

@@ -285,7 +285,7 @@ pub fn host_config(line_bps: u64) -> Config {
     c.min_rto_ns = HOST_MIN_RTO_NS;
     let line_burst = (line_bps / 8).saturating_mul(HOST_BURST_NS) / 1_000_000_000;
     c.burst_bytes = HOST_BURST_BYTES.max(line_burst.min(1 << 20) as u32);
-    if let stride_proto::cc::CcConfig::Stride(p) = &mut c.cc {
+    if let Some(p) = c.cc.params_mut::<stride_proto::cc::StrideParams>() {
         p.t_low = HOST_T_LOW_NS;
         p.t_high = HOST_T_HIGH_NS;
         p.norm_shift = HOST_NORM_SHIFT;
