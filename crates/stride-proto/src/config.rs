@@ -47,6 +47,9 @@ pub struct Config {
     pub cc: CcConfig,
     /// STT echo choice.
     pub echo: EchoPolicy,
+    /// A receiver sends a congestion notification (`ACK|CN`, DCQCN's CNP) when a CE-marked
+    /// DATA packet arrives, at most once per this interval (DCQCN's N = 50 us; 0: never).
+    pub cnp_interval_ns: u64,
     /// Largest number of connections an endpoint holds (new handshakes are refused beyond it).
     pub max_connections: usize,
     /// RST replies to unknown connections per second (token bucket, burst of the same size).
@@ -73,6 +76,7 @@ impl Config {
             burst_bytes: 16 * 1024,
             cc: CcConfig::stride(StrideParams::for_line_rate(line)),
             echo: EchoPolicy::Last,
+            cnp_interval_ns: 50_000,
             max_connections: 65_536,
             rst_per_sec: 1_000,
         }

@@ -114,6 +114,15 @@ pub struct Connection {
     ooo_since_nack: bool,
     last_adv_window: u32,
     syn_due: bool,
+    /// CE-marked DATA packets received, mod 2^16 (echoed in every ACK).
+    ce_received: u16,
+    /// A congestion notification is due (sent as the next ACK, with CN).
+    cn_now: bool,
+    /// No congestion notification before this time.
+    cn_next: u64,
+    /// The last `ce_count` the peer echoed, and marks echoed but not yet given to the controller.
+    ce_echo_last: u16,
+    ce_pending: u32,
 
     // ---- lifecycle ----
     last_rx: u64,
@@ -177,6 +186,11 @@ impl Connection {
             ooo_since_nack: false,
             last_adv_window: 0,
             syn_due: is_client,
+            ce_received: 0,
+            cn_now: false,
+            cn_next: 0,
+            ce_echo_last: 0,
+            ce_pending: 0,
             last_rx: now,
             last_tx: now,
             linger_until: 0,
@@ -480,6 +494,11 @@ impl Connection {
     /// Handles a datagram already routed to this connection (`dst_cid` matched), received at
     /// `now` (ideally the kernel or NIC receive timestamp).
     pub fn handle(&mut self, now: u64, pkt: &Packet<&[u8]>) {
+        self.handle_ecn(now, pkt, false)
+    }
+
+    /// Like [`Connection::handle`] for a datagram whose IP ECN codepoint was CE (`ce`).
+    pub fn handle_ecn(&mut self, now: u64, pkt: &Packet<&[u8]>, ce: bool) {
         if self.is_closed() {
             return;
         }
@@ -539,6 +558,15 @@ impl Connection {
             }
         }
         if f.contains(Flags::DATA) {
+            if ce {
+                self.ce_received = self.ce_received.wrapping_add(1);
+                self.stats.ce_received += 1;
+                if self.cfg.cnp_interval_ns > 0 && now >= self.cn_next {
+                    self.cn_now = true;
+                    self.ack_now = true;
+                    self.cn_next = now + self.cfg.cnp_interval_ns;
+                }
+            }
             self.on_data(now, pkt);
         } else if f.contains(Flags::FIN) {
             self.on_fin(now, pkt);
@@ -571,6 +599,18 @@ impl Connection {
         let f = pkt.flags();
         let a = pkt.ack();
         self.peer_window = u32::from(pkt.window()) << 10;
+        // The echoed CE count only grows; a smaller one is a reordered older packet.
+        let ce_delta = pkt.ce_count().wrapping_sub(self.ce_echo_last) as i16;
+        if ce_delta > 0 {
+            self.ce_echo_last = pkt.ce_count();
+            self.ce_pending += ce_delta as u32;
+            self.stats.ce_echoed += ce_delta as u64;
+        }
+        if f.contains(Flags::CN) {
+            self.stats.cnps_received += 1;
+            self.cc.on_cnp(now);
+            self.refresh_rate();
+        }
         let mut newly = 0u32;
         if seq_lt(self.snd_una, a) && seq_le(a, self.snd_max) {
             newly = a.wrapping_sub(self.snd_una);
@@ -629,7 +669,7 @@ impl Connection {
                 stt,
                 acked: newly,
                 rtt,
-                ce: 0,
+                ce: std::mem::take(&mut self.ce_pending),
                 inflight: self.snd_max.wrapping_sub(self.snd_una),
             };
             self.cc.on_ack(now, &sample);
@@ -808,6 +848,9 @@ impl Connection {
             ts32(now),
         );
         h.window = (self.window_bytes() >> 10).min(0xffff) as u16;
+        if flags.contains(Flags::ACK) {
+            h.ce_count = self.ce_received;
+        }
         h
     }
 
@@ -863,7 +906,12 @@ impl Connection {
             self.ack_now = false;
             self.delack_at = None;
             self.unacked_bytes = 0;
-            let mut h = self.header(Flags::ACK, now);
+            let mut flags = Flags::ACK;
+            if std::mem::take(&mut self.cn_now) {
+                flags = flags | Flags::CN;
+                self.stats.cnps_sent += 1;
+            }
+            let mut h = self.header(flags, now);
             h.seq = if self.is_client && !self.confirmed {
                 self.iss.wrapping_add(1)
             } else {

@@ -227,6 +227,12 @@ impl Endpoint {
 
     /// Handles one received datagram. `now` should be the receive timestamp.
     pub fn handle(&mut self, now: u64, remote: SocketAddr, data: &[u8]) {
+        self.handle_ecn(now, remote, data, false)
+    }
+
+    /// Like [`Endpoint::handle`], for a datagram whose IP header carried the ECN codepoint
+    /// CE (`ce = true`, congestion experienced) or not.
+    pub fn handle_ecn(&mut self, now: u64, remote: SocketAddr, data: &[u8], ce: bool) {
         self.stats.datagrams_in += 1;
         let p = match Packet::new_checked(data) {
             Ok(p) => p,
@@ -239,7 +245,7 @@ impl Endpoint {
         let dst = p.dst_cid();
         if let Some(e) = self.conns.get_mut(&dst) {
             if e.remote == remote {
-                e.conn.handle(now, &p);
+                e.conn.handle_ecn(now, &p, ce);
                 self.touch(dst);
                 return;
             }
@@ -311,7 +317,7 @@ impl Endpoint {
                 );
                 self.stats.accepted += 1;
                 let e = self.conns.get_mut(&dst).expect("just inserted");
-                e.conn.handle(now, &p);
+                e.conn.handle_ecn(now, &p, ce);
                 self.touch(dst);
                 return;
             }
