@@ -6,6 +6,10 @@
 //! 1 310 720. The per-sample update of [`Stride`] uses only shifts, adds, subtracts, compares and a
 //! leading-one detector: no multiply, no divide (see `docs/spec.md`, section "Rate control").
 
+pub mod dcqcn;
+pub mod swift;
+pub mod timely;
+
 /// Fractional bits of a rate: one unit is 2^-20 bytes per nanosecond (about 7.63 bit/s).
 pub const RATE_FRAC_BITS: u32 = 20;
 
@@ -210,6 +214,24 @@ pub static REGISTRY: &[Registered] = &[
         about: "no congestion control: a fixed rate (the line rate)",
         sim_only: false,
         make: CcConfig::fixed,
+    },
+    Registered {
+        name: "timely",
+        about: "TIMELY (Mittal et al. 2015): RTT gradient",
+        sim_only: false,
+        make: |l| CcConfig::new(timely::TimelyParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "dcqcn",
+        about: "DCQCN reaction point (Zhu et al. 2015): ECN marks -> CNP",
+        sim_only: false,
+        make: |l| CcConfig::new(dcqcn::DcqcnParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "swift",
+        about: "Swift (Kumar et al. 2020): delay target with flow and topology scaling",
+        sim_only: false,
+        make: |l| CcConfig::new(swift::SwiftParams::for_line_rate(l)),
     },
 ];
 
