@@ -40,7 +40,8 @@ enum SimCmd {
     Compare {
         /// Scenario file (TOML).
         scenario: PathBuf,
-        /// Comma-separated transports: stride, dctcp, vegas, newreno.
+        /// Comma-separated transports (the simulator's registry): stride, dctcp, vegas,
+        /// newreno, aimd.
         #[arg(long, value_delimiter = ',', default_value = "stride,dctcp,vegas")]
         cc: Vec<String>,
         /// Output directory.
@@ -169,6 +170,17 @@ pub(crate) struct Outcome {
     queue_csv: String,
 }
 
+/// Whether some flow cannot finish within `limit_ms` even at its host's line rate (long-lived
+/// flows): then progress is simulated time, else completed flows.
+fn open_ended(loaded: &Loaded) -> bool {
+    let bps = loaded.sc.host_bps() as f64;
+    let limit_ns = loaded.sc.limit_ms * 1e6;
+    loaded
+        .flows
+        .iter()
+        .any(|f| f.start as f64 + f.bytes as f64 * 8e9 / bps > limit_ns)
+}
+
 pub(crate) fn one(
     loaded: &Loaded,
     transport: &str,
@@ -180,13 +192,22 @@ pub(crate) fn one(
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let t0 = Instant::now();
     let limit = (sc.limit_ms * 1e6) as u64;
-    sim.run(limit, |now, events| {
+    let by_time = open_ended(loaded);
+    let total = loaded.flows.len() as u64;
+    sim.run_with_progress(limit, |p| {
         if let Some(b) = &bar {
             let secs = t0.elapsed().as_secs_f64().max(1e-9);
-            b.set_position((now / 1000).min(limit / 1000));
+            b.set_position(if by_time {
+                (p.now / 1000).min(limit / 1000)
+            } else {
+                p.completed
+            });
             b.set_message(format!(
-                "{transport}: {:.1} M events/s",
-                events as f64 / secs / 1e6
+                "{transport}: {}/{total} flows, {:.2} of {:.0} ms simulated, {:.1} M events/s",
+                p.completed,
+                p.now as f64 / 1e6,
+                limit as f64 / 1e6,
+                p.events as f64 / secs / 1e6
             ));
         }
     });
@@ -226,6 +247,11 @@ fn execute(
     let show = !json_out && std::io::stderr().is_terminal();
     let multi = indicatif::MultiProgress::new();
     let limit_us = (loaded.sc.limit_ms * 1e3) as u64;
+    let (len, unit) = if open_ended(loaded) {
+        (limit_us, "µs simulated")
+    } else {
+        (loaded.flows.len() as u64, "flows done")
+    };
     let started = Instant::now();
     // Each transport on its own thread: the simulations share nothing.
     let results: Vec<anyhow::Result<Outcome>> = std::thread::scope(|s| {
@@ -233,10 +259,12 @@ fn execute(
             .iter()
             .map(|t| {
                 let bar = show.then(|| {
-                    let b = multi.add(ProgressBar::new(limit_us));
+                    let b = multi.add(ProgressBar::new(len));
                     b.set_style(
-                        ProgressStyle::with_template("{bar:30} {pos}/{len} µs simulated  {msg}")
-                            .expect("template"),
+                        ProgressStyle::with_template(&format!(
+                            "{{bar:30}} {{pos}}/{{len}} {unit}, ETA {{eta}}  {{msg}}"
+                        ))
+                        .expect("template"),
                     );
                     b
                 });
@@ -276,6 +304,8 @@ fn execute(
         "transports": Value::Object(transports),
         "improvement": Value::Object(improvements),
     });
+    let mut wrote =
+        String::from("(no files written: give --out DIR for per-flow CSV, summary.json and plots)");
     if let Some(dir) = out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for o in &outcomes {
@@ -298,20 +328,29 @@ fn execute(
                 dir.display()
             )
         })?;
+        let mut files: Vec<String> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        wrote = format!("wrote {}: {}", dir.display(), files.join(", "));
     }
     if json_out {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
         print_table(&summary);
     }
+    // stderr, so that --json keeps stdout pure JSON
+    eprintln!("{wrote}");
     Ok(())
 }
 
-pub(crate) const TRANSPORTS: [&str; 4] = ["stride", "dctcp", "vegas", "newreno"];
-
 pub(crate) fn check_transport(t: &str) -> anyhow::Result<()> {
-    if !TRANSPORTS.contains(&t) {
-        bail!("unknown transport {t:?}: use {}", TRANSPORTS.join(", "));
+    if stride_sim::transport::find(t).is_none() {
+        bail!(
+            "unknown transport {t:?}: use {}",
+            stride_sim::transport::names().join(", ")
+        );
     }
     Ok(())
 }
@@ -327,23 +366,41 @@ fn print_table(s: &Value) {
         return;
     };
     println!(
-        "{:<8} {:>4} {:>7} {:>12} {:>12} {:>10} {:>8} {:>9} {:>8}",
-        "cc", "cat", "flows", "avg FCT us", "p99 FCT us", "avg slow", "drops", "Mev/s", "wall s"
+        "{:<8} {:>11} {:>8} {:>8} {:>9} {:>10} {:>6} {:>9} {:>8}",
+        "cc", "done/flows", "drops", "lost", "ECN", "Gbit/s", "Jain", "Mev/s", "wall s"
+    );
+    for (name, t) in ts {
+        let u = |k: &str| t[k].as_u64().unwrap_or(0);
+        let f = |k: &str| t[k].as_f64().unwrap_or(0.0);
+        println!(
+            "{:<8} {:>11} {:>8} {:>8} {:>9} {:>10.2} {:>6.3} {:>9.2} {:>8.2}",
+            name,
+            format!("{}/{}", u("completed"), u("flows_total")),
+            u("drops"),
+            u("link_losses"),
+            u("ecn_marks"),
+            f("goodput_gbps"),
+            f("jain"),
+            f("events_per_sec") / 1e6,
+            f("wall_seconds")
+        );
+    }
+    println!();
+    println!(
+        "{:<8} {:>4} {:>7} {:>12} {:>12} {:>10}",
+        "cc", "cat", "flows", "avg FCT us", "p99 FCT us", "avg slow"
     );
     for (name, t) in ts {
         for cat in ["I", "II", "III", "IV", "all"] {
             let c = &t["categories"][cat];
             println!(
-                "{:<8} {:>4} {:>7} {:>12.1} {:>12.1} {:>10.2} {:>8} {:>9.2} {:>8.2}",
+                "{:<8} {:>4} {:>7} {:>12.1} {:>12.1} {:>10.2}",
                 name,
                 cat,
                 c["flows"].as_u64().unwrap_or(0),
                 c["avg_fct_us"].as_f64().unwrap_or(0.0),
                 c["p99_fct_us"].as_f64().unwrap_or(0.0),
                 c["avg_slowdown"].as_f64().unwrap_or(0.0),
-                t["drops"].as_u64().unwrap_or(0),
-                t["events_per_sec"].as_f64().unwrap_or(0.0) / 1e6,
-                t["wall_seconds"].as_f64().unwrap_or(0.0)
             );
         }
     }

@@ -47,7 +47,7 @@ fn compare_writes_summary_and_csv() {
     let flows = std::fs::read_to_string(out.join("flows-stride.csv")).unwrap();
     assert_eq!(
         flows.lines().next().unwrap(),
-        "src,dst,bytes,start_ns,fct_ns,slowdown,transport"
+        "src,dst,bytes,start_ns,fct_ns,slowdown,transport,delivered_bytes,goodput_gbps"
     );
     assert_eq!(flows.lines().count(), 41);
     // Fig. 9a/9b and the queue plot, as PNG and SVG

@@ -41,11 +41,19 @@ pub struct Ctx<'a> {
     pub done: &'a mut [u64],
     /// Payload bytes delivered to receiving applications.
     pub delivered: &'a mut u64,
+    /// The same per flow.
+    pub flow_delivered: &'a mut [u64],
     /// Flows completed so far.
     pub completed: &'a mut u64,
 }
 
 impl Ctx<'_> {
+    /// The receiving application of `flow` read `bytes` more (counts total and per flow).
+    pub fn deliver(&mut self, flow: u32, bytes: u64) {
+        *self.delivered += bytes;
+        self.flow_delivered[flow as usize] += bytes;
+    }
+
     /// The receiving application read the last byte of `flow`.
     pub fn complete(&mut self, flow: u32) {
         if self.done[flow as usize] == u64::MAX {
@@ -78,6 +86,10 @@ pub struct RunStats {
     pub packet_hops: u64,
     /// Packets dropped at switch queues.
     pub drops: u64,
+    /// Packets lost on links by a random loss model (not counted in `drops`).
+    pub link_losses: u64,
+    /// Runs of consecutive link losses on the same link (mean burst = losses / bursts).
+    pub link_loss_bursts: u64,
     /// Packets marked CE.
     pub ecn_marks: u64,
     /// Packets handed to the network by hosts.
@@ -90,6 +102,17 @@ pub struct RunStats {
     pub end_ns: u64,
 }
 
+/// Where a run is (see [`Sim::run_with_progress`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Simulated time, ns.
+    pub now: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Flows completed.
+    pub completed: u64,
+}
+
 /// A queue-occupancy sample of a watched port.
 #[derive(Clone, Copy, Debug)]
 pub struct QueueSample {
@@ -99,6 +122,53 @@ pub struct QueueSample {
     pub port: usize,
     /// Bytes queued.
     pub bytes: u64,
+}
+
+/// A random loss process on a link (applied per packet as it leaves the port).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LossModel {
+    /// Each packet is lost independently with probability `p`.
+    Bernoulli {
+        /// Loss probability.
+        p: f64,
+    },
+    /// Gilbert-Elliott: a two-state Markov chain stepped once per packet; the packet is lost
+    /// with `loss_good` or `loss_bad` depending on the state after the step (bursty loss).
+    GilbertElliott {
+        /// P(good -> bad) per packet.
+        p_good_bad: f64,
+        /// P(bad -> good) per packet.
+        p_bad_good: f64,
+        /// Loss probability in the good state.
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        loss_bad: f64,
+    },
+}
+
+impl LossModel {
+    /// The long-run loss probability.
+    pub fn mean_loss(&self) -> f64 {
+        match *self {
+            LossModel::Bernoulli { p } => p,
+            LossModel::GilbertElliott {
+                p_good_bad,
+                p_bad_good,
+                loss_good,
+                loss_bad,
+            } => {
+                let bad = p_good_bad / (p_good_bad + p_bad_good);
+                bad * loss_bad + (1.0 - bad) * loss_good
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LinkLoss {
+    model: LossModel,
+    bad: bool,
+    prev_lost: bool,
 }
 
 /// The simulator: topology, hosts, events, packets.
@@ -127,6 +197,10 @@ pub struct Sim {
     next_watch: u64,
     /// Queue samples.
     pub samples: Vec<QueueSample>,
+    /// Payload bytes delivered to the receiving application, per flow.
+    pub flow_delivered: Vec<u64>,
+    loss: Vec<Option<LinkLoss>>,
+    loss_rng: u64,
 }
 
 fn mix(mut z: u64) -> u64 {
@@ -159,7 +233,11 @@ impl Sim {
             watch_every: 0,
             next_watch: 0,
             samples: Vec::new(),
+            flow_delivered: Vec::new(),
+            loss: Vec::new(),
+            loss_rng: mix(seed ^ 0x6c6f_7373),
         };
+        s.flow_delivered = vec![0; s.flows.len()];
         for i in 0..s.flows.len() {
             let t = s.flows[i].start;
             s.push(t, Ev::FlowStart { flow: i as u32 });
@@ -175,6 +253,60 @@ impl Sim {
     fn rand01(&mut self) -> f64 {
         self.rng = mix(self.rng);
         (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Puts a random loss process on the link of `port` (seeded from the simulator's seed,
+    /// apart from every other random choice).
+    pub fn set_loss(&mut self, port: usize, model: LossModel) {
+        if self.loss.is_empty() {
+            self.loss = vec![None; self.topo.ports.len()];
+        }
+        self.loss[port] = Some(LinkLoss {
+            model,
+            bad: false,
+            prev_lost: false,
+        });
+    }
+
+    fn loss_draw(&mut self) -> f64 {
+        self.loss_rng = mix(self.loss_rng);
+        (self.loss_rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Whether the packet leaving `port` now is lost on its link.
+    fn lost(&mut self, port: usize) -> bool {
+        let Some(Some(mut l)) = self.loss.get(port).copied() else {
+            return false;
+        };
+        let p = match l.model {
+            LossModel::Bernoulli { p } => p,
+            LossModel::GilbertElliott {
+                p_good_bad,
+                p_bad_good,
+                loss_good,
+                loss_bad,
+            } => {
+                let flip = if l.bad { p_bad_good } else { p_good_bad };
+                if self.loss_draw() < flip {
+                    l.bad = !l.bad;
+                }
+                if l.bad {
+                    loss_bad
+                } else {
+                    loss_good
+                }
+            }
+        };
+        let lost = p > 0.0 && self.loss_draw() < p;
+        if lost {
+            self.stats.link_losses += 1;
+            if !l.prev_lost {
+                self.stats.link_loss_bursts += 1;
+            }
+        }
+        l.prev_lost = lost;
+        self.loss[port] = Some(l);
+        lost
     }
 
     fn store(&mut self, p: Packet) -> u32 {
@@ -193,8 +325,14 @@ impl Sim {
     }
 
     /// Runs until every flow completed, or simulated time passes `limit_ns`, or no event is
-    /// left. Returns whether every flow completed.
+    /// left. Returns whether every flow completed. `progress(now, events)` is called every
+    /// 2^20 events.
     pub fn run(&mut self, limit_ns: u64, mut progress: impl FnMut(u64, u64)) -> bool {
+        self.run_with_progress(limit_ns, |p| progress(p.now, p.events))
+    }
+
+    /// Like [`Sim::run`], reporting completed flows too.
+    pub fn run_with_progress(&mut self, limit_ns: u64, mut progress: impl FnMut(Progress)) -> bool {
         let total = self.flows.len() as u64;
         while self.completed < total {
             let Some(Reverse((t, _, ev))) = self.heap.pop() else {
@@ -207,7 +345,11 @@ impl Sim {
             self.now = t;
             self.stats.events += 1;
             if self.stats.events & 0xfffff == 0 {
-                progress(self.now, self.stats.events);
+                progress(Progress {
+                    now: self.now,
+                    events: self.stats.events,
+                    completed: self.completed,
+                });
             }
             if self.watch_every > 0 && t >= self.next_watch {
                 for &p in &self.watch {
@@ -264,6 +406,7 @@ impl Sim {
             flows: &self.flows,
             done: &mut self.done,
             delivered: &mut self.stats.bytes_delivered,
+            flow_delivered: &mut self.flow_delivered,
             completed: &mut self.completed,
         };
         f(self.hosts[h as usize].as_mut(), &mut ctx);
@@ -349,6 +492,9 @@ impl Sim {
             pt.tx_bytes += u64::from(wire);
             let (to, delay) = (pt.to, pt.delay_ns);
             self.stats.packet_hops += 1;
+            if self.lost(port) {
+                return;
+            }
             let id = self.store(p);
             self.push(start + ser + delay, Ev::Arrive { node: to, pkt: id });
             return;
@@ -389,6 +535,10 @@ impl Sim {
         let (to, delay) = (pt.to, pt.delay_ns);
         self.stats.packet_hops += 1;
         self.push(now + ser, Ev::PortFree { port: port as u32 });
+        if self.lost(port) {
+            self.take(id as u32);
+            return;
+        }
         self.push(
             now + ser + delay,
             Ev::Arrive {

@@ -1,5 +1,6 @@
 //! Packet-level datacenter simulator. STRIDE runs through `stride-proto` unchanged (one
-//! `Endpoint` per host, exact timestamps); TCP NewReno, DCTCP and Vegas are packet-level models.
+//! `Endpoint` per host, exact timestamps); TCP NewReno, DCTCP, Vegas and
+//! seed 003's AIMD are packet-level models; `transport` registers them all by name.
 //! See `docs/simulator.md`.
 #![forbid(unsafe_code)]
 
@@ -9,4 +10,5 @@ pub mod report;
 pub mod scenario;
 pub mod stride;
 pub mod tcp;
+pub mod transport;
 pub mod workload;

@@ -44,8 +44,16 @@ pub struct TransportReport {
     pub completed: usize,
     /// All flows.
     pub flows_total: usize,
-    /// Packets dropped at switches.
+    /// Packets dropped at switches (queue overflow).
     pub drops: u64,
+    /// Packets lost on links by the `[loss]` model (not in `drops`).
+    pub link_losses: u64,
+    /// Payload bytes delivered to receiving applications, finished flows or not.
+    pub delivered_bytes: u64,
+    /// Aggregate goodput: delivered payload bits over the simulated time, Gbit/s.
+    pub goodput_gbps: f64,
+    /// Jain's fairness index of the per-flow goodputs (every flow, finished or not).
+    pub jain: f64,
     /// Packets marked CE.
     pub ecn_marks: u64,
     /// Events processed.
@@ -71,6 +79,11 @@ pub struct FlowRow {
     pub fct_ns: Option<u64>,
     /// Ideal FCT, ns.
     pub ideal_ns: u64,
+    /// Payload bytes the receiving application read (all of them if finished).
+    pub delivered: u64,
+    /// Delivered payload bits over the flow's lifetime (start to completion, or to the end of
+    /// the run if unfinished), Gbit/s.
+    pub goodput_gbps: f64,
 }
 
 fn pct(sorted: &[f64], q: f64) -> f64 {
@@ -87,15 +100,24 @@ pub fn rows(sim: &Sim) -> Vec<FlowRow> {
     sim.flows
         .iter()
         .zip(&sim.done)
-        .map(|(f, &d)| {
+        .zip(&sim.flow_delivered)
+        .map(|((f, &d), &delivered)| {
             let (lat, _) = topo.path_latency(f.src, f.dst, 1538);
             let wire = f.bytes.div_ceil(1460).max(1) * 1538;
             let rate = topo.host_rate_bps[f.src as usize];
             let ideal = lat + (wire * 8 * 1_000_000_000).div_ceil(rate);
+            let end = if d != u64::MAX { d } else { sim.stats.end_ns };
+            let life = end.saturating_sub(f.start);
             FlowRow {
                 flow: *f,
                 fct_ns: (d != u64::MAX).then(|| d - f.start),
                 ideal_ns: ideal,
+                delivered,
+                goodput_gbps: if life > 0 {
+                    delivered as f64 * 8.0 / life as f64
+                } else {
+                    0.0
+                },
             }
         })
         .collect()
@@ -144,6 +166,14 @@ pub fn summarize(rows: &[FlowRow], stats: &RunStats, wall: f64) -> TransportRepo
         completed: rows.iter().filter(|r| r.fct_ns.is_some()).count(),
         flows_total: rows.len(),
         drops: stats.drops,
+        link_losses: stats.link_losses,
+        delivered_bytes: stats.bytes_delivered,
+        goodput_gbps: if stats.end_ns > 0 {
+            stats.bytes_delivered as f64 * 8.0 / stats.end_ns as f64
+        } else {
+            0.0
+        },
+        jain: jain(rows.iter().map(|r| r.goodput_gbps)),
         ecn_marks: stats.ecn_marks,
         events: stats.events,
         events_per_sec: stats.events as f64 / wall.max(1e-9),
@@ -151,6 +181,21 @@ pub fn summarize(rows: &[FlowRow], stats: &RunStats, wall: f64) -> TransportRepo
         packet_hops_per_sec: stats.packet_hops as f64 / wall.max(1e-9),
         simulated_ms: stats.end_ns as f64 / 1e6,
         wall_seconds: wall,
+    }
+}
+
+/// Jain's fairness index (sum x)^2 / (n sum x^2): 1 when all are equal, 1/n when one has all.
+pub fn jain(xs: impl Iterator<Item = f64>) -> f64 {
+    let (mut n, mut s, mut s2) = (0.0, 0.0, 0.0);
+    for x in xs {
+        n += 1.0;
+        s += x;
+        s2 += x * x;
+    }
+    if s2 > 0.0 {
+        s * s / (n * s2)
+    } else {
+        0.0
     }
 }
 
@@ -177,22 +222,32 @@ pub fn improvement(
 
 /// CSV of per-flow results.
 pub fn csv(transport: &str, rows: &[FlowRow]) -> String {
-    let mut s = String::from("src,dst,bytes,start_ns,fct_ns,slowdown,transport\n");
+    let mut s = String::from(
+        "src,dst,bytes,start_ns,fct_ns,slowdown,transport,delivered_bytes,goodput_gbps\n",
+    );
     for r in rows {
         match r.fct_ns {
             Some(f) => s.push_str(&format!(
-                "{},{},{},{},{},{:.4},{}\n",
+                "{},{},{},{},{},{:.4},{},{},{:.6}\n",
                 r.flow.src,
                 r.flow.dst,
                 r.flow.bytes,
                 r.flow.start,
                 f,
                 f as f64 / r.ideal_ns as f64,
-                transport
+                transport,
+                r.delivered,
+                r.goodput_gbps
             )),
             None => s.push_str(&format!(
-                "{},{},{},{},,,{}\n",
-                r.flow.src, r.flow.dst, r.flow.bytes, r.flow.start, transport
+                "{},{},{},{},,,{},{},{:.6}\n",
+                r.flow.src,
+                r.flow.dst,
+                r.flow.bytes,
+                r.flow.start,
+                transport,
+                r.delivered,
+                r.goodput_gbps
             )),
         }
     }

@@ -1,16 +1,11 @@
 //! Scenario files (TOML): topology, queues, workload, transports and their parameters, seed.
 //! Unknown fields are errors; every semantic error names its field.
 
-use crate::engine::{Flow, HostStack, Sim};
+use crate::engine::{Flow, HostStack, LossModel, Sim};
 use crate::net::{LinkSpec, QueueSpec, Topology};
-use crate::stride::StrideHost;
-use crate::tcp::{TcpConfig, TcpHost, Variant};
 use crate::workload::{incast, permutation, poisson, Cdf};
 use serde::Deserialize;
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use stride_proto::cc::{rate_from_gbps, CcConfig, StrideParams};
 use stride_proto::EchoPolicy;
 
@@ -45,6 +40,33 @@ pub struct Scenario {
     /// Ports (by `switch-name:port-number-in-switch`) whose queue is sampled, and how often.
     #[serde(default)]
     pub watch: WatchCfg,
+    /// Random link loss (absent: none).
+    pub loss: Option<LossCfg>,
+}
+
+/// Random loss on links, counted apart from queue drops (`link_losses`).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct LossCfg {
+    /// `bernoulli` or `gilbert_elliott`.
+    pub model: String,
+    /// bernoulli: loss probability per packet.
+    pub p: Option<f64>,
+    /// gilbert_elliott: P(good -> bad) per packet.
+    pub p_good_bad: Option<f64>,
+    /// gilbert_elliott: P(bad -> good) per packet.
+    pub p_bad_good: Option<f64>,
+    /// gilbert_elliott: loss probability in the good state (default 0).
+    pub loss_good: Option<f64>,
+    /// gilbert_elliott: loss probability in the bad state (default 1).
+    pub loss_bad: Option<f64>,
+    /// Lossy links: every output link of these switches. With neither this nor `hosts`,
+    /// every link of the fabric (host NICs included).
+    #[serde(default)]
+    pub switches: Vec<String>,
+    /// Lossy links: the NIC links of these hosts (by index).
+    #[serde(default)]
+    pub hosts: Vec<u32>,
 }
 
 fn one() -> u64 {
@@ -191,9 +213,9 @@ pub struct StrideCfg {
     pub send_buffer: Option<usize>,
 }
 
-/// TCP section.
+/// TCP section (every field optional).
 #[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct TcpCfg {
     /// Payload per segment, bytes.
     pub mss: u32,
@@ -203,10 +225,22 @@ pub struct TcpCfg {
     pub min_rto_us: u64,
     /// DCTCP gain g.
     pub dctcp_g: f64,
+    /// DCTCP alpha of a new flow, in [0, 1].
+    pub dctcp_alpha_init: f64,
     /// Vegas alpha, packets.
     pub vegas_alpha: f64,
     /// Vegas beta, packets.
     pub vegas_beta: f64,
+    /// AIMD (seed 003): window increase per acknowledged window, segments.
+    pub aimd_step: f64,
+    /// AIMD (seed 003): the fixed retransmission timeout, µs.
+    pub aimd_rto_us: u64,
+    /// Delayed ACKs at TCP receivers (Linux-like; see `tcp::DelAck`).
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer, µs.
+    pub delack_timeout_us: u64,
+    /// Segments ACKed at once at the start of a connection (Linux's quick-ACK mode).
+    pub delack_quickack: u32,
 }
 
 impl Default for TcpCfg {
@@ -216,8 +250,20 @@ impl Default for TcpCfg {
             init_cwnd: 10,
             min_rto_us: 1000,
             dctcp_g: 1.0 / 16.0,
+            // Linux's default (dctcp_alpha_on_init = 1024/1024) and ns-3's: a new flow reacts
+            // to its first marks with a full halving until alpha has learnt the path.
+            dctcp_alpha_init: 1.0,
             vegas_alpha: 2.0,
             vegas_beta: 4.0,
+            aimd_step: 1.0,
+            // The TCP models' minimum RTO; seed 003 tunes it (0.2 ms in its loopback Fig. 3).
+            aimd_rto_us: 1000,
+            delayed_ack: true,
+            // Linux's delayed-ACK minimum (40 ms) is a fifth of its minimum RTO (200 ms); the
+            // same fraction of the models' 1 ms minimum RTO.
+            delack_timeout_us: 200,
+            // Linux's TCP_MAX_QUICKACKS.
+            delack_quickack: 16,
         }
     }
 }
@@ -242,6 +288,13 @@ impl std::fmt::Display for ScenarioError {
     }
 }
 impl std::error::Error for ScenarioError {}
+
+impl ScenarioError {
+    /// An error about one field: ``field `tcp.mss`: must be at least 1``.
+    pub fn field(field: &str, why: impl std::fmt::Display) -> Self {
+        bad(field, why)
+    }
+}
 
 fn bad(field: &str, why: impl std::fmt::Display) -> ScenarioError {
     ScenarioError(format!("field `{field}`: {why}"))
@@ -433,13 +486,18 @@ impl Scenario {
             }
         }
         for t in &self.transports {
-            if !["stride", "dctcp", "vegas", "newreno"].contains(&t.as_str()) {
+            let Some(tr) = crate::transport::find(t) else {
                 return Err(bad(
                     "transports",
-                    format!("unknown transport {t:?} (stride, dctcp, vegas, newreno)"),
+                    format!(
+                        "unknown transport {t:?} ({})",
+                        crate::transport::names().join(", ")
+                    ),
                 ));
-            }
+            };
+            (tr.build)(self, 0)?;
         }
+        self.loss_model()?;
         self.stride_config().map(|_| ())
     }
 
@@ -609,39 +667,71 @@ impl Scenario {
         Ok(cfg)
     }
 
-    /// Host stacks for one transport.
+    /// Host stacks for one transport (any name in `crate::transport::TRANSPORTS`).
     pub fn stacks(&self, transport: &str) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
-        let n = self.hosts();
-        if transport == "stride" {
-            let cfg = self.stride_config()?;
-            let reg = Rc::new(RefCell::new(HashMap::new()));
-            return Ok((0..n)
-                .map(|i| {
-                    Box::new(StrideHost::new(i, cfg.clone(), self.seed, reg.clone()))
-                        as Box<dyn HostStack>
-                })
-                .collect());
-        }
-        let t = &self.tcp;
-        let variant = match transport {
-            "newreno" => Variant::NewReno,
-            "dctcp" => Variant::Dctcp { g: t.dctcp_g },
-            "vegas" => Variant::Vegas {
-                alpha: t.vegas_alpha,
-                beta: t.vegas_beta,
+        let Some(tr) = crate::transport::find(transport) else {
+            return Err(bad(
+                "transports",
+                format!(
+                    "unknown transport {transport:?} ({})",
+                    crate::transport::names().join(", ")
+                ),
+            ));
+        };
+        (tr.build)(self, self.hosts())
+    }
+
+    /// The loss model of `[loss]` (after validation of its fields).
+    pub fn loss_model(&self) -> Result<Option<LossModel>, ScenarioError> {
+        let Some(l) = &self.loss else {
+            return Ok(None);
+        };
+        let prob = |f: &str, v: Option<f64>, default: Option<f64>| {
+            let v = v.or(default).ok_or_else(|| {
+                bad(
+                    &format!("loss.{f}"),
+                    format!("required when model = {:?}", l.model),
+                )
+            })?;
+            if (0.0..=1.0).contains(&v) {
+                Ok(v)
+            } else {
+                Err(bad(&format!("loss.{f}"), "must be a probability in [0, 1]"))
+            }
+        };
+        Ok(Some(match l.model.as_str() {
+            "bernoulli" => LossModel::Bernoulli {
+                p: prob("p", l.p, None)?,
             },
-            other => return Err(bad("transports", format!("unknown transport {other:?}"))),
-        };
-        let cfg = TcpConfig {
-            variant,
-            mss: t.mss,
-            init_cwnd: t.init_cwnd,
-            min_rto_ns: t.min_rto_us * 1000,
-            init_rto_ns: (t.min_rto_us * 1000).max(10_000_000),
-        };
-        Ok((0..n)
-            .map(|i| Box::new(TcpHost::new(i, cfg)) as Box<dyn HostStack>)
-            .collect())
+            "gilbert_elliott" => {
+                let m = LossModel::GilbertElliott {
+                    p_good_bad: prob("p_good_bad", l.p_good_bad, None)?,
+                    p_bad_good: prob("p_bad_good", l.p_bad_good, None)?,
+                    loss_good: prob("loss_good", l.loss_good, Some(0.0))?,
+                    loss_bad: prob("loss_bad", l.loss_bad, Some(1.0))?,
+                };
+                if let LossModel::GilbertElliott {
+                    p_good_bad,
+                    p_bad_good,
+                    ..
+                } = m
+                {
+                    if p_good_bad + p_bad_good == 0.0 {
+                        return Err(bad(
+                            "loss.p_bad_good",
+                            "p_good_bad and p_bad_good cannot both be 0",
+                        ));
+                    }
+                }
+                m
+            }
+            other => {
+                return Err(bad(
+                    "loss.model",
+                    format!("{other:?}: use \"bernoulli\" or \"gilbert_elliott\""),
+                ))
+            }
+        }))
     }
 
     /// A simulator for one transport on these flows, with watched ports set.
@@ -654,7 +744,33 @@ impl Scenario {
             };
             watch.extend(topo.switches[si].ports.iter().copied());
         }
+        let mut lossy = Vec::new();
+        if let (Some(l), Some(_)) = (&self.loss, self.loss_model()?) {
+            for name in &l.switches {
+                let Some(si) = topo.switch_names.iter().position(|n| n == name) else {
+                    return Err(bad("loss.switches", format!("no switch named {name:?}")));
+                };
+                lossy.extend(topo.switches[si].ports.iter().copied());
+            }
+            for &h in &l.hosts {
+                if h >= topo.hosts {
+                    return Err(bad(
+                        "loss.hosts",
+                        format!("no host {h} ({} hosts)", topo.hosts),
+                    ));
+                }
+                lossy.push(topo.host_port[h as usize]);
+            }
+            if l.switches.is_empty() && l.hosts.is_empty() {
+                lossy.extend(0..topo.ports.len());
+            }
+        }
         let mut sim = Sim::new(topo, self.stacks(transport)?, flows.to_vec(), self.seed);
+        if let Some(m) = self.loss_model()? {
+            for p in lossy {
+                sim.set_loss(p, m);
+            }
+        }
         sim.watch = watch;
         sim.watch_every = self.watch.every_ns;
         Ok(sim)

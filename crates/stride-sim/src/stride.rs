@@ -106,7 +106,10 @@ impl StrideHost {
                         if n == 0 {
                             break;
                         }
-                        *ctx.delivered += n as u64;
+                        match self.receiving.get(&h) {
+                            Some(&flow) => ctx.deliver(flow, n as u64),
+                            None => *ctx.delivered += n as u64,
+                        }
                     }
                     if self.ep.is_eof(h) {
                         if let Some(flow) = self.receiving.remove(&h) {

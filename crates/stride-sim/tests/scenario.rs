@@ -208,3 +208,98 @@ fn shared_buffer_limits_a_switch_across_its_ports() {
     let e = err("shared-zero.toml", &(incast + "[queue]\nbuffer_packets = 100\necn_k_packets = 65\nmtu_bytes = 1538\nshared_buffer_packets = 0\n"));
     assert!(e.contains("queue.shared_buffer_packets"), "{e}");
 }
+
+/// The transport registry is the one list: every name in it validates, builds and completes
+/// a small scenario; a name outside it, or a bad parameter of a registered one, is an error
+/// naming the field.
+#[test]
+fn every_registered_transport_runs_and_unknown_names_are_refused() {
+    let names = stride_sim::transport::names();
+    for want in ["stride", "dctcp", "vegas", "newreno", "aimd"] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    let list = names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = format!("transports = [{list}]\n{TINY}");
+    let l = Scenario::load(&write("registry.toml", &text)).unwrap();
+    for name in &names {
+        let mut sim = l.sc.sim(name, &l.flows).unwrap();
+        assert!(sim.run(10_000_000_000, |_, _| {}), "{name}: unfinished");
+        let bytes: u64 = l.flows.iter().map(|f| f.bytes).sum();
+        assert_eq!(sim.stats.bytes_delivered, bytes, "{name}");
+    }
+    let e = err(
+        "unknown-cc.toml",
+        &format!("transports = [\"cubic\"]\n{TINY}"),
+    );
+    assert!(e.contains("transports") && e.contains("aimd"), "{e}");
+    let e = err(
+        "bad-g.toml",
+        &format!("transports = [\"dctcp\"]\n{TINY}[tcp]\ndctcp_g = 0.0\n"),
+    );
+    assert!(e.contains("tcp.dctcp_g"), "{e}");
+    let e = err(
+        "bad-aimd.toml",
+        &format!("transports = [\"aimd\"]\n{TINY}[tcp]\naimd_rto_us = 0\n"),
+    );
+    assert!(e.contains("tcp.aimd_rto_us"), "{e}");
+    let e = err(
+        "bad-delack.toml",
+        &format!("transports = [\"newreno\"]\n{TINY}[tcp]\ndelack_timeout_us = 0\n"),
+    );
+    assert!(e.contains("tcp.delack_timeout_us"), "{e}");
+    // turning delayed ACKs off is accepted and changes the packet count
+    let on = Scenario::load(&write("delack-on.toml", TINY)).unwrap();
+    let off = Scenario::load(&write(
+        "delack-off.toml",
+        &format!("{TINY}[tcp]\ndelayed_ack = false\n"),
+    ))
+    .unwrap();
+    let sent = |l: &stride_sim::scenario::Loaded| {
+        let mut sim = l.sc.sim("dctcp", &l.flows).unwrap();
+        assert!(sim.run(10_000_000_000, |_, _| {}));
+        sim.stats.packets_sent
+    };
+    let (a, b) = (sent(&on), sent(&off));
+    assert!(
+        a < b,
+        "delayed ACKs must send fewer packets: on {a}, off {b}"
+    );
+}
+
+#[test]
+fn loss_section_is_checked_and_counted_apart_from_drops() {
+    let e = err(
+        "loss-model.toml",
+        &format!("{TINY}[loss]\nmodel = \"uniform\"\n"),
+    );
+    assert!(e.contains("loss.model"), "{e}");
+    let e = err(
+        "loss-p.toml",
+        &format!("{TINY}[loss]\nmodel = \"bernoulli\"\n"),
+    );
+    assert!(e.contains("loss.p"), "{e}");
+    let e = err(
+        "loss-range.toml",
+        &format!("{TINY}[loss]\nmodel = \"gilbert_elliott\"\np_good_bad = 0.1\np_bad_good = 1.5\n"),
+    );
+    assert!(e.contains("loss.p_bad_good"), "{e}");
+    let l = Scenario::load(&write(
+        "loss-ok.toml",
+        &format!("{TINY}[loss]\nmodel = \"bernoulli\"\np = 0.01\nswitches = [\"spine0\"]\n"),
+    ))
+    .unwrap();
+    let mut sim = l.sc.sim("dctcp", &l.flows).unwrap();
+    assert!(sim.run(10_000_000_000, |_, _| {}));
+    assert!(
+        sim.stats.link_losses > 0,
+        "spine0's links must lose packets"
+    );
+    let mut sc = l.sc.clone();
+    sc.loss.as_mut().unwrap().switches = vec!["spine9".into()];
+    let e = sc.sim("dctcp", &l.flows).err().unwrap().to_string();
+    assert!(e.contains("loss.switches"), "{e}");
+}
