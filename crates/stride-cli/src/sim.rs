@@ -41,7 +41,7 @@ enum SimCmd {
         /// Scenario file (TOML).
         scenario: PathBuf,
         /// Comma-separated transports (the simulator's registry): stride, dctcp, vegas,
-        /// newreno, aimd.
+        /// newreno, aimd, timely, dcqcn, swift; `all` for every one.
         #[arg(long, value_delimiter = ',', default_value = "stride,dctcp,vegas")]
         cc: Vec<String>,
         /// Output directory.
@@ -117,6 +117,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         } => {
             let mut loaded =
                 Scenario::load_with(&scenario, &sets).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let cc = expand_all(cc);
             loaded.sc.transports = cc.clone();
             execute(&loaded, &cc, out.as_deref(), json)
         }
@@ -343,6 +344,23 @@ fn execute(
     // stderr, so that --json keeps stdout pure JSON
     eprintln!("{wrote}");
     Ok(())
+}
+
+/// `all` stands for every registered transport, in registry order.
+fn expand_all(cc: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in cc {
+        if t == "all" {
+            for n in stride_sim::transport::names() {
+                if !out.iter().any(|o| o == n) {
+                    out.push(n.to_string());
+                }
+            }
+        } else if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
 }
 
 pub(crate) fn check_transport(t: &str) -> anyhow::Result<()> {
