@@ -388,6 +388,9 @@ impl Endpoint {
         let fd = sock.as_raw_fd();
         let kernel_timestamps = opts.kernel_timestamps && sys::enable_rx_timestamps(fd);
         let gro = opts.gro && sys::enable_gro(fd);
+        // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
+        // leaves both off; CE then never reaches the controllers.
+        let _ = sys::enable_ecn(fd, addr.is_ipv6());
         let info = SocketInfo {
             local: sock
                 .local_addr()?
@@ -874,7 +877,7 @@ fn drive(
                         };
                         for d in rx.datagrams(i) {
                             st.io.datagrams_in += 1;
-                            st.ep.handle(now, r.from, d);
+                            st.ep.handle_ecn(now, r.from, d, r.ecn == sys::ECN_CE);
                         }
                     }
                     st.dispatch();
