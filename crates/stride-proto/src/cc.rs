@@ -7,6 +7,7 @@
 //! leading-one detector: no multiply, no divide (see `docs/spec.md`, section "Rate control").
 
 pub mod dcqcn;
+pub mod qcn;
 pub mod swift;
 pub mod timely;
 
@@ -232,6 +233,12 @@ pub static REGISTRY: &[Registered] = &[
         about: "Swift (Kumar et al. 2020): delay target with flow and topology scaling",
         sim_only: false,
         make: |l| CcConfig::new(swift::SwiftParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "qcn",
+        about: "QCN reaction point (IEEE 802.1Qau, seed 004's values): switch feedback frames",
+        sim_only: true,
+        make: |l| CcConfig::new(qcn::QcnParams::for_line_rate(l)),
     },
 ];
 
