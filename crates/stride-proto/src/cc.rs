@@ -7,6 +7,7 @@
 //! leading-one detector: no multiply, no divide (see `docs/spec.md`, section "Rate control").
 
 pub mod dcqcn;
+pub mod hpcc;
 pub mod qcn;
 pub mod swift;
 pub mod timely;
@@ -239,6 +240,12 @@ pub static REGISTRY: &[Registered] = &[
         about: "QCN reaction point (IEEE 802.1Qau, seed 004's values): switch feedback frames",
         sim_only: true,
         make: |l| CcConfig::new(qcn::QcnParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "hpcc",
+        about: "HPCC (Li et al. 2019): INT-based window, utilisation target eta",
+        sim_only: true,
+        make: |l| CcConfig::new(hpcc::HpccParams::for_line_rate(l)),
     },
 ];
 
