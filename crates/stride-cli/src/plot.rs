@@ -177,6 +177,19 @@ fn queue_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    line_chart(area, series, title, "largest watched queue (KB)")
+}
+
+/// One line per series against simulated time (ms).
+fn line_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    series: &[(String, Vec<(f64, f64)>)],
+    title: &str,
+    y_desc: &str,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let xmax = series
         .iter()
         .flat_map(|(_, v)| v.iter().map(|p| p.0))
@@ -198,7 +211,7 @@ where
     chart
         .configure_mesh()
         .x_desc("simulated time (ms)")
-        .y_desc("largest watched queue (KB)")
+        .y_desc(y_desc)
         .label_style(("sans-serif", 14))
         .draw()?;
     for (k, (name, pts)) in series.iter().enumerate() {
@@ -278,6 +291,98 @@ pub fn write_plots(
         let title = format!("{name}: queue occupancy at the watched switches");
         png_and_svg!(dir, "queue", (900, 420), written, |area| {
             queue_chart(&area, queues, &title)
+        });
+    }
+    Ok(written)
+}
+
+/// One transport's `[trace]` output.
+pub struct TraceSeries {
+    /// Transport.
+    pub name: String,
+    /// `trace-<cc>.csv` contents.
+    pub trace_csv: String,
+    /// `jain-<cc>.csv` contents.
+    pub jain_csv: String,
+}
+
+/// (time ms, value) of column `col` of a CSV with a header, for rows whose column 1 is `flow`
+/// (or every row when `flow` is None); empty cells are skipped.
+fn column(csv: &str, col: &str, flow: Option<&str>) -> Vec<(f64, f64)> {
+    let mut lines = csv.lines();
+    let Some(head) = lines.next() else {
+        return Vec::new();
+    };
+    let Some(c) = head.split(',').position(|h| h == col) else {
+        return Vec::new();
+    };
+    lines
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            if flow.is_some_and(|fl| f.get(1) != Some(&fl)) {
+                return None;
+            }
+            let t = f.first()?.parse::<f64>().ok()? / 1e6;
+            Some((t, f.get(c)?.parse::<f64>().ok()?))
+        })
+        .collect()
+}
+
+/// With `[trace]`: `trace-cwnd`, `trace-alpha` (DCTCP) and `trace-queueing` per traced flow
+/// (at most 6 flows per transport), and `jain` over time per transport, each PNG and SVG.
+pub fn write_trace_plots(
+    dir: &Path,
+    summary: &Value,
+    traces: &[TraceSeries],
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    if traces
+        .iter()
+        .all(|t| t.trace_csv.lines().count() <= 1 && t.jain_csv.lines().count() <= 1)
+    {
+        return Ok(written);
+    }
+    ensure_font()?;
+    let name = summary["scenario"].as_str().unwrap_or("scenario");
+    for (col, stem, y) in [
+        ("cwnd_bytes", "trace-cwnd", "congestion window (bytes)"),
+        ("alpha", "trace-alpha", "DCTCP alpha"),
+        ("queueing_ns", "trace-queueing", "queueing delay (ns)"),
+    ] {
+        let mut series = Vec::new();
+        for t in traces {
+            let mut flows: Vec<&str> = t
+                .trace_csv
+                .lines()
+                .skip(1)
+                .filter_map(|l| l.split(',').nth(1))
+                .collect();
+            flows.sort_unstable();
+            flows.dedup();
+            for f in flows.into_iter().take(6) {
+                let pts = column(&t.trace_csv, col, Some(f));
+                if !pts.is_empty() {
+                    series.push((format!("{} flow {f}", t.name), pts));
+                }
+            }
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let title = format!("{name}: {y} of traced flows");
+        png_and_svg!(dir, stem, (900, 420), written, |area| {
+            line_chart(&area, &series, &title, y)
+        });
+    }
+    let jain: Vec<(String, Vec<(f64, f64)>)> = traces
+        .iter()
+        .map(|t| (t.name.clone(), column(&t.jain_csv, "jain", None)))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    if !jain.is_empty() {
+        let title = format!("{name}: Jain's fairness index of running flows");
+        png_and_svg!(dir, "jain", (900, 420), written, |area| {
+            line_chart(&area, &jain, &title, "Jain's index")
         });
     }
     Ok(written)

@@ -169,6 +169,8 @@ pub(crate) struct Outcome {
     pub(crate) report: TransportReport,
     csv: String,
     queue_csv: String,
+    trace_csv: String,
+    jain_csv: String,
 }
 
 /// Whether some flow cannot finish within `limit_ms` even at its host's line rate (long-lived
@@ -225,11 +227,37 @@ pub(crate) fn one(
             s.t, s.port, p.from, p.to, s.bytes
         ));
     }
+    let opt = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
+    let mut trace_csv = String::from(
+        "t_ns,flow,cwnd_bytes,rate_gbps,alpha,rtt_ns,queueing_ns,stt_ns,branch,delivered_bytes\n",
+    );
+    for x in &sim.traces {
+        let t = &x.trace;
+        trace_csv.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{}\n",
+            x.t,
+            x.flow,
+            opt(t.cwnd_bytes),
+            opt(t.rate_bps.map(|r| r / 1e9)),
+            opt(t.alpha),
+            opt(t.rtt_ns),
+            opt(t.queueing_ns),
+            opt(t.stt_ns),
+            t.branch.unwrap_or(""),
+            x.delivered
+        ));
+    }
+    let mut jain_csv = String::from("t_ns,jain,flows\n");
+    for (t, j, n) in &sim.jain_samples {
+        jain_csv.push_str(&format!("{t},{j:.6},{n}\n"));
+    }
     Ok(Outcome {
         name: transport.to_string(),
         report: summarize(&r, &sim.stats, wall),
         csv: csv(transport, &r),
         queue_csv,
+        trace_csv,
+        jain_csv,
     })
 }
 
@@ -314,6 +342,10 @@ fn execute(
             if o.queue_csv.lines().count() > 1 {
                 std::fs::write(dir.join(format!("queue-{}.csv", o.name)), &o.queue_csv)?;
             }
+            if loaded.sc.trace.is_some() {
+                std::fs::write(dir.join(format!("trace-{}.csv", o.name)), &o.trace_csv)?;
+                std::fs::write(dir.join(format!("jain-{}.csv", o.name)), &o.jain_csv)?;
+            }
         }
         std::fs::write(
             dir.join("summary.json"),
@@ -323,12 +355,22 @@ fn execute(
             .iter()
             .map(|o| (o.name.clone(), crate::plot::queue_series(&o.queue_csv)))
             .collect();
-        crate::plot::write_plots(dir, &summary, &queues).with_context(|| {
-            format!(
-                "the CSV and JSON files are in {}, but the plots could not be drawn",
-                dir.display()
-            )
-        })?;
+        let traces: Vec<crate::plot::TraceSeries> = outcomes
+            .iter()
+            .map(|o| crate::plot::TraceSeries {
+                name: o.name.clone(),
+                trace_csv: o.trace_csv.clone(),
+                jain_csv: o.jain_csv.clone(),
+            })
+            .collect();
+        crate::plot::write_plots(dir, &summary, &queues)
+            .and_then(|_| crate::plot::write_trace_plots(dir, &summary, &traces))
+            .with_context(|| {
+                format!(
+                    "the CSV and JSON files are in {}, but the plots could not be drawn",
+                    dir.display()
+                )
+            })?;
         let mut files: Vec<String> = std::fs::read_dir(dir)?
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())

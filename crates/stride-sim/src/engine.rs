@@ -1,7 +1,8 @@
 //! The discrete-event engine: integer nanoseconds, a binary heap ordered by (time, sequence) so
 //! equal-time events run in the order they were scheduled (deterministic for a seed).
 
-use crate::net::{Packet, Payload, Topology};
+use crate::net::{IntHop, Packet, Payload, Topology, CONTROL_FRAME_WIRE};
+use crate::qdisc::SimRng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -16,7 +17,12 @@ pub enum Ev {
     Wake { host: u32 },
     /// A flow arrives at its source host.
     FlowStart { flow: u32 },
+    /// A timed PFC pause of a port may end.
+    PauseEnd { port: u32 },
 }
+
+/// No ingress link: a packet a host or a switch itself originates.
+const LOCAL: u32 = u32::MAX;
 
 /// A flow to simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +81,42 @@ pub trait HostStack {
     fn next_wake(&mut self) -> Option<u64>;
     /// Timers due at `ctx.now`.
     fn wake(&mut self, ctx: &mut Ctx);
+    /// The sender state of `flow` (sourced at this host) for `[trace]`, if it is still sending.
+    fn trace(&self, _flow: u32) -> Option<FlowTrace> {
+        None
+    }
+}
+
+/// What a transport exposes of one flow's sender for traces (fields it does not have: None).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowTrace {
+    /// Congestion window, bytes.
+    pub cwnd_bytes: Option<f64>,
+    /// Sending rate, bit/s.
+    pub rate_bps: Option<f64>,
+    /// DCTCP's alpha.
+    pub alpha: Option<f64>,
+    /// Latest RTT sample, ns.
+    pub rtt_ns: Option<f64>,
+    /// Queueing delay: latest RTT (or STT) sample minus the smallest seen, ns.
+    pub queueing_ns: Option<f64>,
+    /// STRIDE's STT, ns.
+    pub stt_ns: Option<f64>,
+    /// STRIDE's rate-update branch last taken.
+    pub branch: Option<&'static str>,
+}
+
+/// One `[trace]` sample.
+#[derive(Clone, Copy, Debug)]
+pub struct TraceSample {
+    /// Time, ns.
+    pub t: u64,
+    /// Flow.
+    pub flow: u32,
+    /// Sender state.
+    pub trace: FlowTrace,
+    /// Payload bytes the flow's receiver read so far.
+    pub delivered: u64,
 }
 
 /// Counters of a run.
@@ -92,6 +134,16 @@ pub struct RunStats {
     pub link_loss_bursts: u64,
     /// Packets marked CE.
     pub ecn_marks: u64,
+    /// QCN feedback frames switches sent.
+    pub qcn_feedback: u64,
+    /// PFC pause and resume frames switches sent.
+    pub pause_frames: u64,
+    /// Time ports spent paused, summed over ports, ns.
+    pub pause_ns: u64,
+    /// Ports (host NICs included) that were paused at least once.
+    pub ports_paused: u64,
+    /// Packets dropped because a PFC ingress headroom was full (included in `drops`).
+    pub headroom_drops: u64,
     /// Packets handed to the network by hosts.
     pub packets_sent: u64,
     /// Packets delivered to hosts.
@@ -122,6 +174,32 @@ pub struct QueueSample {
     pub port: usize,
     /// Bytes queued.
     pub bytes: u64,
+}
+
+/// A PFC event, recorded when [`Sim::pfc_trace`] is `Some`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PfcEvent {
+    /// The switch at the end of `link` sent XOFF (`xoff`) or XON back over it, with
+    /// `in_bytes` of that ingress waiting in the switch.
+    Sent {
+        /// Time, ns.
+        t: u64,
+        /// The paused link (port index).
+        link: usize,
+        /// XOFF (true) or XON.
+        xoff: bool,
+        /// Ingress bytes at the decision.
+        in_bytes: u64,
+    },
+    /// Port `port` obeyed a pause frame: stopped (`paused`) or restarted.
+    Obeyed {
+        /// Time, ns.
+        t: u64,
+        /// Port index.
+        port: usize,
+        /// Stopped (true) or restarted.
+        paused: bool,
+    },
 }
 
 /// A random loss process on a link (applied per packet as it leaves the port).
@@ -180,6 +258,8 @@ pub struct Sim {
     seq: u64,
     now: u64,
     packets: Vec<Option<Packet>>,
+    /// Per packet id: the link it arrived by / waits in a switch for (PFC accounting).
+    via: Vec<u32>,
     free: Vec<u32>,
     wake_at: Vec<u64>,
     /// Flows.
@@ -189,7 +269,7 @@ pub struct Sim {
     /// Counters.
     pub stats: RunStats,
     completed: u64,
-    rng: u64,
+    rng: SimRng,
     /// Ports whose queue is sampled, and the sampling period.
     pub watch: Vec<usize>,
     /// Sampling period of watched ports, ns (0 = off).
@@ -197,13 +277,27 @@ pub struct Sim {
     next_watch: u64,
     /// Queue samples.
     pub samples: Vec<QueueSample>,
+    /// PFC events, if set to `Some` before the run.
+    pub pfc_trace: Option<Vec<PfcEvent>>,
     /// Payload bytes delivered to the receiving application, per flow.
     pub flow_delivered: Vec<u64>,
     loss: Vec<Option<LinkLoss>>,
     loss_rng: u64,
+    /// Flows whose sender state is sampled every `trace_every` ns (with Jain's index).
+    pub trace_flows: Vec<u32>,
+    /// Trace period, ns (0 = off).
+    pub trace_every: u64,
+    next_trace: u64,
+    /// Trace samples.
+    pub traces: Vec<TraceSample>,
+    /// (time, Jain's index of the goodputs over the last period of the flows running through
+    /// all of it, how many such flows), every `trace_every` ns.
+    pub jain_samples: Vec<(u64, f64, usize)>,
+    last_delivered: Vec<u64>,
 }
 
-fn mix(mut z: u64) -> u64 {
+/// SplitMix64's output function: the hash of ECMP and of the random stream.
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -222,20 +316,28 @@ impl Sim {
             seq: 0,
             now: 0,
             packets: Vec::new(),
+            via: Vec::new(),
             free: Vec::new(),
             wake_at: vec![u64::MAX; n],
             done: vec![u64::MAX; flows.len()],
             flows,
             stats: RunStats::default(),
             completed: 0,
-            rng: seed,
+            rng: SimRng(seed),
             watch: Vec::new(),
             watch_every: 0,
             next_watch: 0,
             samples: Vec::new(),
+            pfc_trace: None,
             flow_delivered: Vec::new(),
             loss: Vec::new(),
             loss_rng: mix(seed ^ 0x6c6f_7373),
+            trace_flows: Vec::new(),
+            trace_every: 0,
+            next_trace: 0,
+            traces: Vec::new(),
+            jain_samples: Vec::new(),
+            last_delivered: Vec::new(),
         };
         s.flow_delivered = vec![0; s.flows.len()];
         for i in 0..s.flows.len() {
@@ -248,11 +350,6 @@ impl Sim {
     fn push(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
         self.heap.push(Reverse((t, self.seq, ev)));
-    }
-
-    fn rand01(&mut self) -> f64 {
-        self.rng = mix(self.rng);
-        (self.rng >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Puts a random loss process on the link of `port` (seeded from the simulator's seed,
@@ -312,9 +409,11 @@ impl Sim {
     fn store(&mut self, p: Packet) -> u32 {
         if let Some(i) = self.free.pop() {
             self.packets[i as usize] = Some(p);
+            self.via[i as usize] = LOCAL;
             i
         } else {
             self.packets.push(Some(p));
+            self.via.push(LOCAL);
             (self.packets.len() - 1) as u32
         }
     }
@@ -362,6 +461,10 @@ impl Sim {
                 }
                 self.next_watch = t + self.watch_every;
             }
+            if self.trace_every > 0 && t >= self.next_trace {
+                self.sample_traces(t);
+                self.next_trace = t + self.trace_every;
+            }
             match ev {
                 Ev::FlowStart { flow } => {
                     let src = self.flows[flow as usize].src;
@@ -369,21 +472,34 @@ impl Sim {
                     self.kick(src);
                 }
                 Ev::Arrive { node, pkt } => {
+                    let via = self.via[pkt as usize];
                     let p = self.take(pkt);
-                    if node < self.topo.hosts {
+                    if let Payload::Pause { pause_ns } = p.payload {
+                        self.on_pause(node, p.src, pause_ns);
+                    } else if node < self.topo.hosts {
                         self.stats.packets_delivered += 1;
                         self.with_host(node, |h, ctx| h.receive(ctx, p));
                         self.kick(node);
                     } else {
-                        self.forward(node, p);
+                        self.forward(node, p, via);
+                    }
+                }
+                Ev::PauseEnd { port } => {
+                    if self.topo.ports[port as usize].paused_until == t {
+                        self.resume(port as usize);
                     }
                 }
                 Ev::PortFree { port } => {
-                    // Only host NICs: switch ports are scheduled at enqueue.
+                    // Host NICs and per-packet switch ports (fast-path switch ports are
+                    // scheduled at enqueue).
                     let pt = &mut self.topo.ports[port as usize];
                     pt.busy = false;
                     let from = pt.from;
-                    self.kick(from);
+                    if from < self.topo.hosts {
+                        self.kick(from);
+                    } else {
+                        self.start_tx(port as usize);
+                    }
                 }
                 Ev::Wake { host } => {
                     if self.wake_at[host as usize] == t {
@@ -395,9 +511,53 @@ impl Sim {
             }
         }
         self.stats.end_ns = self.now;
+        for p in &mut self.topo.ports {
+            if p.paused_until > 0 {
+                p.pause_ns += self.now.saturating_sub(p.paused_since);
+                p.paused_since = self.now;
+            }
+        }
+        self.stats.pause_ns = self.topo.ports.iter().map(|p| p.pause_ns).sum();
+        self.stats.ports_paused = self.topo.ports.iter().filter(|p| p.pauses > 0).count() as u64;
         self.stats.drops = self.topo.ports.iter().map(|p| p.drops).sum();
         self.stats.ecn_marks = self.topo.ports.iter().map(|p| p.marks).sum();
         self.completed == total
+    }
+
+    fn sample_traces(&mut self, t: u64) {
+        for &f in &self.trace_flows {
+            let fl = self.flows[f as usize];
+            if fl.start > t || self.done[f as usize] != u64::MAX {
+                continue;
+            }
+            if let Some(tr) = self.hosts[fl.src as usize].trace(f) {
+                self.traces.push(TraceSample {
+                    t,
+                    flow: f,
+                    trace: tr,
+                    delivered: self.flow_delivered[f as usize],
+                });
+            }
+        }
+        // Jain's index over the flows that ran through the whole last period.
+        if !self.last_delivered.is_empty() {
+            let since = t.saturating_sub(self.trace_every);
+            let xs: Vec<f64> = (0..self.flows.len())
+                .filter(|&i| self.flows[i].start <= since && self.done[i] == u64::MAX)
+                .map(|i| (self.flow_delivered[i] - self.last_delivered[i]) as f64)
+                .collect();
+            if !xs.is_empty() {
+                let s: f64 = xs.iter().sum();
+                let s2: f64 = xs.iter().map(|x| x * x).sum();
+                let j = if s2 > 0.0 {
+                    s * s / (xs.len() as f64 * s2)
+                } else {
+                    0.0
+                };
+                self.jain_samples.push((t, j, xs.len()));
+            }
+        }
+        self.last_delivered.clone_from(&self.flow_delivered);
     }
 
     fn with_host(&mut self, h: u32, f: impl FnOnce(&mut dyn HostStack, &mut Ctx)) {
@@ -415,12 +575,12 @@ impl Sim {
     /// Lets an idle host NIC take the next packet; re-arms the host's wake-up.
     fn kick(&mut self, h: u32) {
         let port = self.topo.host_port[h as usize];
-        if !self.topo.ports[port].busy {
+        if !self.topo.ports[port].busy && !self.topo.ports[port].paused(self.now) {
             let mut out = None;
             self.with_host(h, |hs, ctx| out = hs.poll_packet(ctx));
             if let Some(p) = out {
                 self.stats.packets_sent += 1;
-                self.enqueue(port, p);
+                self.enqueue(port, p, LOCAL);
             }
         }
         let mut next = None;
@@ -434,51 +594,48 @@ impl Sim {
         }
     }
 
-    fn forward(&mut self, node: u32, p: Packet) {
+    fn forward(&mut self, node: u32, p: Packet, via: u32) {
         let sw = &self.topo.switches[(node - self.topo.hosts) as usize];
         let cands = &sw.routes[p.dst as usize];
         let port = cands[(mix(p.hash ^ u64::from(node)) % cands.len() as u64) as usize];
-        self.enqueue(port, p);
+        self.enqueue(port, p, via);
     }
 
-    fn enqueue(&mut self, port: usize, mut p: Packet) {
+    /// Offers `p` to output `port`; `via` is the link it arrived by (`LOCAL` if none).
+    fn enqueue(&mut self, port: usize, mut p: Packet, via: u32) {
         let now = self.now;
         self.topo.ports[port].advance(now);
         let from = self.topo.ports[port].from;
         let shared_full = self.topo.shared_cap_bytes > 0
             && from >= self.topo.hosts
             && self.switch_queued(from, now) + u64::from(p.wire) > self.topo.shared_cap_bytes;
-        let (mark, drop) = {
-            let pt = &self.topo.ports[port];
-            let q = pt.qbytes;
-            let drop = shared_full || q + u64::from(p.wire) > pt.cap_bytes;
-            let mut mark = false;
-            if p.ect && !drop {
-                if pt.ecn_k_bytes > 0 && q > pt.ecn_k_bytes {
-                    mark = true;
-                } else if let Some((kmin, kmax, pmax)) = pt.red {
-                    if q >= kmax {
-                        mark = true;
-                    } else if q > kmin {
-                        let prob = pmax * (q - kmin) as f64 / (kmax - kmin) as f64;
-                        mark = self.rand01() < prob;
-                    }
-                }
+        let pfc_in = self.topo.pfc.is_some() && via != LOCAL && from >= self.topo.hosts;
+        if pfc_in {
+            // Lossless class: the ingress headroom, not the egress buffer, decides.
+            let ing = &self.topo.ports[via as usize];
+            if shared_full
+                || ing.in_bytes + u64::from(p.wire)
+                    > ing.xoff_bytes.saturating_add(ing.headroom_bytes)
+            {
+                self.topo.ports[port].drops += 1;
+                self.stats.headroom_drops += u64::from(!shared_full);
+                return;
             }
-            (mark, drop)
-        };
+        }
         let pt = &mut self.topo.ports[port];
-        if drop {
+        let q = pt.qbytes;
+        if !pfc_in && (shared_full || q + u64::from(p.wire) > pt.cap_bytes) {
             pt.drops += 1;
             return;
         }
-        if mark {
+        let verdict = pt.qdisc.enqueue(q, p.wire, p.ect, &mut self.rng);
+        if verdict.mark && p.ect {
             p.ce = true;
             pt.marks += 1;
         }
-        if pt.from >= self.topo.hosts {
+        let notify = verdict.feedback.map(|f| (f, p.src, p.dst, p.hash));
+        if pt.from >= self.topo.hosts && !pt.per_packet {
             // Switch port: FIFO and work-conserving, so the packet's start is known now.
-            let now = self.now;
             let wire = p.wire;
             let start = pt.free_at.max(now);
             let ser = pt.ser_ns(wire);
@@ -492,20 +649,64 @@ impl Sim {
             pt.tx_bytes += u64::from(wire);
             let (to, delay) = (pt.to, pt.delay_ns);
             self.stats.packet_hops += 1;
-            if self.lost(port) {
-                return;
+            if !self.lost(port) {
+                let id = self.store(p);
+                self.push(start + ser + delay, Ev::Arrive { node: to, pkt: id });
             }
+        } else {
+            pt.qbytes += u64::from(p.wire);
+            pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
+            let wire = p.wire;
             let id = self.store(p);
-            self.push(start + ser + delay, Ev::Arrive { node: to, pkt: id });
-            return;
-        }
-        pt.qbytes += u64::from(p.wire);
-        pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
-        let id = self.store(p);
-        self.topo.ports[port].queue.push_back(id as usize);
-        if !self.topo.ports[port].busy {
+            self.topo.ports[port].queue.push_back(id as usize);
+            if pfc_in {
+                self.via[id as usize] = via;
+                let ing = &mut self.topo.ports[via as usize];
+                ing.in_bytes += u64::from(wire);
+                if !ing.xoff_sent && ing.in_bytes >= ing.xoff_bytes {
+                    ing.xoff_sent = true;
+                    self.send_pause(via as usize, u64::MAX);
+                }
+            }
             self.start_tx(port);
         }
+        if let Some(n) = notify {
+            self.congestion_notification(from, port, n);
+        }
+    }
+
+    /// A congestion point at `port` of switch `node` sends the source of a sampled packet a
+    /// QCN feedback frame (a minimum-size Ethernet frame), routed like any packet.
+    fn congestion_notification(
+        &mut self,
+        node: u32,
+        port: usize,
+        (f, src, dst, hash): (crate::qdisc::Feedback, u32, u32, u64),
+    ) {
+        // Frames from switches (feedback itself) are never the subject of feedback.
+        if src >= self.topo.hosts {
+            return;
+        }
+        self.stats.qcn_feedback += 1;
+        let frame = Packet {
+            src: node,
+            dst: src,
+            wire: 64 + 20,
+            hash,
+            ect: false,
+            ce: false,
+            payload: Payload::QcnFeedback {
+                fb: f.fb,
+                cpid: port as u32,
+                flow_src: src,
+                flow_dst: dst,
+                hash,
+                qoff: f.qoff,
+                qdelta: f.qdelta,
+            },
+            int: None,
+        };
+        self.forward(node, frame, LOCAL);
     }
 
     /// Bytes queued over every output port of switch node `node` at `now`.
@@ -520,18 +721,48 @@ impl Sim {
         total
     }
 
+    /// Starts serializing the head of a per-packet port's queue (host NICs, and switch ports
+    /// whose discipline acts at dequeue): the dequeue hooks run here.
     fn start_tx(&mut self, port: usize) {
         let now = self.now;
         let pt = &mut self.topo.ports[port];
+        if pt.busy || pt.paused(now) {
+            return;
+        }
         let Some(id) = pt.queue.pop_front() else {
             return;
         };
-        let wire = self.packets[id].as_ref().expect("queued packet").wire;
+        let p = self.packets[id].as_mut().expect("queued packet");
+        let wire = p.wire;
         pt.qbytes -= u64::from(wire);
+        if pt.qdisc.dequeue(pt.qbytes, p.ect) && p.ect {
+            p.ce = true;
+            pt.marks += 1;
+        }
         pt.busy = true;
         let ser = pt.ser_ns(wire);
         pt.busy_ns += ser;
         pt.tx_bytes += u64::from(wire);
+        if pt.int {
+            if let Some(stack) = p.int.as_mut() {
+                stack.push(IntHop {
+                    qlen_bytes: pt.qbytes,
+                    tx_bytes: pt.tx_bytes,
+                    ts_ns: now,
+                    rate_bps: pt.rate_bps,
+                });
+            }
+        }
+        let ing = std::mem::replace(&mut self.via[id], port as u32);
+        if ing != LOCAL && self.topo.pfc.is_some() && pt.from >= self.topo.hosts {
+            let ip = &mut self.topo.ports[ing as usize];
+            ip.in_bytes -= u64::from(wire);
+            if ip.xoff_sent && ip.in_bytes <= ip.xon_bytes {
+                ip.xoff_sent = false;
+                self.send_pause(ing as usize, 0);
+            }
+        }
+        let pt = &self.topo.ports[port];
         let (to, delay) = (pt.to, pt.delay_ns);
         self.stats.packet_hops += 1;
         self.push(now + ser, Ev::PortFree { port: port as u32 });
@@ -546,6 +777,93 @@ impl Sim {
                 pkt: id as u32,
             },
         );
+    }
+
+    /// The switch at the far end of link `link` sends a PFC frame back over it to the node
+    /// feeding the link. Control frames skip the data queue; the frame pays its own
+    /// serialization and the link's propagation delay.
+    fn send_pause(&mut self, link: usize, pause_ns: u64) {
+        let l = &self.topo.ports[link];
+        let (sw, up) = (l.to, l.from);
+        let at = self.now + l.ser_ns(CONTROL_FRAME_WIRE) + l.delay_ns;
+        if let Some(tr) = self.pfc_trace.as_mut() {
+            tr.push(PfcEvent::Sent {
+                t: self.now,
+                link,
+                xoff: pause_ns != 0,
+                in_bytes: l.in_bytes,
+            });
+        }
+        self.stats.pause_frames += 1;
+        let frame = Packet {
+            src: sw,
+            dst: up,
+            wire: CONTROL_FRAME_WIRE,
+            hash: 0,
+            ect: false,
+            ce: false,
+            payload: Payload::Pause { pause_ns },
+            int: None,
+        };
+        let id = self.store(frame);
+        self.push(at, Ev::Arrive { node: up, pkt: id });
+    }
+
+    /// A PFC frame from neighbour `from` arrived at `node`: pause or resume the port to it.
+    fn on_pause(&mut self, node: u32, from: u32, pause_ns: u64) {
+        let Some(port) = self.topo.port_between(node, from) else {
+            return;
+        };
+        if pause_ns == 0 {
+            self.resume(port);
+            return;
+        }
+        let now = self.now;
+        let pt = &mut self.topo.ports[port];
+        if pt.paused_until == 0 {
+            pt.paused_since = now;
+            pt.pauses += 1;
+            if let Some(tr) = self.pfc_trace.as_mut() {
+                tr.push(PfcEvent::Obeyed {
+                    t: now,
+                    port,
+                    paused: true,
+                });
+            }
+        }
+        pt.paused_until = now.saturating_add(pause_ns);
+        if pt.paused_until != u64::MAX {
+            let t = pt.paused_until;
+            self.push(t, Ev::PauseEnd { port: port as u32 });
+        }
+    }
+
+    /// Ends a pause of `port` and restarts it.
+    fn resume(&mut self, port: usize) {
+        let now = self.now;
+        let pt = &mut self.topo.ports[port];
+        if pt.paused_until == 0 {
+            return;
+        }
+        pt.pause_ns += now - pt.paused_since;
+        pt.paused_until = 0;
+        if let Some(tr) = self.pfc_trace.as_mut() {
+            tr.push(PfcEvent::Obeyed {
+                t: now,
+                port,
+                paused: false,
+            });
+        }
+        let from = pt.from;
+        if from < self.topo.hosts {
+            if !pt.busy && pt.queue.is_empty() {
+                self.kick(from);
+            } else {
+                self.start_tx(port);
+            }
+        } else {
+            self.start_tx(port);
+        }
     }
 
     /// Packets inside the network (queued or on a link) right now.
@@ -569,5 +887,6 @@ pub fn payload_len(p: &Packet) -> u32 {
     match &p.payload {
         Payload::Stride { payload_len, .. } => u32::from(*payload_len),
         Payload::Tcp(s) => s.len,
+        Payload::QcnFeedback { .. } | Payload::Pause { .. } => 0,
     }
 }

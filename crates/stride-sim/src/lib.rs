@@ -6,9 +6,11 @@
 
 pub mod engine;
 pub mod net;
+pub mod qdisc;
 pub mod report;
 pub mod scenario;
 pub mod stride;
+pub mod switchcfg;
 pub mod tcp;
 pub mod transport;
 pub mod workload;

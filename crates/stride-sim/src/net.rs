@@ -1,6 +1,7 @@
 //! Network elements: packets, unidirectional ports (queue + link), switches with ECMP routing,
 //! and the topology graph they form.
 
+use crate::qdisc::QueueDiscipline;
 use std::collections::VecDeque;
 
 /// Bytes added to every datagram on the wire: Ethernet header + FCS (18), IPv4 (20), UDP (8),
@@ -23,6 +24,79 @@ pub enum Payload {
     },
     /// A TCP segment of the packet-level TCP models.
     Tcp(crate::tcp::Segment),
+    /// An IEEE 802.1Qau congestion-notification message: a switch congestion point sampled a
+    /// packet of the flow `(flow_src, flow_dst, hash)` and sends this frame to `flow_src` (the
+    /// packet's `src` is the switch's node id, its `dst` the flow's source host). Delivered to
+    /// the source host's transport like any packet.
+    QcnFeedback {
+        /// Quantized |Fb|, 6 bits (1..=63; a congestion point sends nothing when Fb >= 0).
+        fb: u8,
+        /// Congestion point id: the index of the switch port (in `Topology::ports`).
+        cpid: u32,
+        /// Source host of the sampled packet (the reaction point).
+        flow_src: u32,
+        /// Destination host of the sampled packet.
+        flow_dst: u32,
+        /// ECMP hash of the sampled packet (identifies the connection).
+        hash: u64,
+        /// Queue offset Q - Q_eq at sampling, bytes (positive: above the equilibrium).
+        qoff: i64,
+        /// Queue growth since the previous sample at this congestion point, bytes.
+        qdelta: i64,
+    },
+    /// An IEEE 802.1Qbb (PFC) pause frame, hop by hop: it crosses one link and is consumed by
+    /// the engine at the far end, which stops (or restarts) the port that feeds the sender of
+    /// the frame. Never delivered to a transport.
+    Pause {
+        /// How long the upstream port stays paused, ns: 0 resumes it at once (XON); `u64::MAX`
+        /// pauses until an XON arrives (what the simulated switches send).
+        pause_ns: u64,
+    },
+}
+
+/// One in-band network telemetry record, pushed by each switch egress port a packet leaves
+/// through (HPCC's per-hop fields, Li et al. 2019, Section 3.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntHop {
+    /// Bytes queued at the egress port when the packet was dequeued.
+    pub qlen_bytes: u64,
+    /// Bytes the port had transmitted in total, this packet included.
+    pub tx_bytes: u64,
+    /// Time the record was written (the packet's departure from the port), ns.
+    pub ts_ns: u64,
+    /// The port's link rate, bit/s.
+    pub rate_bps: u64,
+}
+
+/// The most hops an INT stack holds (a FatTree path has 5 switches); more are not recorded.
+pub const INT_MAX_HOPS: usize = 8;
+
+/// The INT records of one packet, in path order. Carried boxed behind `Option` in [`Packet`],
+/// so a packet without INT costs one null pointer and no allocation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntStack {
+    /// Records written.
+    pub n: u8,
+    /// The records; only `..n` are meaningful.
+    pub hops: [IntHop; INT_MAX_HOPS],
+}
+
+impl IntStack {
+    /// The records written, in path order.
+    pub fn hops(&self) -> &[IntHop] {
+        &self.hops[..usize::from(self.n)]
+    }
+
+    /// Appends a record; returns false (and records nothing) when the stack is full.
+    pub fn push(&mut self, h: IntHop) -> bool {
+        let i = usize::from(self.n);
+        if i >= INT_MAX_HOPS {
+            return false;
+        }
+        self.hops[i] = h;
+        self.n += 1;
+        true
+    }
 }
 
 /// A packet in flight.
@@ -42,6 +116,9 @@ pub struct Packet {
     pub ce: bool,
     /// Contents.
     pub payload: Payload,
+    /// In-band telemetry: `Some` when the sender asks switches to stamp the packet (HPCC),
+    /// each INT-enabled switch port then appends an [`IntHop`]. `None` costs no allocation.
+    pub int: Option<Box<IntStack>>,
 }
 
 /// Node identifier: hosts are `0..hosts`, switches follow.
@@ -60,11 +137,13 @@ pub struct Port {
     pub delay_ns: u64,
     /// Buffer, bytes (drop-tail).
     pub cap_bytes: u64,
-    /// ECN marking: instantaneous queue above `ecn_k_bytes` at enqueue (0 = off)...
-    pub ecn_k_bytes: u64,
-    /// ... or RED-style: linear marking probability between kmin and kmax up to pmax.
-    pub red: Option<(u64, u64, f64)>,
-    /// Host NIC ports: queued packets (indices into the packet arena).
+    /// What happens to an accepted packet (ECN marks, congestion notification).
+    pub qdisc: Box<dyn QueueDiscipline>,
+    /// Switch ports: run per packet (a real FIFO of packets and a `PortFree` event per packet)
+    /// instead of fixing each departure at enqueue. Needed when the discipline acts at dequeue
+    /// and for PFC and INT; off, a packet costs one event per hop.
+    pub per_packet: bool,
+    /// Host NIC ports and per-packet switch ports: queued packets (indices into the arena).
     pub queue: VecDeque<usize>,
     /// Switch ports: (start of serialization, wire bytes) of packets accepted but not yet
     /// started. A switch port's schedule is computed at enqueue (FIFO, work-conserving), so a
@@ -87,6 +166,35 @@ pub struct Port {
     pub tx_bytes: u64,
     /// Busy time, ns.
     pub busy_ns: u64,
+    /// Stamp INT records on packets that carry an INT stack (switch ports with INT on).
+    pub int: bool,
+    /// PFC ingress accounting at the far end (`to`): bytes that arrived over this link and
+    /// still wait in the switch `to`.
+    pub in_bytes: u64,
+    /// PFC: the far end has paused this link (sent XOFF, not yet XON).
+    pub xoff_sent: bool,
+    /// PFC at the far end: the XOFF threshold of this ingress, bytes.
+    pub xoff_bytes: u64,
+    /// PFC at the far end: the XON threshold of this ingress, bytes.
+    pub xon_bytes: u64,
+    /// PFC at the far end: bytes accepted above `xoff_bytes` (what is in flight when the
+    /// pause takes effect); beyond it a packet is dropped.
+    pub headroom_bytes: u64,
+    /// This port may not start a packet before this time (`u64::MAX`: until an XON; 0: free).
+    pub paused_until: u64,
+    /// When the current pause began.
+    pub paused_since: u64,
+    /// Total time paused, ns.
+    pub pause_ns: u64,
+    /// XOFF frames this port obeyed.
+    pub pauses: u64,
+}
+
+impl Port {
+    /// Whether the port is paused at `now`.
+    pub fn paused(&self, now: u64) -> bool {
+        self.paused_until > now
+    }
 }
 
 impl Port {
@@ -134,7 +242,32 @@ pub struct Topology {
     /// Shared buffer per switch, bytes (0 = off): a packet is dropped when the switch's
     /// queued bytes over all its ports would exceed it, on top of the per-port limit.
     pub shared_cap_bytes: u64,
+    /// PFC on every switch ingress (see [`Topology::enable_pfc`]).
+    pub pfc: Option<PfcSpec>,
 }
+
+/// Priority flow control (IEEE 802.1Qbb), one traffic class: every switch counts, per
+/// ingress link, the bytes that came in over it and still wait in the switch. At `xoff_bytes`
+/// it sends a pause frame back over that link, which stops the upstream port (a switch port
+/// or a host NIC) once it arrives; at `xon_bytes` or below it sends the resume frame. Bytes in
+/// flight while the pause travels land in the headroom above `xoff_bytes`; a packet that finds
+/// the headroom full is dropped. With PFC the per-port buffer limit does not apply (the class
+/// is lossless; the shared-buffer limit still does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PfcSpec {
+    /// Pause threshold per ingress, bytes.
+    pub xoff_bytes: u64,
+    /// Resume threshold per ingress, bytes (below `xoff_bytes`).
+    pub xon_bytes: u64,
+    /// Headroom per ingress, bytes; `None`: what a pause round trip lets in,
+    /// 2 x (propagation delay x link rate) + 2 x `mtu_bytes` + one pause frame.
+    pub headroom_bytes: Option<u64>,
+    /// Largest packet on the wire, bytes (for the default headroom).
+    pub mtu_bytes: u64,
+}
+
+/// Bytes of a pause or QCN frame on the wire (a minimum Ethernet frame, preamble and gap).
+pub const CONTROL_FRAME_WIRE: u32 = 64 + 20;
 
 /// Link parameters used when building a topology.
 #[derive(Clone, Copy, Debug)]
@@ -171,8 +304,8 @@ impl Topology {
             rate_bps: l.rate_bps,
             delay_ns: l.delay_ns,
             cap_bytes: q.cap_bytes,
-            ecn_k_bytes: q.ecn_k_bytes,
-            red: q.red,
+            qdisc: crate::qdisc::from_spec(&q),
+            per_packet: false,
             queue: VecDeque::new(),
             sched: VecDeque::new(),
             free_at: 0,
@@ -183,6 +316,16 @@ impl Topology {
             max_qbytes: 0,
             tx_bytes: 0,
             busy_ns: 0,
+            int: false,
+            in_bytes: 0,
+            xoff_sent: false,
+            xoff_bytes: u64::MAX,
+            xon_bytes: 0,
+            headroom_bytes: 0,
+            paused_until: 0,
+            paused_since: 0,
+            pause_ns: 0,
+            pauses: 0,
         });
         if from >= self.hosts {
             self.switches[(from - self.hosts) as usize].ports.push(idx);
@@ -314,6 +457,64 @@ impl Topology {
         }
         t.route();
         t
+    }
+
+    /// Gives every switch output port the discipline `make(port index)` returns (host NICs
+    /// keep drop-tail) and moves the port to the per-packet path if the discipline acts at
+    /// dequeue.
+    pub fn set_qdisc(&mut self, mut make: impl FnMut(usize) -> Box<dyn QueueDiscipline>) {
+        for i in 0..self.ports.len() {
+            if self.ports[i].from >= self.hosts {
+                let d = make(i);
+                self.ports[i].per_packet |= d.acts_at_dequeue();
+                self.ports[i].qdisc = d;
+            }
+        }
+    }
+
+    /// Turns PFC on for every link that ends at a switch (host NICs become pausable) and puts
+    /// every switch port on the per-packet path.
+    pub fn enable_pfc(&mut self, spec: PfcSpec) {
+        assert!(spec.xon_bytes < spec.xoff_bytes, "PFC needs xon < xoff");
+        self.pfc = Some(spec);
+        for i in 0..self.ports.len() {
+            let hosts = self.hosts;
+            let p = &mut self.ports[i];
+            if p.from >= hosts {
+                p.per_packet = true;
+            }
+            if p.to >= hosts {
+                p.xoff_bytes = spec.xoff_bytes;
+                p.xon_bytes = spec.xon_bytes;
+                let bdp = u128::from(p.delay_ns) * u128::from(p.rate_bps) / 8_000_000_000;
+                p.headroom_bytes = spec
+                    .headroom_bytes
+                    .unwrap_or(2 * bdp as u64 + 2 * spec.mtu_bytes + u64::from(CONTROL_FRAME_WIRE));
+            }
+        }
+    }
+
+    /// Turns INT stamping on at every switch port (which then runs per packet).
+    pub fn enable_int(&mut self) {
+        for p in &mut self.ports {
+            if p.from >= self.hosts {
+                p.int = true;
+                p.per_packet = true;
+            }
+        }
+    }
+
+    /// The port from node `from` to its neighbour `to`.
+    pub fn port_between(&self, from: NodeId, to: NodeId) -> Option<usize> {
+        if from < self.hosts {
+            let p = self.host_port[from as usize];
+            return (self.ports[p].to == to).then_some(p);
+        }
+        self.switches[(from - self.hosts) as usize]
+            .ports
+            .iter()
+            .copied()
+            .find(|&p| self.ports[p].to == to)
     }
 
     /// Fills every switch's ECMP table with all shortest-path next hops (BFS per destination).

@@ -56,6 +56,16 @@ pub struct TransportReport {
     pub jain: f64,
     /// Packets marked CE.
     pub ecn_marks: u64,
+    /// PFC pause and resume frames sent.
+    pub pause_frames: u64,
+    /// Time ports spent paused by PFC, summed over ports, ms.
+    pub pause_ms: f64,
+    /// Ports (host NICs included) paused at least once.
+    pub ports_paused: u64,
+    /// Drops because a PFC ingress headroom was full (included in `drops`).
+    pub headroom_drops: u64,
+    /// QCN feedback frames sent by congestion points.
+    pub qcn_feedback: u64,
     /// Events processed.
     pub events: u64,
     /// Events per wall-clock second.
@@ -175,6 +185,11 @@ pub fn summarize(rows: &[FlowRow], stats: &RunStats, wall: f64) -> TransportRepo
         },
         jain: jain(rows.iter().map(|r| r.goodput_gbps)),
         ecn_marks: stats.ecn_marks,
+        pause_frames: stats.pause_frames,
+        pause_ms: stats.pause_ns as f64 / 1e6,
+        ports_paused: stats.ports_paused,
+        headroom_drops: stats.headroom_drops,
+        qcn_feedback: stats.qcn_feedback,
         events: stats.events,
         events_per_sec: stats.events as f64 / wall.max(1e-9),
         packet_hops: stats.packet_hops,

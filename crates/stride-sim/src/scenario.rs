@@ -42,6 +42,33 @@ pub struct Scenario {
     pub watch: WatchCfg,
     /// Random link loss (absent: none).
     pub loss: Option<LossCfg>,
+    /// Sender-state time series of chosen flows, and Jain's index over time (absent: none).
+    pub trace: Option<TraceCfg>,
+    /// Where ECN step marking happens (see `switchcfg`).
+    pub ecn: Option<crate::switchcfg::EcnCfg>,
+    /// RED-style ECN in bytes.
+    pub red: Option<crate::switchcfg::RedCfg>,
+    /// QCN congestion points.
+    pub qcn: Option<crate::switchcfg::QcnCfg>,
+    /// Priority flow control.
+    pub pfc: Option<crate::switchcfg::PfcCfg>,
+    /// INT stamping.
+    pub int: Option<crate::switchcfg::IntCfg>,
+}
+
+/// `[trace]`: flows whose sender state (cwnd / rate / DCTCP alpha / RTT and queueing delay) is
+/// sampled, and the period; Jain's index over time is sampled with it.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct TraceCfg {
+    /// Flow indices (0-based, in workload order).
+    #[serde(default)]
+    pub flows: Vec<u32>,
+    /// Every flow sourced at these hosts.
+    #[serde(default)]
+    pub hosts: Vec<u32>,
+    /// Sampling period, ns.
+    pub every_ns: u64,
 }
 
 /// Random loss on links, counted apart from queue drops (`link_losses`).
@@ -440,6 +467,7 @@ impl Scenario {
                 return Err(bad("queue.red", "needs kmin < kmax and 0 <= pmax <= 1"));
             }
         }
+        self.validate_switch()?;
         let w = &self.workload;
         match w.kind {
             WorkloadKind::Poisson => {
@@ -498,6 +526,9 @@ impl Scenario {
             (tr.build)(self, 0)?;
         }
         self.loss_model()?;
+        if self.trace.as_ref().is_some_and(|t| t.every_ns == 0) {
+            return Err(bad("trace.every_ns", "must be at least 1"));
+        }
         self.stride_config().map(|_| ())
     }
 
@@ -527,6 +558,7 @@ impl Scenario {
         };
         let mut topo = self.topology_without_shared_buffer(q);
         topo.shared_cap_bytes = self.queue.shared_buffer_packets.unwrap_or(0) * mtu;
+        self.apply_switch(&mut topo);
         topo
     }
 
@@ -773,6 +805,33 @@ impl Scenario {
         }
         sim.watch = watch;
         sim.watch_every = self.watch.every_ns;
+        if let Some(t) = &self.trace {
+            if t.every_ns == 0 {
+                return Err(bad("trace.every_ns", "must be at least 1"));
+            }
+            for &f in &t.flows {
+                if f as usize >= flows.len() {
+                    return Err(bad(
+                        "trace.flows",
+                        format!("no flow {f} ({} flows)", flows.len()),
+                    ));
+                }
+            }
+            for &h in &t.hosts {
+                if h >= self.hosts() {
+                    return Err(bad(
+                        "trace.hosts",
+                        format!("no host {h} ({} hosts)", self.hosts()),
+                    ));
+                }
+            }
+            let mut sel: Vec<u32> = (0..flows.len() as u32)
+                .filter(|&i| t.flows.contains(&i) || t.hosts.contains(&flows[i as usize].src))
+                .collect();
+            sel.dedup();
+            sim.trace_flows = sel;
+            sim.trace_every = t.every_ns;
+        }
         Ok(sim)
     }
 }

@@ -200,6 +200,7 @@ impl HostStack for StrideHost {
                 header,
                 payload_len: (t.len - HEADER_LEN) as u16,
             },
+            int: None,
         })
     }
 

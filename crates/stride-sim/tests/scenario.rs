@@ -303,3 +303,71 @@ fn loss_section_is_checked_and_counted_apart_from_drops() {
     let e = sc.sim("dctcp", &l.flows).err().unwrap().to_string();
     assert!(e.contains("loss.switches"), "{e}");
 }
+
+#[test]
+fn trace_samples_sender_state_and_jain_over_time() {
+    let text = r#"
+name = "trace"
+seed = 1
+limit_ms = 20
+[topology]
+kind = "dumbbell"
+senders = 1
+receivers = 4
+host_gbps = 10.0
+bottleneck_gbps = 10.0
+link_delay_ns = 1000
+[queue]
+buffer_packets = 100
+ecn_k_packets = 20
+mtu_bytes = 1538
+[workload]
+kind = "incast"
+senders = 4
+bytes = 1000000000
+[trace]
+flows = [0]
+hosts = [2]
+every_ns = 500000
+"#;
+    // hosts 1..=4 (the dumbbell's right side) all send to host 0 across the bottleneck
+    let l = Scenario::load(&write("trace.toml", text)).unwrap();
+    let mut sim = l.sc.sim("dctcp", &l.flows).unwrap();
+    assert!(!sim.run(20_000_000, |_, _| {}), "long-lived flows");
+    let flows: std::collections::BTreeSet<u32> = sim.traces.iter().map(|x| x.flow).collect();
+    let want: Vec<u32> = (0..l.flows.len() as u32)
+        .filter(|&i| i == 0 || l.flows[i as usize].src == 2)
+        .collect();
+    assert_eq!(flows.into_iter().collect::<Vec<_>>(), want);
+    assert!(sim.traces.len() >= 2 * 35, "{} samples", sim.traces.len());
+    for x in &sim.traces {
+        let a = x.trace.alpha.expect("DCTCP exposes alpha");
+        assert!((0.0..=1.0).contains(&a));
+        assert!(x.trace.cwnd_bytes.unwrap() >= 1460.0);
+    }
+    // alpha learns the marking level: far below its initial 1 once the queue sits at K
+    let late = sim.traces.iter().rev().find(|x| x.flow == 0).unwrap();
+    assert!(late.trace.alpha.unwrap() < 0.5, "{late:?}");
+    // long-lived DCTCP flows on one bottleneck share it: Jain near 1 in the second half
+    let tail: Vec<f64> = sim
+        .jain_samples
+        .iter()
+        .filter(|s| s.0 > 10_000_000)
+        .map(|s| s.1)
+        .collect();
+    assert!(!tail.is_empty());
+    let mean = tail.iter().sum::<f64>() / tail.len() as f64;
+    assert!(mean > 0.9, "Jain over time {mean:.3}");
+    let e = err(
+        "trace-bad.toml",
+        &text.replace("every_ns = 500000", "every_ns = 0"),
+    );
+    assert!(e.contains("trace.every_ns"), "{e}");
+    let bad = Scenario::load(&write(
+        "trace-bad2.toml",
+        &text.replace("flows = [0]", "flows = [99]"),
+    ))
+    .unwrap();
+    let e = bad.sc.sim("dctcp", &bad.flows).err().unwrap().to_string();
+    assert!(e.contains("trace.flows"), "{e}");
+}

@@ -11,7 +11,7 @@ pub mod dctcp;
 pub mod newreno;
 pub mod vegas;
 
-use crate::engine::{flow_hash, Ctx, HostStack};
+use crate::engine::{flow_hash, Ctx, FlowTrace, HostStack};
 use crate::net::{Packet, Payload};
 use crate::scenario::{Scenario, ScenarioError};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -205,6 +205,8 @@ struct Sender<C> {
     rto_at: Option<u64>,
     srtt: f64,
     rttvar: f64,
+    last_rtt: f64,
+    min_rtt: f64,
 }
 
 struct Receiver {
@@ -271,6 +273,7 @@ impl<C: Congestion> TcpHost<C> {
             ect: self.cc.ect(),
             ce: false,
             payload: Payload::Tcp(seg),
+            int: None,
         }
     }
 
@@ -309,6 +312,8 @@ impl<C: Congestion> TcpHost<C> {
                 s.cc.fixed_rto()
                     .unwrap_or(((s.srtt + 4.0 * s.rttvar) as u64).max(cfg.min_rto_ns));
             s.cc.on_rtt(r);
+            s.last_rtt = r;
+            s.min_rtt = s.min_rtt.min(r);
         }
         let mut newly = 0;
         let mut grow = false;
@@ -491,6 +496,8 @@ impl<C: Congestion> HostStack for TcpHost<C> {
             rto_at: None,
             srtt: 0.0,
             rttvar: 0.0,
+            last_rtt: 0.0,
+            min_rtt: f64::INFINITY,
         };
         self.senders.insert(flow, s);
         self.ready.push_back(flow);
@@ -552,6 +559,19 @@ impl<C: Congestion> HostStack for TcpHost<C> {
             return Some(self.packet(dst, seg));
         }
         None
+    }
+
+    fn trace(&self, flow: u32) -> Option<FlowTrace> {
+        let s = self.senders.get(&flow)?;
+        let rtt = (s.last_rtt > 0.0).then_some(s.last_rtt);
+        Some(FlowTrace {
+            cwnd_bytes: Some(s.w.cwnd),
+            rate_bps: rtt.map(|r| s.w.cwnd * 8.0 / r * 1e9),
+            alpha: s.cc.alpha(),
+            rtt_ns: rtt,
+            queueing_ns: rtt.map(|r| r - s.min_rtt),
+            ..FlowTrace::default()
+        })
     }
 
     fn next_wake(&mut self) -> Option<u64> {
@@ -689,6 +709,7 @@ mod tests {
                 ect: true,
                 ce,
                 payload: Payload::Tcp(seg),
+                int: None,
             };
             step(&mut h, now, Some(pkt));
         }
