@@ -686,6 +686,21 @@ impl Connection {
         self.arm_rto(now);
     }
 
+    /// A congestion signal from outside the STRIDE packets (see
+    /// [`crate::Endpoint::congestion_signal`]).
+    pub fn congestion_signal(&mut self, now: u64, qcn_fb: Option<u8>, int: &[crate::cc::IntHop]) {
+        if self.state != State::Established {
+            return;
+        }
+        if let Some(fb) = qcn_fb {
+            self.cc.on_qcn_feedback(now, fb);
+        }
+        if !int.is_empty() {
+            self.cc.on_int(now, int);
+        }
+        self.refresh_rate();
+    }
+
     fn rtt_sample(&mut self, rtt: u64) {
         // Jacobson/Karels with shifts: srtt += (rtt - srtt)/8, rttvar += (|err| - rttvar)/4.
         if !self.have_rtt {

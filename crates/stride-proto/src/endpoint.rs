@@ -446,6 +446,24 @@ impl Endpoint {
         self.events.pop_front()
     }
 
+    /// Hands a congestion signal that does not travel in STRIDE packets to a connection's
+    /// controller: a QCN feedback frame (`qcn_fb`, quantised |Fb|) or HPCC's INT records.
+    pub fn congestion_signal(
+        &mut self,
+        now: u64,
+        h: ConnHandle,
+        qcn_fb: Option<u8>,
+        int: &[crate::cc::IntHop],
+    ) -> Result<(), EndpointError> {
+        let e = self
+            .conns
+            .get_mut(&h.0)
+            .ok_or(EndpointError::UnknownConnection)?;
+        e.conn.congestion_signal(now, qcn_fb, int);
+        self.touch(h.0);
+        Ok(())
+    }
+
     /// Queues bytes on a connection; returns how many were taken.
     pub fn write(&mut self, h: ConnHandle, data: &[u8]) -> Result<usize, EndpointError> {
         let e = self

@@ -168,6 +168,20 @@ impl HostStack for StrideHost {
             self.ep
                 .handle_ecn(ctx.now, host_addr(pkt.src), &self.rx[..len], pkt.ce);
             self.events(ctx);
+        } else if let Payload::QcnFeedback { fb, flow_dst, .. } = &pkt.payload {
+            // The reaction point: this host's connections sending to the sampled packet's
+            // destination (one per flow pair in the simulated workloads).
+            let dst = host_addr(*flow_dst);
+            let hs: Vec<ConnHandle> = self
+                .sending
+                .keys()
+                .copied()
+                .filter(|h| self.ep.remote(*h) == Some(dst))
+                .collect();
+            for h in hs {
+                let _ = self.ep.congestion_signal(ctx.now, h, Some(*fb), &[]);
+            }
+            self.events(ctx);
         }
     }
 

@@ -33,6 +33,7 @@ pub const TRANSPORTS: &[Transport] = &[
     TIMELY,
     DCQCN,
     SWIFT,
+    QCN,
 ];
 
 /// The transport called `name`.
@@ -103,4 +104,12 @@ pub const SWIFT: Transport = Transport {
     name: "swift",
     about: "Swift (delay target, window + pacing) on STRIDE's go-back-N connection",
     build: |sc, n| stride_family(sc, n, "swift", false),
+};
+
+/// The QCN reaction point (IEEE 802.1Qau, seed 004's values) on STRIDE's connection: fed by
+/// the feedback frames of the switches' congestion points (needs a `[qcn]` section).
+pub const QCN: Transport = Transport {
+    name: "qcn",
+    about: "QCN reaction point (802.1Qau feedback frames; needs [qcn]) on STRIDE's connection",
+    build: |sc, n| stride_family(sc, n, "qcn", false),
 };
