@@ -117,7 +117,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
         } => {
             let mut loaded =
                 Scenario::load_with(&scenario, &sets).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let cc = expand_all(cc);
+            let cc = expand_all(cc, &loaded.sc);
             loaded.sc.transports = cc.clone();
             execute(&loaded, &cc, out.as_deref(), json)
         }
@@ -388,14 +388,15 @@ fn execute(
     Ok(())
 }
 
-/// `all` stands for every registered transport, in registry order.
-fn expand_all(cc: Vec<String>) -> Vec<String> {
+/// `all` stands for every registered transport the scenario can run (its build accepts the
+/// scenario: e.g. `qcn` only with a `[qcn]` section), in registry order.
+fn expand_all(cc: Vec<String>, sc: &stride_sim::scenario::Scenario) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for t in cc {
         if t == "all" {
-            for n in stride_sim::transport::names() {
-                if !out.iter().any(|o| o == n) {
-                    out.push(n.to_string());
+            for tr in stride_sim::transport::TRANSPORTS {
+                if (tr.build)(sc, 0).is_ok() && !out.iter().any(|o| o == tr.name) {
+                    out.push(tr.name.to_string());
                 }
             }
         } else if !out.contains(&t) {

@@ -111,5 +111,13 @@ pub const SWIFT: Transport = Transport {
 pub const QCN: Transport = Transport {
     name: "qcn",
     about: "QCN reaction point (802.1Qau feedback frames; needs [qcn]) on STRIDE's connection",
-    build: |sc, n| stride_family(sc, n, "qcn", false),
+    build: |sc, n| {
+        if sc.qcn.is_none() {
+            // Without congestion points no feedback ever comes: a line-rate sender.
+            return Err(ScenarioError(
+                "field `transports`: qcn needs a [qcn] section (switch congestion points)".into(),
+            ));
+        }
+        stride_family(sc, n, "qcn", false)
+    },
 };
