@@ -29,9 +29,17 @@ pub struct ControlArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
     pub min_rto: Option<u64>,
     /// No congestion control: pace at the line rate whatever the path does (what a sender
-    /// without a controller does; for comparisons).
-    #[arg(long, conflicts_with_all = ["t_low", "t_high", "norm_shift"])]
+    /// without a controller does; for comparisons). The same as `--cc fixed`.
+    #[arg(long, conflicts_with_all = ["t_low", "t_high", "norm_shift", "cc"])]
     pub pin_rate: bool,
+    /// Congestion controller by its registered name (`stride`, `fixed`, `timely`, `dcqcn`,
+    /// `swift`, ...; see `stride_proto::cc::REGISTRY`) [default: stride].
+    #[arg(long, value_name = "NAME")]
+    pub cc: Option<String>,
+    /// A controller parameter by name, repeatable: `--cc-param t_low=20000` (integers, in the
+    /// controller's units; an unknown name lists the known ones).
+    #[arg(long = "cc-param", value_name = "KEY=VALUE")]
+    pub cc_param: Vec<String>,
 }
 
 impl ControlArgs {
@@ -43,6 +51,13 @@ impl ControlArgs {
     /// The configuration, with `default_line_bps` when `--line-rate` is absent (the demo's
     /// sender runs at its relay's rate unless told otherwise).
     pub fn config_for(&self, default_line_bps: u64) -> anyhow::Result<stride::Config> {
+        let mut cc_params = Vec::new();
+        for kv in &self.cc_param {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("--cc-param {kv:?}: expected KEY=VALUE"))?;
+            cc_params.push((k.to_string(), v.to_string()));
+        }
         let o = stride::ControllerOverrides {
             line_bps: self.line_rate,
             t_low_ns: self.t_low,
@@ -50,10 +65,15 @@ impl ControlArgs {
             norm_shift: self.norm_shift,
             min_rto_ns: self.min_rto,
             pin_rate: self.pin_rate,
+            cc: self.cc.clone(),
+            cc_params,
         };
         o.config(default_line_bps).map_err(|e| {
             let flag = match e.field {
                 "line_bps" => "--line-rate",
+                "cc" => "--cc",
+                "cc_params" => "--cc-param",
+                "norm_shift" => "--norm-shift",
                 "min_rto_ns" => "--min-rto",
                 "t_low_ns" => "--t-low",
                 "t_high_ns" => "--t-high",
@@ -68,7 +88,6 @@ impl ControlArgs {
 mod tests {
     use super::*;
     use clap::Parser;
-    use stride::proto::cc::CcConfig;
 
     #[derive(Parser)]
     struct Cli {
@@ -78,10 +97,10 @@ mod tests {
 
     fn stride_params(args: &[&str]) -> stride::proto::cc::StrideParams {
         let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
-        match cli.c.config_for(1_000_000_000).unwrap().cc {
-            CcConfig::Stride(p) => p,
-            other => panic!("not the STRIDE controller: {other:?}"),
-        }
+        let c = cli.c.config_for(1_000_000_000).unwrap();
+        *c.cc
+            .params_ref::<stride::proto::cc::StrideParams>()
+            .expect("the STRIDE controller")
     }
 
     #[test]
@@ -125,5 +144,26 @@ mod tests {
     fn out_of_range_norm_shift_and_pinned_rate_with_it_are_refused() {
         assert!(Cli::try_parse_from(["t", "--norm-shift", "32"]).is_err());
         assert!(Cli::try_parse_from(["t", "--norm-shift", "15", "--pin-rate"]).is_err());
+    }
+
+    fn config(args: &[&str]) -> anyhow::Result<stride::Config> {
+        let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
+        cli.c.config_for(1_000_000_000)
+    }
+
+    #[test]
+    fn controllers_are_chosen_and_tuned_by_name() {
+        assert_eq!(config(&["--pin-rate"]).unwrap().cc.name(), "fixed");
+        assert_eq!(config(&["--cc", "fixed"]).unwrap().cc.name(), "fixed");
+        let p = stride_params(&["--cc-param", "beta=7"]);
+        assert_eq!(p.beta, 7);
+        let e = config(&["--cc", "nosuch"]).unwrap_err().to_string();
+        assert!(e.contains("--cc") && e.contains("stride"), "{e}");
+        let e = config(&["--cc-param", "nosuch=1"]).unwrap_err().to_string();
+        assert!(e.contains("nosuch") && e.contains("t_low"), "{e}");
+        let e = config(&["--cc", "fixed", "--t-low", "5us"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--t-low"), "{e}");
     }
 }

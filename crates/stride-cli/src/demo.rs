@@ -60,15 +60,16 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     // By default the sender's NIC "runs at" the bottleneck rate: the controller's ceiling.
     let line = a.control.line_rate.unwrap_or(a.rate);
     let proto = a.control.config_for(a.rate)?;
-    let controller = match &proto.cc {
-        stride::proto::cc::CcConfig::Stride(p) => format!(
+    let controller = match proto.cc.params_ref::<stride::proto::cc::StrideParams>() {
+        Some(p) => format!(
             "STRIDE, line rate {:.2} Gbit/s, T_low {}, T_high {} (on software timestamps; `stride demo --help` explains the two delay figures)",
             line as f64 / 1e9,
             fmt_ns(u64::from(p.t_low)),
             fmt_ns(u64::from(p.t_high))
         ),
-        _ => format!(
-            "none, pinned at the line rate {:.2} Gbit/s",
+        None => format!(
+            "{}, line rate {:.2} Gbit/s",
+            proto.cc.name(),
             line as f64 / 1e9
         ),
     };

@@ -50,7 +50,7 @@ enum SimCmd {
         /// Scenario file (TOML).
         scenario: PathBuf,
         /// Comma-separated transports (the simulator's registry): stride, dctcp, vegas,
-        /// newreno, aimd.
+        /// newreno, aimd, timely, dcqcn, swift; `all` for every one.
         #[arg(long, value_delimiter = ',', default_value = "stride,dctcp,vegas")]
         cc: Vec<String>,
         /// Output directory.
@@ -131,6 +131,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             pcap,
         } => {
             let mut loaded = load_noting(&scenario, &sets)?;
+            let cc = expand_all(cc, &loaded.sc);
             loaded.sc.transports = cc.clone();
             execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
@@ -507,6 +508,24 @@ fn execute(
     // stderr, so that --json keeps stdout pure JSON
     eprintln!("{wrote}");
     Ok(())
+}
+
+/// `all` stands for every registered transport the scenario can run (its build accepts the
+/// scenario: e.g. `qcn` only with a `[qcn]` section), in registry order.
+fn expand_all(cc: Vec<String>, sc: &stride_sim::scenario::Scenario) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in cc {
+        if t == "all" {
+            for tr in stride_sim::transport::TRANSPORTS {
+                if (tr.build)(sc, 0).is_ok() && !out.iter().any(|o| o == tr.name) {
+                    out.push(tr.name.to_string());
+                }
+            }
+        } else if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
 }
 
 pub(crate) fn check_transport(t: &str) -> anyhow::Result<()> {

@@ -15,7 +15,7 @@ fn run(mtu: usize, total: usize) -> (f64, f64) {
         send_buffer: 8 << 20,
         recv_buffer: 8 << 20,
         // The pacer is exercised, but set far above what a core can do so it never waits.
-        cc: CcConfig::Fixed(u32::MAX / 2),
+        cc: CcConfig::fixed(u32::MAX / 2),
         ..Config::default()
     };
     let mut c = Connection::client(cfg.clone(), 0, 1, 1000);

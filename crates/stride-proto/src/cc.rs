@@ -1,9 +1,16 @@
-//! Congestion control: the [`RateController`] trait, STRIDE's Algorithm 1 ([`Stride`]) and a
-//! fixed-rate controller ([`FixedRate`]).
+//! Congestion control: the [`Controller`] trait, the registry of controllers by name
+//! ([`REGISTRY`], [`CcConfig`]), STRIDE's Algorithm 1 ([`Stride`]) and a fixed-rate controller
+//! ([`FixedRate`]). The baselines live in submodules, one per paper.
 //!
 //! Rates are `u32` in units of 2^-20 bytes per nanosecond ([`RATE_FRAC_BITS`]); 10 Gbit/s is
 //! 1 310 720. The per-sample update of [`Stride`] uses only shifts, adds, subtracts, compares and a
 //! leading-one detector: no multiply, no divide (see `docs/spec.md`, section "Rate control").
+
+pub mod dcqcn;
+pub mod hpcc;
+pub mod qcn;
+pub mod swift;
+pub mod timely;
 
 /// Fractional bits of a rate: one unit is 2^-20 bytes per nanosecond (about 7.63 bit/s).
 pub const RATE_FRAC_BITS: u32 = 20;
@@ -19,6 +26,20 @@ pub fn rate_to_gbps(rate: u32) -> f64 {
     f64::from(rate) * 8.0 / f64::from(1u32 << RATE_FRAC_BITS)
 }
 
+/// One INT (in-band network telemetry) hop record, as HPCC's switches stamp them and the
+/// receiver echoes them (simulator only: the wire format has no room for them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntHop {
+    /// Queue length at the egress port when the packet left (bytes).
+    pub qlen: u64,
+    /// Bytes the egress port had transmitted in total when the packet left.
+    pub tx_bytes: u64,
+    /// When the packet left the port (ns).
+    pub ts: u64,
+    /// The port's line rate (bit/s).
+    pub rate_bps: u64,
+}
+
 /// What a controller is told when an ACK arrives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AckSample {
@@ -26,18 +47,265 @@ pub struct AckSample {
     pub stt: u32,
     /// Bytes newly acknowledged by this ACK.
     pub acked: u32,
+    /// Round-trip time of this sample (ns; 0 when the sample gave none).
+    pub rtt: u64,
+    /// CE-marked DATA packets newly echoed by this ACK (difference of the wire's `ce_count`).
+    pub ce: u32,
+    /// Bytes sent but not yet acknowledged after this ACK.
+    pub inflight: u32,
 }
 
-/// A rate-based congestion controller driven by acknowledgement events.
-pub trait RateController: Send {
-    /// An ACK arrived carrying an STT sample.
-    fn on_ack(&mut self, sample: AckSample);
-    /// A NACK arrived (a gap at the receiver).
-    fn on_nack(&mut self);
+impl AckSample {
+    /// A sample carrying only an STT and the acknowledged bytes (what Algorithm 1 reads).
+    pub fn stt_only(stt: u32, acked: u32) -> Self {
+        AckSample {
+            stt,
+            acked,
+            rtt: 0,
+            ce: 0,
+            inflight: 0,
+        }
+    }
+}
+
+/// A congestion controller, driven by the connection's events (shaped like quinn-proto's
+/// `Controller`, but rate-first: every STRIDE sender is paced). All times are ns on the
+/// caller's clock. Only [`Controller::on_ack`], [`Controller::on_nack`],
+/// [`Controller::on_timeout`] and [`Controller::rate`] are required; the rest default to
+/// "this signal means nothing to me".
+pub trait Controller: Send {
+    /// A DATA packet of `bytes` payload bytes left at `now`.
+    fn on_sent(&mut self, _now: u64, _bytes: u32) {}
+    /// A pure ACK acknowledging new data arrived.
+    fn on_ack(&mut self, now: u64, sample: &AckSample);
+    /// A NACK arrived (a gap at the receiver; go-back-N follows).
+    fn on_nack(&mut self, now: u64);
     /// The retransmission timer fired.
-    fn on_timeout(&mut self);
-    /// The current sending rate, in 2^-20 bytes/ns.
+    fn on_timeout(&mut self, now: u64);
+    /// A congestion notification (DCQCN's CNP: an `ACK|CN` packet) arrived.
+    fn on_cnp(&mut self, _now: u64) {}
+    /// A QCN congestion point's feedback frame arrived: `fb` is the quantised |Fb| (6 bits).
+    fn on_qcn_feedback(&mut self, _now: u64, _fb: u8) {}
+    /// The INT hop records echoed by an ACK (HPCC), after [`Controller::on_ack`].
+    fn on_int(&mut self, _now: u64, _hops: &[IntHop]) {}
+    /// When the controller's own timer next wants [`Controller::on_timer`] (None: no timer).
+    fn timer(&self) -> Option<u64> {
+        None
+    }
+    /// The controller's timer is due.
+    fn on_timer(&mut self, _now: u64) {}
+    /// The pacing rate, in 2^-20 bytes/ns.
     fn rate(&self) -> u32;
+    /// A cap on bytes in flight (None: rate only).
+    fn window(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// The older name of [`Controller`].
+pub use Controller as RateController;
+
+/// Builds controllers of one algorithm with one parameter set: what [`CcConfig`] holds. The
+/// parameters are set by name ([`ControllerFactory::set`]), so configuration code needs no
+/// case per algorithm.
+pub trait ControllerFactory: Send + Sync + std::fmt::Debug + 'static {
+    /// The registered name.
+    fn name(&self) -> &'static str;
+    /// A new controller for a connection opened at `now`.
+    fn build(&self, now: u64) -> Box<dyn Controller>;
+    /// Checks ranges; returns the first bad field and why.
+    fn validate(&self) -> Result<(), (&'static str, &'static str)>;
+    /// Sets the parameter `key` from its decimal text; the error names the field.
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String>;
+    /// Every settable parameter's name and current value.
+    fn params(&self) -> Vec<(&'static str, String)>;
+    /// A copy behind a new box.
+    fn clone_box(&self) -> Box<dyn ControllerFactory>;
+    /// The parameters as `Any`, for typed access ([`CcConfig::params_mut`]).
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+    /// The parameters as `Any`.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// Which controller a connection uses: a factory from the [`REGISTRY`] (or any other).
+#[derive(Debug)]
+pub struct CcConfig(Box<dyn ControllerFactory>);
+
+impl Clone for CcConfig {
+    fn clone(&self) -> Self {
+        CcConfig(self.0.clone_box())
+    }
+}
+
+impl CcConfig {
+    /// Wraps a factory.
+    pub fn new(f: impl ControllerFactory) -> Self {
+        CcConfig(Box::new(f))
+    }
+    /// Algorithm 1 with these parameters.
+    pub fn stride(p: StrideParams) -> Self {
+        CcConfig::new(p)
+    }
+    /// A fixed rate (rate units).
+    pub fn fixed(rate: u32) -> Self {
+        CcConfig::new(FixedParams { rate })
+    }
+    /// The registered controller `name` with its defaults for a host whose line rate is
+    /// `line` (rate units); the error lists the known names.
+    pub fn by_name(name: &str, line: u32) -> Result<Self, String> {
+        match REGISTRY.iter().find(|e| e.name == name) {
+            Some(e) => Ok((e.make)(line)),
+            None => Err(format!(
+                "unknown controller {name:?}; known: {}",
+                names().collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+    /// The algorithm's registered name.
+    pub fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    /// Builds a controller for a connection opened at `now`.
+    pub fn build(&self, now: u64) -> Box<dyn Controller> {
+        self.0.build(now)
+    }
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+        self.0.validate()
+    }
+    /// Sets a parameter by name (see [`ControllerFactory::set`]).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        self.0.set(key, value)
+    }
+    /// Every parameter's name and value.
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        self.0.params()
+    }
+    /// The parameters when they are a `T` (e.g. `StrideParams`).
+    pub fn params_ref<T: 'static>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref()
+    }
+    /// The parameters when they are a `T`, mutably.
+    pub fn params_mut<T: 'static>(&mut self) -> Option<&mut T> {
+        self.0.as_any_mut().downcast_mut()
+    }
+}
+
+/// One registered controller.
+pub struct Registered {
+    /// The name configuration uses (`--cc NAME`, `cc = "NAME"`).
+    pub name: &'static str,
+    /// One line for help texts.
+    pub about: &'static str,
+    /// Whether it needs a signal that only the simulator carries (INT, QCN feedback).
+    pub sim_only: bool,
+    /// Defaults for a line rate (rate units).
+    pub make: fn(u32) -> CcConfig,
+}
+
+/// Every controller known by name. A new algorithm is one module and one line here.
+pub static REGISTRY: &[Registered] = &[
+    Registered {
+        name: "stride",
+        about: "STRIDE's Algorithm 1 (STT thresholds and gradient)",
+        sim_only: false,
+        make: |l| CcConfig::stride(StrideParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "fixed",
+        about: "no congestion control: a fixed rate (the line rate)",
+        sim_only: false,
+        make: CcConfig::fixed,
+    },
+    Registered {
+        name: "timely",
+        about: "TIMELY (Mittal et al. 2015): RTT gradient",
+        sim_only: false,
+        make: |l| CcConfig::new(timely::TimelyParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "dcqcn",
+        about: "DCQCN reaction point (Zhu et al. 2015): ECN marks -> CNP",
+        sim_only: false,
+        make: |l| CcConfig::new(dcqcn::DcqcnParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "swift",
+        about: "Swift (Kumar et al. 2020): delay target with flow and topology scaling",
+        sim_only: false,
+        make: |l| CcConfig::new(swift::SwiftParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "qcn",
+        about: "QCN reaction point (IEEE 802.1Qau, seed 004's values): switch feedback frames",
+        sim_only: true,
+        make: |l| CcConfig::new(qcn::QcnParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "hpcc",
+        about: "HPCC (Li et al. 2019): INT-based window, utilisation target eta",
+        sim_only: true,
+        make: |l| CcConfig::new(hpcc::HpccParams::for_line_rate(l)),
+    },
+];
+
+/// The registered names, in registry order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    REGISTRY.iter().map(|e| e.name)
+}
+
+/// Parses a parameter's decimal text for [`ControllerFactory::set`].
+pub fn parse_param<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| format!("{key}: cannot read {value:?} as a number of the right range"))
+}
+
+/// Implements [`ControllerFactory`]'s by-name accessors for a parameter struct whose fields
+/// are all numbers: `factory_params!(Type, "name", build_expr, field, field, ...)`.
+#[macro_export]
+macro_rules! factory_params {
+    ($t:ty, $name:expr, |$p:ident, $now:ident| $build:expr, [$($f:ident),* $(,)?]) => {
+        impl $crate::cc::ControllerFactory for $t {
+            fn name(&self) -> &'static str {
+                $name
+            }
+            fn build(&self, $now: u64) -> Box<dyn $crate::cc::Controller> {
+                let $p = *self;
+                let _ = $now;
+                Box::new($build)
+            }
+            fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+                <$t>::validate(self)
+            }
+            fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+                match key {
+                    $(stringify!($f) => self.$f = $crate::cc::parse_param(key, value)?,)*
+                    _ => {
+                        return Err(format!(
+                            "{key}: not a parameter of {}; it has: {}",
+                            $name,
+                            [$(stringify!($f)),*].join(", ")
+                        ))
+                    }
+                }
+                Ok(())
+            }
+            fn params(&self) -> Vec<(&'static str, String)> {
+                vec![$((stringify!($f), self.$f.to_string())),*]
+            }
+            fn clone_box(&self) -> Box<dyn $crate::cc::ControllerFactory> {
+                Box::new(*self)
+            }
+            fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+                self
+            }
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+        }
+    };
 }
 
 /// Parameters of Algorithm 1. Every field is an integer so that the same values configure the
@@ -336,14 +604,14 @@ impl Stride {
     // END UPDATE PATH
 }
 
-impl RateController for Stride {
-    fn on_ack(&mut self, sample: AckSample) {
+impl Controller for Stride {
+    fn on_ack(&mut self, _now: u64, sample: &AckSample) {
         self.on_sample(sample.stt);
     }
-    fn on_nack(&mut self) {
+    fn on_nack(&mut self, _now: u64) {
         self.nack();
     }
-    fn on_timeout(&mut self) {
+    fn on_timeout(&mut self, _now: u64) {
         self.timeout();
     }
     fn rate(&self) -> u32 {
@@ -351,38 +619,56 @@ impl RateController for Stride {
     }
 }
 
+factory_params!(
+    StrideParams,
+    "stride",
+    |p, now| Stride::new(p),
+    [
+        alpha_shift,
+        beta,
+        wbeta,
+        t_low,
+        t_high,
+        md_shift,
+        norm_shift,
+        rate_min,
+        rate_max,
+        rate_init,
+        min_window
+    ]
+);
+
 /// A controller that never changes its rate (a controller-less sender pinned at a rate).
 #[derive(Clone, Copy, Debug)]
 pub struct FixedRate(pub u32);
 
-impl RateController for FixedRate {
-    fn on_ack(&mut self, _: AckSample) {}
-    fn on_nack(&mut self) {}
-    fn on_timeout(&mut self) {}
+impl Controller for FixedRate {
+    fn on_ack(&mut self, _: u64, _: &AckSample) {}
+    fn on_nack(&mut self, _: u64) {}
+    fn on_timeout(&mut self, _: u64) {}
     fn rate(&self) -> u32 {
         self.0
     }
 }
 
-/// Which controller a connection uses.
+/// Parameters of [`FixedRate`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub enum CcConfig {
-    /// Algorithm 1.
-    Stride(StrideParams),
-    /// A fixed rate (rate units).
-    Fixed(u32),
+pub struct FixedParams {
+    /// The rate (rate units).
+    pub rate: u32,
 }
 
-impl CcConfig {
-    /// Builds the controller.
-    pub fn build(&self) -> Box<dyn RateController> {
-        match *self {
-            CcConfig::Stride(p) => Box::new(Stride::new(p)),
-            CcConfig::Fixed(r) => Box::new(FixedRate(r)),
+impl FixedParams {
+    /// The rate must be positive.
+    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+        if self.rate == 0 {
+            return Err(("rate", "a fixed rate must be positive"));
         }
+        Ok(())
     }
 }
+
+factory_params!(FixedParams, "fixed", |p, now| FixedRate(p.rate), [rate]);
 
 #[cfg(test)]
 mod tests {
@@ -571,6 +857,51 @@ mod tests {
             code_lines > 30,
             "the marked region must hold the update code"
         );
+    }
+
+    #[test]
+    fn registry_builds_by_name_and_sets_by_name() {
+        let line = rate_from_gbps(10.0);
+        for e in REGISTRY {
+            let c = CcConfig::by_name(e.name, line).unwrap();
+            assert_eq!(c.name(), e.name);
+            assert!(c.validate().is_ok(), "{} defaults invalid", e.name);
+            let ctl = c.build(0);
+            assert!(ctl.rate() > 0, "{} starts at rate 0", e.name);
+            assert!(!c.params().is_empty());
+        }
+        assert!(CcConfig::by_name("nosuch", line)
+            .unwrap_err()
+            .contains("stride"));
+        let mut c = CcConfig::by_name("stride", line).unwrap();
+        c.set("t_low", "1234").unwrap();
+        assert_eq!(c.params_ref::<StrideParams>().unwrap().t_low, 1234);
+        assert!(c.set("t_lo", "1").unwrap_err().contains("t_low"));
+        assert!(c.set("t_low", "-1").unwrap_err().starts_with("t_low"));
+        c.set("t_low", "90000").unwrap();
+        assert_eq!(c.validate().unwrap_err().0, "t_low");
+        let f = CcConfig::fixed(0);
+        assert_eq!(f.validate().unwrap_err().0, "rate");
+    }
+
+    #[test]
+    fn stride_behind_the_interface_is_algorithm_1() {
+        let mut direct = Stride::new(params());
+        let mut boxed = CcConfig::stride(params()).build(0);
+        for (i, s) in [50_000u32, 55_000, 61_000, 52_000, 51_000]
+            .into_iter()
+            .enumerate()
+        {
+            direct.on_sample(s);
+            boxed.on_ack(i as u64, &AckSample::stt_only(s, 1440));
+            assert_eq!(direct.rate(), boxed.rate());
+        }
+        direct.nack();
+        boxed.on_nack(9);
+        assert_eq!(direct.rate(), boxed.rate());
+        direct.timeout();
+        boxed.on_timeout(10);
+        assert_eq!(direct.rate(), boxed.rate());
     }
 
     #[test]

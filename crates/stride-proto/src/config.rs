@@ -52,6 +52,9 @@ pub struct Config {
     pub cc: CcConfig,
     /// STT echo choice.
     pub echo: EchoPolicy,
+    /// A receiver sends a congestion notification (`ACK|CN`, DCQCN's CNP) when a CE-marked
+    /// DATA packet arrives, at most once per this interval (DCQCN's N = 50 us; 0: never).
+    pub cnp_interval_ns: u64,
     /// Largest number of connections an endpoint holds (new handshakes are refused beyond it).
     pub max_connections: usize,
     /// Largest number of accepted connections from one IP address (its further handshakes are
@@ -83,8 +86,9 @@ impl Config {
             send_buffer: 4 << 20,
             recv_buffer: 4 << 20,
             burst_bytes: 16 * 1024,
-            cc: CcConfig::Stride(StrideParams::for_line_rate(line)),
+            cc: CcConfig::stride(StrideParams::for_line_rate(line)),
             echo: EchoPolicy::Last,
+            cnp_interval_ns: 50_000,
             max_connections: 65_536,
             max_per_source: 1_024,
             unused_timeout_ns: 10_000_000_000,
@@ -125,12 +129,7 @@ impl Config {
         if self.idle_timeout_ns == 0 {
             return Err(("idle_timeout_ns", "must be positive"));
         }
-        if let CcConfig::Stride(p) = &self.cc {
-            p.validate()?;
-        }
-        if let CcConfig::Fixed(0) = self.cc {
-            return Err(("cc", "a fixed rate must be positive"));
-        }
+        self.cc.validate()?;
         Ok(())
     }
 }

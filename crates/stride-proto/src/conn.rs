@@ -5,7 +5,7 @@
 //! written data), never per-packet records. The receiver keeps only in-order data: a packet beyond
 //! a gap is dropped and answered by one NACK.
 
-use crate::cc::{AckSample, RateController, RATE_FRAC_BITS};
+use crate::cc::{AckSample, Controller, RATE_FRAC_BITS};
 use crate::config::{Config, EchoPolicy};
 use crate::stats::ConnStats;
 use crate::wire::{seq_le, seq_lt, Flags, Header, Packet, HEADER_LEN};
@@ -84,7 +84,7 @@ pub struct Connection {
     fin_sent: bool,
     fin_acked: bool,
     peer_window: u32,
-    cc: Box<dyn RateController>,
+    cc: Box<dyn Controller>,
     cc_rate: u32,
     /// Pacing cost of one byte in 2^-20 ns (recomputed only when the rate changes).
     ns_per_byte_fp: u64,
@@ -128,6 +128,15 @@ pub struct Connection {
     ooo_since_nack: bool,
     last_adv_window: u32,
     syn_due: bool,
+    /// CE-marked DATA packets received, mod 2^16 (echoed in every ACK).
+    ce_received: u16,
+    /// A congestion notification is due (sent as the next ACK, with CN).
+    cn_now: bool,
+    /// No congestion notification before this time.
+    cn_next: u64,
+    /// The last `ce_count` the peer echoed, and marks echoed but not yet given to the controller.
+    ce_echo_last: u16,
+    ce_pending: u32,
 
     // ---- lifecycle ----
     last_rx: u64,
@@ -144,7 +153,7 @@ fn ts32(now: u64) -> u32 {
 
 impl Connection {
     fn base(cfg: Config, now: u64, local_cid: u32, iss: u32, is_client: bool) -> Self {
-        let cc = cfg.cc.build();
+        let cc = cfg.cc.build(now);
         let mut c = Connection {
             state: State::SynSent,
             is_client,
@@ -194,6 +203,11 @@ impl Connection {
             ooo_since_nack: false,
             last_adv_window: 0,
             syn_due: is_client,
+            ce_received: 0,
+            cn_now: false,
+            cn_next: 0,
+            ce_echo_last: 0,
+            ce_pending: 0,
             last_rx: now,
             last_tx: now,
             linger_until: 0,
@@ -388,6 +402,7 @@ impl Connection {
         upd(self.delack_at);
         upd(self.nack_at);
         if self.state == State::Established {
+            upd(self.cc.timer());
             upd(Some(self.last_tx + self.cfg.idle_timeout_ns / 4));
             if self.data_ready() {
                 upd(Some(self.next_send));
@@ -433,6 +448,10 @@ impl Connection {
                 self.nack_now = true;
             }
         }
+        if self.state == State::Established && self.cc.timer().is_some_and(|t| now >= t) {
+            self.cc.on_timer(now);
+            self.refresh_rate();
+        }
         if self.rto_at.is_some_and(|t| now >= t) {
             self.on_rto(now);
         }
@@ -467,7 +486,7 @@ impl Connection {
         if self.state == State::SynSent {
             self.syn_due = true;
         } else if self.state == State::Established {
-            self.cc.on_timeout();
+            self.cc.on_timeout(now);
             self.refresh_rate();
             // Go back to the first unacknowledged byte (FIN included when it was sent).
             self.snd_nxt = self.snd_una;
@@ -521,6 +540,11 @@ impl Connection {
     /// Handles a datagram already routed to this connection (`dst_cid` matched), received at
     /// `now` (ideally the kernel or NIC receive timestamp).
     pub fn handle(&mut self, now: u64, pkt: &Packet<&[u8]>) {
+        self.handle_ecn(now, pkt, false)
+    }
+
+    /// Like [`Connection::handle`] for a datagram whose IP ECN codepoint was CE (`ce`).
+    pub fn handle_ecn(&mut self, now: u64, pkt: &Packet<&[u8]>, ce: bool) {
         if self.is_closed() {
             return;
         }
@@ -580,6 +604,15 @@ impl Connection {
             }
         }
         if f.contains(Flags::DATA) {
+            if ce {
+                self.ce_received = self.ce_received.wrapping_add(1);
+                self.stats.ce_received += 1;
+                if self.cfg.cnp_interval_ns > 0 && now >= self.cn_next {
+                    self.cn_now = true;
+                    self.ack_now = true;
+                    self.cn_next = now + self.cfg.cnp_interval_ns;
+                }
+            }
             self.on_data(now, pkt);
         } else if f.contains(Flags::FIN) {
             self.on_fin(now, pkt);
@@ -612,6 +645,18 @@ impl Connection {
         let f = pkt.flags();
         let a = pkt.ack();
         self.peer_window = u32::from(pkt.window()) << 10;
+        // The echoed CE count only grows; a smaller one is a reordered older packet.
+        let ce_delta = pkt.ce_count().wrapping_sub(self.ce_echo_last) as i16;
+        if ce_delta > 0 {
+            self.ce_echo_last = pkt.ce_count();
+            self.ce_pending += ce_delta as u32;
+            self.stats.ce_echoed += ce_delta as u64;
+        }
+        if f.contains(Flags::CN) {
+            self.stats.cnps_received += 1;
+            self.cc.on_cnp(now);
+            self.refresh_rate();
+        }
         let mut newly = 0u32;
         if seq_lt(self.snd_una, a) && seq_le(a, self.snd_max) {
             newly = a.wrapping_sub(self.snd_una);
@@ -657,17 +702,26 @@ impl Connection {
                 }
                 self.last_gbn_seq = a;
                 self.last_gbn_at = now;
-                self.cc.on_nack();
+                self.cc.on_nack(now);
                 self.refresh_rate();
             }
         } else if newly > 0 && !f.contains(Flags::DATA) {
             // A pure ACK acknowledging new data: one STT sample, one RTT sample.
             let stt = pkt.echo_stt();
-            let rtt = u64::from(stt.wrapping_add(ts32(now).wrapping_sub(pkt.tx_ts())));
+            let mut rtt = u64::from(stt.wrapping_add(ts32(now).wrapping_sub(pkt.tx_ts())));
             if rtt < 1 << 31 {
                 self.rtt_sample(rtt);
+            } else {
+                rtt = 0;
             }
-            self.cc.on_ack(AckSample { stt, acked: newly });
+            let sample = AckSample {
+                stt,
+                acked: newly,
+                rtt,
+                ce: std::mem::take(&mut self.ce_pending),
+                inflight: self.snd_max.wrapping_sub(self.snd_una),
+            };
+            self.cc.on_ack(now, &sample);
             self.refresh_rate();
             self.stats.stt_min = Some(match self.stats.stt_min {
                 Some(m) if (stt.wrapping_sub(m) as i32) >= 0 => m,
@@ -679,6 +733,21 @@ impl Connection {
                 .record(u64::from(stt.wrapping_sub(m)));
         }
         self.arm_rto(now);
+    }
+
+    /// A congestion signal from outside the STRIDE packets (see
+    /// [`crate::Endpoint::congestion_signal`]).
+    pub fn congestion_signal(&mut self, now: u64, qcn_fb: Option<u8>, int: &[crate::cc::IntHop]) {
+        if self.state != State::Established {
+            return;
+        }
+        if let Some(fb) = qcn_fb {
+            self.cc.on_qcn_feedback(now, fb);
+        }
+        if !int.is_empty() {
+            self.cc.on_int(now, int);
+        }
+        self.refresh_rate();
     }
 
     fn rtt_sample(&mut self, rtt: u64) {
@@ -810,7 +879,13 @@ impl Connection {
     }
 
     fn window_room(&self) -> u32 {
-        let limit = self.snd_una.wrapping_add(self.peer_window);
+        let w = match self.cc.window() {
+            Some(cap) => self
+                .peer_window
+                .min(cap.max(u32::from(self.cfg.max_payload))),
+            None => self.peer_window,
+        };
+        let limit = self.snd_una.wrapping_add(w);
         if seq_lt(self.snd_nxt, limit) {
             limit.wrapping_sub(self.snd_nxt)
         } else {
@@ -838,6 +913,9 @@ impl Connection {
             ts32(now),
         );
         h.window = (self.window_bytes() >> 10).min(0xffff) as u16;
+        if flags.contains(Flags::ACK) {
+            h.ce_count = self.ce_received;
+        }
         h
     }
 
@@ -893,7 +971,12 @@ impl Connection {
             self.ack_now = false;
             self.delack_at = None;
             self.unacked_bytes = 0;
-            let mut h = self.header(Flags::ACK, now);
+            let mut flags = Flags::ACK;
+            if std::mem::take(&mut self.cn_now) {
+                flags = flags | Flags::CN;
+                self.stats.cnps_sent += 1;
+            }
+            let mut h = self.header(flags, now);
             h.seq = if self.is_client && !self.confirmed {
                 self.iss.wrapping_add(1)
             } else {
@@ -939,6 +1022,8 @@ impl Connection {
                 }
                 self.stats.data_packets_sent += 1;
                 self.stats.bytes_sent += u64::from(len);
+                self.cc.on_sent(now, len);
+                self.refresh_rate();
                 self.snd_nxt = self.snd_nxt.wrapping_add(len);
                 if seq_lt(self.snd_max, self.snd_nxt) {
                     self.snd_max = self.snd_nxt;

@@ -291,6 +291,12 @@ impl Endpoint {
 
     /// Handles one received datagram. `now` should be the receive timestamp.
     pub fn handle(&mut self, now: u64, remote: SocketAddr, data: &[u8]) {
+        self.handle_ecn(now, remote, data, false)
+    }
+
+    /// Like [`Endpoint::handle`], for a datagram whose IP header carried the ECN codepoint
+    /// CE (`ce = true`, congestion experienced) or not.
+    pub fn handle_ecn(&mut self, now: u64, remote: SocketAddr, data: &[u8], ce: bool) {
         self.stats.datagrams_in += 1;
         let p = match Packet::new_checked(data) {
             Ok(p) => p,
@@ -303,7 +309,7 @@ impl Endpoint {
         let dst = p.dst_cid();
         if let Some(e) = self.conns.get_mut(&dst) {
             if e.remote == remote {
-                e.conn.handle(now, &p);
+                e.conn.handle_ecn(now, &p, ce);
                 self.touch(dst);
                 return;
             }
@@ -395,7 +401,7 @@ impl Endpoint {
                 *self.per_source.entry(remote.ip()).or_insert(0) += 1;
                 self.stats.accepted += 1;
                 let e = self.conns.get_mut(&dst).expect("just inserted");
-                e.conn.handle(now, &p);
+                e.conn.handle_ecn(now, &p, ce);
                 self.touch(dst);
                 return;
             }
@@ -530,6 +536,24 @@ impl Endpoint {
     /// Next application event.
     pub fn poll_event(&mut self) -> Option<(ConnHandle, Event)> {
         self.events.pop_front()
+    }
+
+    /// Hands a congestion signal that does not travel in STRIDE packets to a connection's
+    /// controller: a QCN feedback frame (`qcn_fb`, quantised |Fb|) or HPCC's INT records.
+    pub fn congestion_signal(
+        &mut self,
+        now: u64,
+        h: ConnHandle,
+        qcn_fb: Option<u8>,
+        int: &[crate::cc::IntHop],
+    ) -> Result<(), EndpointError> {
+        let e = self
+            .conns
+            .get_mut(&h.0)
+            .ok_or(EndpointError::UnknownConnection)?;
+        e.conn.congestion_signal(now, qcn_fb, int);
+        self.touch(h.0);
+        Ok(())
     }
 
     /// Queues bytes on a connection; returns how many were taken.

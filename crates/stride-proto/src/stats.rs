@@ -99,6 +99,14 @@ pub struct ConnStats {
     pub nacks_received: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// CE-marked DATA packets received (the receiver's count that ACKs echo).
+    pub ce_received: u64,
+    /// CE marks echoed by the peer's ACKs (the sender's view).
+    pub ce_echoed: u64,
+    /// Congestion notifications (`ACK|CN`) sent.
+    pub cnps_sent: u64,
+    /// Congestion notifications received.
+    pub cnps_received: u64,
     /// DATA packets dropped because they were beyond a gap.
     pub out_of_order_dropped: u64,
     /// DATA packets that carried bytes already received.

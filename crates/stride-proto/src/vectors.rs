@@ -57,7 +57,7 @@ pub fn cc_case_line(name: &str, p: &StrideParams, events: &[CcEvent]) -> String 
         let _ = write!(
             s,
             "\"rate\":{},\"d\":{},\"stt_old\":{},\"min_cur\":{},\"min_prev\":{},\"count\":{},\"branch\":\"{}\"}}",
-            crate::cc::RateController::rate(&c),
+            crate::cc::Controller::rate(&c),
             c.gradient(),
             c.stt_old(),
             c.min_cur(),
@@ -310,7 +310,7 @@ pub fn cc_files() -> Vec<(&'static str, String)> {
 
 fn header_json(h: &Header) -> String {
     format!(
-        "{{\"version\":{},\"flags\":{},\"payload_len\":{},\"dst_cid\":{},\"src_cid\":{},\"seq\":{},\"ack\":{},\"tx_ts\":{},\"echo_stt\":{},\"window\":{},\"reserved\":{}}}",
+        "{{\"version\":{},\"flags\":{},\"payload_len\":{},\"dst_cid\":{},\"src_cid\":{},\"seq\":{},\"ack\":{},\"tx_ts\":{},\"echo_stt\":{},\"window\":{},\"ce_count\":{}}}",
         h.version,
         h.flags.bits(),
         h.payload_len,
@@ -321,7 +321,7 @@ fn header_json(h: &Header) -> String {
         h.tx_ts,
         h.echo_stt,
         h.window,
-        h.reserved
+        h.ce_count
     )
 }
 
@@ -369,6 +369,14 @@ pub fn wire_files() -> Vec<(&'static str, String)> {
     d.echo_stt = 4_000_000_000;
     d.window = 0xffff;
     hs.push(d);
+    // Version 2: a congestion notification and an ACK carrying a CE count.
+    let mut cn = Header::new(Flags::ACK | Flags::CN, 0x0a0b_0c0d, 3, 4, 5, 6);
+    cn.ce_count = 0x8001;
+    hs.push(cn);
+    let mut ce = Header::new(Flags::ACK, 11, 12, 13, 14, 15);
+    ce.ce_count = u16::MAX;
+    ce.echo_stt = 16;
+    hs.push(ce);
     let mut rng = SplitMix::new(0x3c3c);
     for _ in 0..24 {
         let v = [
@@ -388,6 +396,7 @@ pub fn wire_files() -> Vec<(&'static str, String)> {
         h.payload_len = (v[3] as u16) % 9000;
         h.echo_stt = (v[2] >> 32) as u32;
         h.window = (v[3] >> 16) as u16;
+        h.ce_count = (v[3] >> 32) as u16;
         hs.push(h);
     }
     let mut s = String::new();

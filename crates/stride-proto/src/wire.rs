@@ -9,7 +9,7 @@
 //!  +-------------------------------+-------------------------------+
 //!  |              ack              |             tx_ts             |  beat 2
 //!  +-------------------------------+---------------+---------------+
-//!  |            echo_stt           |    window     |   reserved    |  beat 3
+//!  |            echo_stt           |    window     |   ce_count    |  beat 3
 //!  +-------------------------------+---------------+---------------+
 //! ```
 //!
@@ -22,7 +22,7 @@ use core::ops::BitOr;
 /// Header length in bytes.
 pub const HEADER_LEN: usize = 32;
 /// The protocol version this crate speaks.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Packet flags (one byte). See `docs/spec.md` for the legal combinations.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -43,7 +43,8 @@ impl Flags {
     pub const DATA: Flags = Flags(0x20);
     /// Acknowledge now: the sender has nothing more queued after this packet.
     pub const PSH: Flags = Flags(0x40);
-    const KNOWN: u8 = 0x7f;
+    /// Congestion notification (DCQCN's CNP): only as `ACK | CN`, a pure ACK (version 2).
+    pub const CN: Flags = Flags(0x80);
 
     /// No flags.
     pub const fn empty() -> Flags {
@@ -53,13 +54,10 @@ impl Flags {
     pub const fn bits(self) -> u8 {
         self.0
     }
-    /// From raw bits, rejecting unknown ones.
+    /// From raw bits. Every bit has a meaning in version 2 (0x80 is CN), so none is unknown;
+    /// illegal combinations are refused by [`Flags::is_legal`].
     pub const fn from_bits(b: u8) -> Option<Flags> {
-        if b & !Self::KNOWN != 0 {
-            None
-        } else {
-            Some(Flags(b))
-        }
+        Some(Flags(b))
     }
     /// All of `other`'s bits are set.
     pub const fn contains(self, other: Flags) -> bool {
@@ -84,6 +82,10 @@ impl Flags {
         }
         if !has(Flags::ACK) {
             return false;
+        }
+        if has(Flags::CN) {
+            // ACK|CN only: a pure ACK that also notifies congestion.
+            return f == Flags::ACK.0 | Flags::CN.0;
         }
         if has(Flags::PSH) && !has(Flags::DATA) {
             return false;
@@ -115,6 +117,7 @@ impl fmt::Debug for Flags {
             (Flags::RST, "RST"),
             (Flags::DATA, "DATA"),
             (Flags::PSH, "PSH"),
+            (Flags::CN, "CN"),
         ];
         let mut first = true;
         for (fl, n) in names {
@@ -253,8 +256,8 @@ impl<T: AsRef<[u8]>> Packet<T> {
         let b = self.buf.as_ref();
         u16::from_be_bytes([b[28], b[29]])
     }
-    /// Reserved: zero when sent, ignored when received.
-    pub fn reserved(&self) -> u16 {
+    /// With ACK: the receiver's count of CE-marked DATA packets, mod 2^16 (0 without ACK).
+    pub fn ce_count(&self) -> u16 {
         let b = self.buf.as_ref();
         u16::from_be_bytes([b[30], b[31]])
     }
@@ -275,7 +278,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
             tx_ts: self.tx_ts(),
             echo_stt: self.echo_stt(),
             window: self.window(),
-            reserved: self.reserved(),
+            ce_count: self.ce_count(),
         }
     }
 }
@@ -303,12 +306,12 @@ pub struct Header {
     pub echo_stt: u32,
     /// Receive window, KiB.
     pub window: u16,
-    /// Reserved.
-    pub reserved: u16,
+    /// With ACK: CE-marked DATA packets received on the connection, mod 2^16 (0 otherwise).
+    pub ce_count: u16,
 }
 
 impl Header {
-    /// A header with the given flags and fields; payload length, STT, window and reserved zero.
+    /// A header with the given flags and fields; payload length, STT, window and CE count zero.
     pub fn new(flags: Flags, dst_cid: u32, src_cid: u32, seq: u32, ack: u32, tx_ts: u32) -> Self {
         Header {
             version: VERSION,
@@ -321,7 +324,7 @@ impl Header {
             tx_ts,
             echo_stt: 0,
             window: 0,
-            reserved: 0,
+            ce_count: 0,
         }
     }
 
@@ -340,7 +343,7 @@ impl Header {
         buf[20..24].copy_from_slice(&self.tx_ts.to_be_bytes());
         buf[24..28].copy_from_slice(&self.echo_stt.to_be_bytes());
         buf[28..30].copy_from_slice(&self.window.to_be_bytes());
-        buf[30..32].copy_from_slice(&self.reserved.to_be_bytes());
+        buf[30..32].copy_from_slice(&self.ce_count.to_be_bytes());
         Ok(())
     }
 }
@@ -392,15 +395,16 @@ mod tests {
         );
         h.echo_stt = 0x18191a1b;
         h.window = 0x1c1d;
+        h.ce_count = 0x1e1f;
         let mut b = [0u8; 32];
         h.emit(&mut b).unwrap();
-        assert_eq!(b[0], 1);
+        assert_eq!(b[0], 2);
         assert_eq!(b[1], 0x02);
         assert_eq!(&b[2..4], &[0, 0]);
-        for (i, x) in b.iter().enumerate().skip(4).take(26) {
+        for (i, x) in b.iter().enumerate().skip(4) {
             assert_eq!(*x as usize, i, "byte {i}");
         }
-        assert_eq!(&b[30..32], &[0, 0]);
+        assert_eq!(Packet::new_checked(&b[..]).unwrap().ce_count(), 0x1e1f);
     }
 
     #[test]
@@ -416,11 +420,19 @@ mod tests {
             Packet::new_checked(&d[..]).unwrap_err(),
             WireError::BadVersion(9)
         );
+        // A version-1 datagram is dropped by a version-2 receiver.
         d[0] = 1;
-        d[1] = 0x80 | 0x02;
         assert_eq!(
             Packet::new_checked(&d[..]).unwrap_err(),
-            WireError::BadFlags(0x82)
+            WireError::BadVersion(1)
+        );
+        d[0] = 2;
+        d[1] = 0x80 | 0x02;
+        assert!(Packet::new_checked(&d[..]).is_ok(), "ACK|CN is legal");
+        d[1] = 0x80 | 0x02 | 0x04;
+        assert_eq!(
+            Packet::new_checked(&d[..]).unwrap_err(),
+            WireError::BadFlags(0x86)
         );
         d[1] = (Flags::SYN | Flags::FIN).bits();
         assert!(matches!(
@@ -464,6 +476,7 @@ mod tests {
             Flags::ACK | Flags::FIN,
             Flags::RST,
             Flags::RST | Flags::ACK,
+            Flags::ACK | Flags::CN,
         ];
         for b in 0u8..=255 {
             let ok = Flags::from_bits(b).is_some_and(|f| f.is_legal());

@@ -19,6 +19,10 @@ struct Pair {
     s_events: Vec<Event>,
     sent_by_client: Vec<(u64, Flags, u32, usize)>,
     sent_by_server: Vec<(u64, Flags, u32, usize)>,
+    /// Marks every n-th DATA datagram from the client CE on delivery (0: none).
+    ce_every: u32,
+    ce_marked: u32,
+    data_seen: u32,
 }
 
 fn a() -> SocketAddr {
@@ -45,6 +49,9 @@ impl Pair {
             s_events: vec![],
             sent_by_client: vec![],
             sent_by_server: vec![],
+            ce_every: 0,
+            ce_marked: 0,
+            data_seen: 0,
         };
         p.ch = p.c.connect(p.now, b()).unwrap();
         p
@@ -99,7 +106,13 @@ impl Pair {
             while self.air.front().is_some_and(|f| f.0 <= self.now) {
                 let (_, from_client, d) = self.air.pop_front().unwrap();
                 if from_client {
-                    self.s.handle(self.now, a(), &d);
+                    let mut ce = false;
+                    if Packet::new_checked(&d[..]).is_ok_and(|p| p.flags().contains(Flags::DATA)) {
+                        self.data_seen += 1;
+                        ce = self.ce_every > 0 && self.data_seen.is_multiple_of(self.ce_every);
+                        self.ce_marked += u32::from(ce);
+                    }
+                    self.s.handle_ecn(self.now, a(), &d, ce);
                 } else {
                     self.c.handle(self.now, b(), &d);
                 }
@@ -180,7 +193,7 @@ fn ack_per_64k_on_bulk() {
     // Start at line rate: below ~10 Gbit/s a 64 KiB batch takes longer than the 50 us
     // delayed-ACK timer, which then (by design) acknowledges smaller batches.
     let mut cfg = Config::default();
-    if let stride_proto::cc::CcConfig::Stride(p) = &mut cfg.cc {
+    if let Some(p) = cfg.cc.params_mut::<stride_proto::cc::StrideParams>() {
         p.rate_init = p.rate_max;
     }
     let mut p = Pair::new(cfg);
@@ -324,7 +337,7 @@ fn receiver_window_stops_and_resumes_the_sender() {
 fn pacing_lateness_measures_how_late_the_caller_wakes() {
     for lag in [0u64, 1_000] {
         let cfg = Config {
-            cc: stride_proto::cc::CcConfig::Fixed(stride_proto::cc::rate_from_gbps(1.0)),
+            cc: stride_proto::cc::CcConfig::fixed(stride_proto::cc::rate_from_gbps(1.0)),
             ..Config::default()
         };
         let mut p = Pair::new(cfg);
@@ -346,6 +359,46 @@ fn pacing_lateness_measures_how_late_the_caller_wakes() {
                 "lag {lag}: max {}",
                 h.max()
             );
+        }
+    }
+}
+
+#[test]
+fn ce_marks_are_counted_echoed_and_notified() {
+    for cnp_interval_ns in [0u64, 50_000] {
+        let mut p = Pair::new(Config {
+            cnp_interval_ns,
+            ..Default::default()
+        });
+        p.ce_every = 5;
+        p.run(100_000, &mut nodrop);
+        p.c.write(p.ch, &vec![1u8; 1 << 20]).unwrap();
+        p.run(50_000_000, &mut nodrop);
+        assert_eq!(p.read_server().len(), 1 << 20);
+        assert!(p.ce_marked > 100, "marked {}", p.ce_marked);
+        let sh = p.sh.unwrap();
+        let rs = p.s.conn(sh).unwrap().stats().clone();
+        let cs = p.c.conn(p.ch).unwrap().stats().clone();
+        assert_eq!(rs.ce_received, u64::from(p.ce_marked));
+        assert_eq!(
+            cs.ce_echoed,
+            u64::from(p.ce_marked),
+            "every mark echoed once"
+        );
+        let cn = p
+            .sent_by_server
+            .iter()
+            .filter(|r| r.1 == Flags::ACK | Flags::CN)
+            .count() as u64;
+        assert_eq!(cn, rs.cnps_sent);
+        assert_eq!(cs.cnps_received, rs.cnps_sent);
+        if let Some(span_per) = (cnp_interval_ns > 0).then_some(cnp_interval_ns) {
+            // At most one per 50 us of marking, and at least one.
+            let first = p.sent_by_client.iter().find(|r| r.3 > 0).unwrap().0;
+            let last = p.sent_by_client.iter().rev().find(|r| r.3 > 0).unwrap().0;
+            assert!(cn >= 1 && cn <= (last - first) / span_per + 2, "{cn} CNPs");
+        } else {
+            assert_eq!(cn, 0);
         }
     }
 }

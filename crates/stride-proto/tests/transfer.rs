@@ -102,7 +102,7 @@ fn clean_link_has_no_retransmissions_and_one_ack_per_64k() {
     let u = data(4 << 20, 4);
     // At line rate from the start (see behaviour.rs: slower, the delayed-ACK timer acks less).
     let mut c = cfg();
-    if let stride_proto::cc::CcConfig::Stride(p) = &mut c.cc {
+    if let Some(p) = c.cc.params_mut::<stride_proto::cc::StrideParams>() {
         p.rate_init = p.rate_max;
     }
     let o = transfer(c, link, 9, &u, &[], 120_000_000_000);

@@ -670,7 +670,7 @@ impl Scenario {
         if let Err((f, why)) = p.validate() {
             return Err(bad(&format!("stride.{f}"), why));
         }
-        cfg.cc = CcConfig::Stride(p);
+        cfg.cc = CcConfig::stride(p);
         if let Some(e) = &s.echo {
             cfg.echo = match e.as_str() {
                 "min" => EchoPolicy::Min,

@@ -40,6 +40,9 @@ pub struct StrideHost {
     /// Receive scratch: a header is copied in front of zeros that are never written.
     rx: Vec<u8>,
     sink: Vec<u8>,
+    /// Send ECN-capable (ECT) datagrams: on for controllers that read CE marks (DCQCN), off
+    /// for the rest so that their runs are the same whatever the switches mark.
+    ect: bool,
 }
 
 /// What every simulated application writes (a shared page of zeros, not a buffer per host).
@@ -67,7 +70,14 @@ impl StrideHost {
             buf: vec![0u8; 65_536],
             rx: vec![0u8; 65_536],
             sink: vec![0u8; 1 << 16],
+            ect: false,
         }
+    }
+
+    /// Marks every datagram this host sends ECN-capable (see the `ect` field).
+    pub fn with_ect(mut self, on: bool) -> Self {
+        self.ect = on;
+        self
     }
 
     fn fill(&mut self, ctx: &mut Ctx, h: ConnHandle) {
@@ -155,7 +165,22 @@ impl HostStack for StrideHost {
         {
             self.rx[..HEADER_LEN].copy_from_slice(header);
             let len = HEADER_LEN + usize::from(*payload_len);
-            self.ep.handle(ctx.now, host_addr(pkt.src), &self.rx[..len]);
+            self.ep
+                .handle_ecn(ctx.now, host_addr(pkt.src), &self.rx[..len], pkt.ce);
+            self.events(ctx);
+        } else if let Payload::QcnFeedback { fb, flow_dst, .. } = &pkt.payload {
+            // The reaction point: this host's connections sending to the sampled packet's
+            // destination (one per flow pair in the simulated workloads).
+            let dst = host_addr(*flow_dst);
+            let hs: Vec<ConnHandle> = self
+                .sending
+                .keys()
+                .copied()
+                .filter(|h| self.ep.remote(*h) == Some(dst))
+                .collect();
+            for h in hs {
+                let _ = self.ep.congestion_signal(ctx.now, h, Some(*fb), &[]);
+            }
             self.events(ctx);
         }
     }
@@ -183,7 +208,7 @@ impl HostStack for StrideHost {
             dst,
             wire: t.len as u32 + WIRE_OVERHEAD,
             hash: flow_hash(self.id, dst, key),
-            ect: false,
+            ect: self.ect,
             ce: false,
             payload: Payload::Stride {
                 header,

@@ -30,6 +30,10 @@ pub const TRANSPORTS: &[Transport] = &[
     crate::tcp::vegas::TRANSPORT,
     crate::tcp::newreno::TRANSPORT,
     crate::tcp::aimd::TRANSPORT,
+    TIMELY,
+    DCQCN,
+    SWIFT,
+    QCN,
 ];
 
 /// The transport called `name`.
@@ -55,5 +59,65 @@ pub const STRIDE: Transport = Transport {
                     as Box<dyn HostStack>
             })
             .collect())
+    },
+};
+
+/// A host controller of `stride_proto::cc::REGISTRY` on STRIDE's connection (go-back-N, like
+/// RDMA's), configured by `[stride]`'s connection fields and the controller's defaults at the
+/// hosts' line rate. `ect`: the hosts send ECN-capable packets and count CE marks.
+fn stride_family(
+    sc: &Scenario,
+    n: u32,
+    cc: &str,
+    ect: bool,
+) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
+    let mut cfg = sc.stride_config()?;
+    let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
+    cfg.cc = stride_proto::cc::CcConfig::by_name(cc, line)
+        .map_err(|e| ScenarioError(format!("field `transports`: {e}")))?;
+    let reg = Rc::new(RefCell::new(HashMap::new()));
+    Ok((0..n)
+        .map(|i| {
+            Box::new(StrideHost::new(i, cfg.clone(), sc.seed, reg.clone()).with_ect(ect))
+                as Box<dyn HostStack>
+        })
+        .collect())
+}
+
+/// TIMELY (Mittal et al. 2015) on STRIDE's connection: RTT-gradient rate control.
+pub const TIMELY: Transport = Transport {
+    name: "timely",
+    about: "TIMELY (RTT gradient) on STRIDE's go-back-N connection",
+    build: |sc, n| stride_family(sc, n, "timely", false),
+};
+
+/// DCQCN's reaction point (Zhu et al. 2015) on STRIDE's connection: ECN marks at the switches,
+/// CNPs from the receiver (needs `[queue] ecn_k_packets` or RED marking).
+pub const DCQCN: Transport = Transport {
+    name: "dcqcn",
+    about: "DCQCN reaction point (ECN -> CNP) on STRIDE's go-back-N connection",
+    build: |sc, n| stride_family(sc, n, "dcqcn", true),
+};
+
+/// Swift (Kumar et al. 2020) on STRIDE's connection: delay target, window and pacing.
+pub const SWIFT: Transport = Transport {
+    name: "swift",
+    about: "Swift (delay target, window + pacing) on STRIDE's go-back-N connection",
+    build: |sc, n| stride_family(sc, n, "swift", false),
+};
+
+/// The QCN reaction point (IEEE 802.1Qau, seed 004's values) on STRIDE's connection: fed by
+/// the feedback frames of the switches' congestion points (needs a `[qcn]` section).
+pub const QCN: Transport = Transport {
+    name: "qcn",
+    about: "QCN reaction point (802.1Qau feedback frames; needs [qcn]) on STRIDE's connection",
+    build: |sc, n| {
+        if sc.qcn.is_none() {
+            // Without congestion points no feedback ever comes: a line-rate sender.
+            return Err(ScenarioError(
+                "field `transports`: qcn needs a [qcn] section (switch congestion points)".into(),
+            ));
+        }
+        stride_family(sc, n, "qcn", false)
     },
 };

@@ -25,7 +25,7 @@ fn queue() -> QueueSpec {
 
 fn stride_cfg() -> stride_proto::Config {
     stride_proto::Config {
-        cc: CcConfig::Stride(StrideParams::for_line_rate(rate_from_gbps(10.0))),
+        cc: CcConfig::stride(StrideParams::for_line_rate(rate_from_gbps(10.0))),
         min_rto_ns: 1_000_000,
         ..stride_proto::Config::default()
     }

@@ -285,7 +285,7 @@ pub fn host_config(line_bps: u64) -> Config {
     c.min_rto_ns = HOST_MIN_RTO_NS;
     let line_burst = (line_bps / 8).saturating_mul(HOST_BURST_NS) / 1_000_000_000;
     c.burst_bytes = HOST_BURST_BYTES.max(line_burst.min(1 << 20) as u32);
-    if let stride_proto::cc::CcConfig::Stride(p) = &mut c.cc {
+    if let Some(p) = c.cc.params_mut::<stride_proto::cc::StrideParams>() {
         p.t_low = HOST_T_LOW_NS;
         p.t_high = HOST_T_HIGH_NS;
         p.norm_shift = HOST_NORM_SHIFT;
@@ -402,6 +402,9 @@ impl Endpoint {
         let fd = sock.as_raw_fd();
         let kernel_timestamps = opts.kernel_timestamps && sys::enable_rx_timestamps(fd);
         let gro = opts.gro && sys::enable_gro(fd);
+        // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
+        // leaves both off; CE then never reaches the controllers.
+        let _ = sys::enable_ecn(fd, addr.is_ipv6());
         let info = SocketInfo {
             local: sock
                 .local_addr()?
@@ -891,7 +894,7 @@ fn drive(
                         };
                         for d in rx.datagrams(i) {
                             st.io.datagrams_in += 1;
-                            st.ep.handle(now, r.from, d);
+                            st.ep.handle_ecn(now, r.from, d, r.ecn == sys::ECN_CE);
                         }
                     }
                     st.dispatch();

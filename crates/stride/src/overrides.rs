@@ -1,6 +1,6 @@
 //! Controller overrides on top of the host profile ([`crate::host_config`]): what `stride send`,
 //! `stride perf client` and `stride demo` expose as `--line-rate`, `--t-low`, `--t-high`,
-//! `--norm-shift`, `--min-rto` and `--pin-rate`, for library users too.
+//! `--norm-shift`, `--min-rto`, `--pin-rate`, `--cc` and `--cc-param`, for library users too.
 //!
 //! ```
 //! let o = stride::ControllerOverrides { t_high_ns: Some(200_000), ..Default::default() };
@@ -24,8 +24,13 @@ pub struct ControllerOverrides {
     pub norm_shift: Option<u8>,
     /// Floor of the retransmission timeout, ns.
     pub min_rto_ns: Option<u64>,
-    /// No congestion control: pace at the line rate.
+    /// No congestion control: pace at the line rate (the same as `cc = Some("fixed")`).
     pub pin_rate: bool,
+    /// A registered controller by name (`stride_proto::cc::REGISTRY`); `None` keeps the
+    /// profile's (`stride`).
+    pub cc: Option<String>,
+    /// Controller parameters by name, applied last (integers in the controller's units).
+    pub cc_params: Vec<(String, String)>,
 }
 
 /// Which override was refused and why (`field` is the struct field's name).
@@ -59,19 +64,36 @@ impl ControllerOverrides {
         if let Some(r) = self.min_rto_ns {
             c.min_rto_ns = r;
         }
-        if let CcConfig::Stride(p) = &mut c.cc {
-            if let Some(t) = self.t_low_ns {
-                p.t_low = t.min(i32::MAX as u64) as u32;
-            }
-            if let Some(t) = self.t_high_ns {
-                p.t_high = t.min(i32::MAX as u64) as u32;
-            }
-            if let Some(n) = self.norm_shift {
-                p.norm_shift = n;
+        let line = rate_from_gbps(line_bps as f64 / 1e9);
+        let name = if self.pin_rate {
+            Some("fixed")
+        } else {
+            self.cc.as_deref()
+        };
+        if let Some(name) = name {
+            if name != c.cc.name() {
+                c.cc = CcConfig::by_name(name, line)
+                    .map_err(|why| OverrideError { field: "cc", why })?;
             }
         }
-        if self.pin_rate {
-            c.cc = CcConfig::Fixed(rate_from_gbps(line_bps as f64 / 1e9));
+        // The threshold overrides are by-name parameters like any other.
+        let named = [
+            ("t_low_ns", "t_low", self.t_low_ns),
+            ("t_high_ns", "t_high", self.t_high_ns),
+            ("norm_shift", "norm_shift", self.norm_shift.map(u64::from)),
+        ];
+        for (field, key, v) in named {
+            if let Some(v) = v {
+                let v = v.min(i32::MAX as u64);
+                c.cc.set(key, &v.to_string())
+                    .map_err(|why| OverrideError { field, why })?;
+            }
+        }
+        for (k, v) in &self.cc_params {
+            c.cc.set(k.trim(), v.trim()).map_err(|why| OverrideError {
+                field: "cc_params",
+                why,
+            })?;
         }
         c.validate().map_err(|(field, why)| OverrideError {
             field: match field {
@@ -89,6 +111,7 @@ impl ControllerOverrides {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stride_proto::cc::StrideParams;
 
     #[test]
     fn overrides_change_only_what_they_name() {
@@ -100,14 +123,22 @@ mod tests {
             ..Default::default()
         };
         let c = o.config(1_000_000_000).unwrap();
-        match (&base.cc, &c.cc) {
-            (CcConfig::Stride(b), CcConfig::Stride(p)) => {
-                assert_eq!(p.t_low, 90_000);
-                assert_eq!(p.t_high, b.t_high);
-                assert_eq!(p.norm_shift, b.norm_shift);
-            }
-            other => panic!("{other:?}"),
-        }
+        let (mut base, mut c) = (base, c);
+        let b = *base.cc.params_mut::<StrideParams>().expect("stride");
+        let p = *c.cc.params_mut::<StrideParams>().expect("stride");
+        assert_eq!(p.t_low, 90_000);
+        assert_eq!(p.t_high, b.t_high);
+        assert_eq!(p.norm_shift, b.norm_shift);
+        let pinned = ControllerOverrides {
+            pin_rate: true,
+            ..Default::default()
+        };
+        assert_eq!(pinned.config(1_000_000_000).unwrap().cc.name(), "fixed");
+        let unknown = ControllerOverrides {
+            cc: Some("no-such-cc".into()),
+            ..Default::default()
+        };
+        assert_eq!(unknown.config(1_000_000_000).unwrap_err().field, "cc");
         let slow = ControllerOverrides {
             line_bps: Some(1_000_000),
             ..Default::default()

@@ -208,6 +208,27 @@ pub struct Received {
     /// Kernel receive timestamp converted to [`now_ns`]'s clock, when the kernel gave one
     /// (and the wall clock did not step meanwhile).
     pub kernel_ts: Option<u64>,
+    /// The IP header's ECN codepoint (0 Not-ECT, 2 ECT(0), 1 ECT(1), 3 CE; 0 when the kernel
+    /// did not report the TOS / traffic class).
+    pub ecn: u8,
+}
+
+/// ECN codepoint "congestion experienced".
+pub const ECN_CE: u8 = 3;
+/// ECN codepoint ECT(0), what STRIDE senders set (spec 3.3).
+pub const ECN_ECT0: u8 = 2;
+
+/// Asks the kernel for each datagram's TOS / traffic class (`IP_RECVTOS`, and
+/// `IPV6_RECVTCLASS` on IPv6 sockets) and marks our sends ECT(0). True when both took.
+pub fn enable_ecn(fd: RawFd, v6: bool) -> bool {
+    let tos = i32::from(ECN_ECT0);
+    let v4 = setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1).is_ok()
+        && setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_TOS, tos).is_ok();
+    if !v6 {
+        return v4;
+    }
+    setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1).is_ok()
+        && setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, tos).is_ok()
 }
 
 /// Buffers for receiving up to [`BATCH`] messages in one call ([`GRO_BATCH`] with GRO).
@@ -216,7 +237,7 @@ pub struct RxBatch {
     room: usize,
     slots: usize,
     names: Vec<libc::sockaddr_storage>,
-    ctrl: Vec<[u64; 8]>,
+    ctrl: Vec<[u64; 16]>,
     iov: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
     /// What the last [`RxBatch::recv`] got.
@@ -249,7 +270,7 @@ impl RxBatch {
             slots,
             // SAFETY: all-zero is valid for these C structs.
             names: vec![unsafe { zeroed() }; slots],
-            ctrl: vec![[0; 8]; slots],
+            ctrl: vec![[0; 16]; slots],
             iov: vec![unsafe { zeroed() }; slots],
             hdrs: vec![unsafe { zeroed() }; slots],
             got: Vec::with_capacity(slots),
@@ -289,7 +310,7 @@ impl RxBatch {
             m.msg_iov = &mut self.iov[i];
             m.msg_iovlen = 1;
             m.msg_control = self.ctrl[i].as_mut_ptr() as *mut libc::c_void;
-            m.msg_controllen = size_of::<[u64; 8]>() as _;
+            m.msg_controllen = size_of::<[u64; 16]>() as _;
             self.hdrs[i] = libc::mmsghdr {
                 msg_hdr: m,
                 msg_len: 0,
@@ -333,6 +354,7 @@ impl RxBatch {
                     len: 0,
                     seg: 0,
                     kernel_ts: None,
+                    ecn: 0,
                 });
                 continue;
             };
@@ -342,6 +364,7 @@ impl RxBatch {
                 len = 0;
             }
             let mut kernel_ts = None;
+            let mut ecn = 0u8;
             let mut seg = len;
             // SAFETY: walking the control messages the kernel wrote into ctrl[i].
             unsafe {
@@ -356,6 +379,15 @@ impl RxBatch {
                             ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
                             pair,
                         );
+                    } else if (*c).cmsg_level == libc::IPPROTO_IP
+                        && ((*c).cmsg_type == libc::IP_TOS || (*c).cmsg_type == libc::IP_RECVTOS)
+                    {
+                        ecn = *libc::CMSG_DATA(c) & 3;
+                    } else if (*c).cmsg_level == libc::IPPROTO_IPV6
+                        && (*c).cmsg_type == libc::IPV6_TCLASS
+                    {
+                        let t = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const i32);
+                        ecn = (t & 3) as u8;
                     } else if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
                         let s = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const i32);
                         if s > 0 {
@@ -370,6 +402,7 @@ impl RxBatch {
                 len,
                 seg,
                 kernel_ts,
+                ecn,
             });
         }
         Ok(n)
@@ -632,5 +665,51 @@ mod clock_tests {
     fn random_bytes_come_from_the_kernel() {
         let (a, b) = (random16().unwrap(), random16().unwrap());
         assert_ne!(a, b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// The ECN bits a loopback datagram carries reach the receiver (ECT(0) from a socket with
+    /// [`enable_ecn`], CE from one that sets its TOS to CE).
+    #[test]
+    fn ecn_bits_arrive_over_loopback() {
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        assert!(enable_ecn(rx.as_raw_fd(), false));
+        let dst = rx.local_addr().unwrap();
+        let ect = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert!(enable_ecn(ect.as_raw_fd(), false));
+        let ce = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        setsockopt_int(
+            ce.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_TOS,
+            i32::from(ECN_CE),
+        )
+        .unwrap();
+        let plain = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        ect.send_to(b"a", dst).unwrap();
+        ce.send_to(b"b", dst).unwrap();
+        plain.send_to(b"c", dst).unwrap();
+        let mut batch = RxBatch::new();
+        let mut seen = std::collections::HashMap::new();
+        for _ in 0..1000 {
+            if let Ok(n) = batch.recv(rx.as_raw_fd()) {
+                for i in 0..n {
+                    seen.insert(batch.data(i).to_vec(), batch.got[i].ecn);
+                }
+            }
+            if seen.len() == 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(seen.get(&b"a"[..]), Some(&ECN_ECT0), "{seen:?}");
+        assert_eq!(seen.get(&b"b"[..]), Some(&ECN_CE), "{seen:?}");
+        assert_eq!(seen.get(&b"c"[..]), Some(&0), "{seen:?}");
     }
 }

@@ -1,0 +1,310 @@
+//! QCN reaction point (IEEE 802.1Qau), with the parameter values of the NetFPGA QCN
+//! implementation in seed 004 (`/work/shared/seeds/004_*`, "QCN Parameters / NIC"): a feedback
+//! frame with quantised |Fb| cuts the current rate by `Gd·|Fb|` and remembers the target; a
+//! byte counter (`BC_LIMIT`, halved after fast recovery: the "150K/75K stretching") and a timer
+//! (`TIMER_PERIOD`, halved likewise), each with 30 % randomness, end rate-increase cycles: fast
+//! recovery (`CR = (CR + TR)/2`) while both have fewer than `FAST_RECOVERY_THRESHOLD` cycles,
+//! active increase (`TR += AI_INC`) once one has, hyper-active increase (`TR += HAI_INC`) once
+//! both have.
+//!
+//! | parameter | seed 004 | here |
+//! |---|---|---|
+//! | FAST_RECOVERY_THRESHOLD | 5 | `fr_threshold` |
+//! | AI_INC | 0.5 Mbit/s | `ai_inc` |
+//! | HAI_INC | 5 Mbit/s | `hai_inc` |
+//! | BC_LIMIT | 150 KB, 30 % randomness | `bc_limit`, `jitter_pct` |
+//! | TIMER_PERIOD | 25 ms, 30 % randomness | `timer_ns`, `jitter_pct` |
+//! | MIN_RATE | 0.5 Mbit/s | `rate_min` |
+//! | GD | 1/128 | `gd_shift` = 7 |
+//!
+//! The congestion point (Q_EQ = 33 KB, W = 2, 6-bit Fb) is the switch's.
+
+use super::{rate_from_gbps, AckSample, Controller};
+
+/// QCN reaction point parameters (see the module table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QcnParams {
+    /// Cycles of each counter that end fast recovery.
+    pub fr_threshold: u32,
+    /// Active increase step (rate units).
+    pub ai_inc: u32,
+    /// Hyper-active increase step (rate units).
+    pub hai_inc: u32,
+    /// Bytes per byte-counter cycle in fast recovery (half after).
+    pub bc_limit: u64,
+    /// Timer cycle in fast recovery (ns; half after).
+    pub timer_ns: u64,
+    /// Randomness of both cycles: each is drawn uniformly within ± jitter_pct/2 %.
+    pub jitter_pct: u32,
+    /// Decrease gain Gd = 2^-gd_shift.
+    pub gd_shift: u8,
+    /// Lowest rate.
+    pub rate_min: u32,
+    /// Line rate: the start and the ceiling.
+    pub rate_max: u32,
+}
+
+impl QcnParams {
+    /// Seed 004's values at line rate `line`.
+    pub fn for_line_rate(line: u32) -> Self {
+        QcnParams {
+            fr_threshold: 5,
+            ai_inc: rate_from_gbps(0.0005).max(1),
+            hai_inc: rate_from_gbps(0.005).max(1),
+            bc_limit: 150_000,
+            timer_ns: 25_000_000,
+            jitter_pct: 30,
+            gd_shift: 7,
+            rate_min: rate_from_gbps(0.0005).min(line).max(1),
+            rate_max: line,
+        }
+    }
+
+    /// Checks ranges.
+    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+        if self.bc_limit < 2 {
+            return Err(("bc_limit", "must be at least 2"));
+        }
+        if self.timer_ns < 2 {
+            return Err(("timer_ns", "must be at least 2 ns"));
+        }
+        if self.jitter_pct > 100 {
+            return Err(("jitter_pct", "must be at most 100"));
+        }
+        if self.gd_shift == 0 || self.gd_shift > 20 {
+            return Err(("gd_shift", "must be in 1..=20"));
+        }
+        if self.rate_min == 0 || self.rate_min > self.rate_max {
+            return Err(("rate_min", "must be positive and at most rate_max"));
+        }
+        Ok(())
+    }
+}
+
+/// A QCN reaction point (rate limiter state).
+#[derive(Clone, Debug)]
+pub struct Qcn {
+    p: QcnParams,
+    cr: u64,
+    tr: u64,
+    bc_cycles: u32,
+    timer_cycles: u32,
+    bytes: u64,
+    bytes_limit: u64,
+    timer_at: Option<u64>,
+    rng: u64,
+}
+
+impl Qcn {
+    /// A reaction point at line rate (no feedback yet: counters off).
+    pub fn new(p: QcnParams, seed: u64) -> Self {
+        Qcn {
+            p,
+            cr: u64::from(p.rate_max),
+            tr: u64::from(p.rate_max),
+            bc_cycles: 0,
+            timer_cycles: 0,
+            bytes: 0,
+            bytes_limit: p.bc_limit,
+            timer_at: None,
+            rng: seed | 1,
+        }
+    }
+
+    /// Target rate TR.
+    pub fn target(&self) -> u64 {
+        self.tr
+    }
+
+    /// `x` with the configured randomness (xorshift; deterministic per seed).
+    fn jitter(&mut self, x: u64) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let span = x * u64::from(self.p.jitter_pct) / 100;
+        if span == 0 {
+            return x;
+        }
+        x - span / 2 + self.rng % (span + 1)
+    }
+
+    fn in_fast_recovery(&self) -> bool {
+        self.bc_cycles < self.p.fr_threshold && self.timer_cycles < self.p.fr_threshold
+    }
+
+    fn next_bytes_limit(&mut self) -> u64 {
+        let base = if self.bc_cycles < self.p.fr_threshold {
+            self.p.bc_limit
+        } else {
+            self.p.bc_limit / 2
+        };
+        self.jitter(base)
+    }
+
+    fn next_timer(&mut self, now: u64) -> Option<u64> {
+        let base = if self.timer_cycles < self.p.fr_threshold {
+            self.p.timer_ns
+        } else {
+            self.p.timer_ns / 2
+        };
+        Some(now + self.jitter(base))
+    }
+
+    /// A feedback frame with quantised |Fb| (0..=63).
+    pub fn feedback(&mut self, now: u64, fb: u8) {
+        let fb = u64::from(fb.min(63));
+        if fb == 0 {
+            return;
+        }
+        self.tr = self.cr;
+        self.cr -= (self.cr * fb) >> self.p.gd_shift;
+        self.cr = self.cr.max(u64::from(self.p.rate_min));
+        self.bc_cycles = 0;
+        self.timer_cycles = 0;
+        self.bytes = 0;
+        self.bytes_limit = self.next_bytes_limit();
+        self.timer_at = self.next_timer(now);
+    }
+
+    /// The end of a byte-counter or timer cycle; the counters hold the cycles before this
+    /// one, so the first `fr_threshold` cycles are fast recovery.
+    fn cycle_end(&mut self) {
+        let f = self.p.fr_threshold;
+        if self.in_fast_recovery() {
+            // fast recovery: towards the target
+        } else if self.bc_cycles > f && self.timer_cycles > f {
+            self.tr += u64::from(self.p.hai_inc);
+        } else {
+            self.tr += u64::from(self.p.ai_inc);
+        }
+        let max = u64::from(self.p.rate_max);
+        self.tr = self.tr.min(max);
+        self.cr = (self.cr + self.tr).div_ceil(2).min(max);
+    }
+
+    fn recovered(&self) -> bool {
+        self.cr >= u64::from(self.p.rate_max)
+    }
+}
+
+impl Controller for Qcn {
+    fn on_sent(&mut self, _now: u64, bytes: u32) {
+        if self.timer_at.is_none() {
+            return;
+        }
+        self.bytes += u64::from(bytes);
+        if self.bytes >= self.bytes_limit {
+            self.bytes = 0;
+            self.cycle_end();
+            self.bc_cycles += 1;
+            self.bytes_limit = self.next_bytes_limit();
+        }
+    }
+    fn on_ack(&mut self, _now: u64, _s: &AckSample) {}
+    fn on_nack(&mut self, _now: u64) {}
+    fn on_timeout(&mut self, _now: u64) {}
+    fn on_qcn_feedback(&mut self, now: u64, fb: u8) {
+        self.feedback(now, fb);
+    }
+    fn timer(&self) -> Option<u64> {
+        self.timer_at
+    }
+    fn on_timer(&mut self, now: u64) {
+        if self.timer_at.is_some_and(|t| now >= t) {
+            self.cycle_end();
+            self.timer_cycles += 1;
+            self.timer_at = if self.recovered() {
+                None
+            } else {
+                self.next_timer(now)
+            };
+        }
+    }
+    fn rate(&self) -> u32 {
+        self.cr as u32
+    }
+}
+
+crate::factory_params!(
+    QcnParams,
+    "qcn",
+    |p, now| Qcn::new(p, now ^ 0x9e37_79b9_7f4a_7c15),
+    [
+        fr_threshold,
+        ai_inc,
+        hai_inc,
+        bc_limit,
+        timer_ns,
+        jitter_pct,
+        gd_shift,
+        rate_min,
+        rate_max
+    ]
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feedback_cuts_by_gd_fb_and_recovers_in_fast_recovery_cycles() {
+        let line = rate_from_gbps(1.0);
+        let mut p = QcnParams::for_line_rate(line);
+        p.jitter_pct = 0;
+        let mut c = Qcn::new(p, 1);
+        c.on_qcn_feedback(0, 63);
+        let cut = u64::from(line) - ((u64::from(line) * 63) >> 7);
+        assert_eq!(u64::from(c.rate()), cut);
+        assert_eq!(c.target(), u64::from(line));
+        // Five timer cycles of fast recovery: each halves the distance to the target.
+        let mut gaps = vec![u64::from(line) - u64::from(c.rate())];
+        for k in 1..=5 {
+            c.on_timer(k * p.timer_ns);
+            gaps.push(u64::from(line) - u64::from(c.rate()));
+        }
+        assert_eq!(c.target(), u64::from(line));
+        for w in gaps.windows(2) {
+            assert!(w[1] <= w[0] / 2 + 1, "{gaps:?}");
+        }
+        // The hotspot is over: the rate reaches the line and the timer stops.
+        while let Some(t) = c.timer() {
+            c.on_timer(t);
+            assert!(t < 60 * p.timer_ns, "no recovery");
+        }
+        assert_eq!(c.rate(), line);
+    }
+
+    #[test]
+    fn active_then_hyper_active_increase_raise_the_target() {
+        let line = rate_from_gbps(1.0);
+        let mut p = QcnParams::for_line_rate(line);
+        p.jitter_pct = 0;
+        let mut c = Qcn::new(p, 1);
+        c.on_qcn_feedback(0, 32);
+        c.on_qcn_feedback(1, 32);
+        let tr = c.target();
+        for k in 1..=5 {
+            c.on_timer(1 + k * p.timer_ns);
+        }
+        assert_eq!(c.target(), tr, "fast recovery keeps the target");
+        c.on_timer(1 + 6 * p.timer_ns); // timer past F, bytes not: active increase
+        assert_eq!(c.target(), tr + u64::from(p.ai_inc));
+        // After fast recovery the byte counter runs at half its limit (75 KB).
+        for _ in 0..6 {
+            c.on_sent(0, 75_000);
+            c.on_sent(0, 75_000);
+        }
+        let before = c.target();
+        c.on_sent(0, 75_000);
+        assert_eq!(c.target(), before + u64::from(p.hai_inc), "hyper-active");
+    }
+
+    #[test]
+    fn jitter_stays_within_its_band() {
+        let mut c = Qcn::new(QcnParams::for_line_rate(rate_from_gbps(1.0)), 42);
+        for _ in 0..1000 {
+            let x = c.jitter(150_000);
+            assert!((127_500..=172_500).contains(&x), "{x}");
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! TIMELY (Mittal et al., "TIMELY: RTT-based Congestion Control for the Datacenter",
+//! SIGCOMM 2015): rate control from the RTT gradient, with thresholds `T_low`/`T_high` that
+//! bound the gradient's reach and hyper-active increase after five calm completions.
+//!
+//! | parameter | paper | here |
+//! |---|---|---|
+//! | EWMA weight α of the RTT difference | 0.875 | `alpha_1024` = 896 |
+//! | multiplicative decrease β | 0.8 | `beta_1024` = 819 |
+//! | additive step δ | 10 Mbit/s | `delta` = 10 Mbit/s in rate units |
+//! | T_low | 50 µs | `t_low` |
+//! | T_high | 500 µs | `t_high` |
+//! | minimum RTT (gradient normaliser) | 20 µs | `min_rtt` |
+//! | HAI after N completions | N = 5 | `hai_after` |
+//!
+//! One "completion" is one ACK sample (STRIDE acknowledges per 64 KiB segment, the paper's
+//! segment size). Integer arithmetic with multiplies and divides: this is a baseline, not the
+//! hardware path.
+
+use super::{rate_from_gbps, AckSample, Controller};
+
+/// TIMELY's parameters (see the module table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimelyParams {
+    /// EWMA weight of the new RTT difference, in 1/1024.
+    pub alpha_1024: u32,
+    /// Multiplicative decrease factor β, in 1/1024.
+    pub beta_1024: u32,
+    /// Additive increase step (rate units).
+    pub delta: u32,
+    /// Below this RTT (ns) the rate increases additively whatever the gradient.
+    pub t_low: u32,
+    /// Above this RTT (ns) the rate decreases by β(1 - T_high/RTT).
+    pub t_high: u32,
+    /// The gradient's normaliser (ns): the fabric's minimum RTT.
+    pub min_rtt: u32,
+    /// Consecutive non-positive gradients after which the step is 5δ (hyper-active increase).
+    pub hai_after: u32,
+    /// Lowest rate.
+    pub rate_min: u32,
+    /// Highest rate (the line rate).
+    pub rate_max: u32,
+    /// Starting rate.
+    pub rate_init: u32,
+}
+
+impl TimelyParams {
+    /// The paper's values for a host of line rate `line`, starting at the line rate (TIMELY
+    /// has no slow start).
+    pub fn for_line_rate(line: u32) -> Self {
+        TimelyParams {
+            alpha_1024: 896,
+            beta_1024: 819,
+            delta: rate_from_gbps(0.01).max(1),
+            t_low: 50_000,
+            t_high: 500_000,
+            min_rtt: 20_000,
+            hai_after: 5,
+            rate_min: rate_from_gbps(0.01).min(line).max(1),
+            rate_max: line,
+            rate_init: line,
+        }
+    }
+
+    /// Checks ranges.
+    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+        if self.alpha_1024 == 0 || self.alpha_1024 > 1024 {
+            return Err(("alpha_1024", "must be in 1..=1024"));
+        }
+        if self.beta_1024 == 0 || self.beta_1024 > 1024 {
+            return Err(("beta_1024", "must be in 1..=1024"));
+        }
+        if self.t_low >= self.t_high {
+            return Err(("t_low", "must be below t_high"));
+        }
+        if self.min_rtt == 0 {
+            return Err(("min_rtt", "must be positive"));
+        }
+        if self.rate_min == 0 || self.rate_min > self.rate_max {
+            return Err(("rate_min", "must be positive and at most rate_max"));
+        }
+        if self.rate_init < self.rate_min || self.rate_init > self.rate_max {
+            return Err(("rate_init", "must lie in rate_min..=rate_max"));
+        }
+        Ok(())
+    }
+}
+
+/// A TIMELY sender.
+#[derive(Clone, Debug)]
+pub struct Timely {
+    p: TimelyParams,
+    rate: u64,
+    prev_rtt: Option<u64>,
+    /// Smoothed RTT difference (ns, signed).
+    rtt_diff: i64,
+    calm: u32,
+}
+
+impl Timely {
+    /// A sender with these parameters.
+    pub fn new(p: TimelyParams) -> Self {
+        Timely {
+            p,
+            rate: u64::from(p.rate_init),
+            prev_rtt: None,
+            rtt_diff: 0,
+            calm: 0,
+        }
+    }
+
+    /// The smoothed RTT difference (ns).
+    pub fn rtt_diff(&self) -> i64 {
+        self.rtt_diff
+    }
+
+    fn clamp(&mut self) {
+        self.rate = self
+            .rate
+            .clamp(u64::from(self.p.rate_min), u64::from(self.p.rate_max));
+    }
+
+    /// One RTT sample (ns): the paper's Algorithm 1.
+    pub fn on_rtt(&mut self, rtt: u64) {
+        let p = self.p;
+        let Some(prev) = self.prev_rtt.replace(rtt) else {
+            return;
+        };
+        let new_diff = rtt as i64 - prev as i64;
+        let a = i64::from(p.alpha_1024);
+        self.rtt_diff = ((1024 - a) * self.rtt_diff + a * new_diff) / 1024;
+        if rtt < u64::from(p.t_low) {
+            self.calm = 0;
+            self.rate += u64::from(p.delta);
+        } else if rtt > u64::from(p.t_high) {
+            self.calm = 0;
+            // rate *= 1 - beta (1 - T_high / rtt)
+            let cut = u64::from(p.beta_1024) * (rtt - u64::from(p.t_high)) / rtt;
+            self.rate -= self.rate * cut / 1024;
+        } else if self.rtt_diff <= 0 {
+            self.calm += 1;
+            let n = if self.calm >= p.hai_after { 5 } else { 1 };
+            self.rate += n * u64::from(p.delta);
+        } else {
+            self.calm = 0;
+            // rate *= 1 - beta * gradient, gradient = rtt_diff / min_rtt (cut at most beta).
+            let g_1024 = (self.rtt_diff as u64 * 1024 / u64::from(p.min_rtt)).min(1024);
+            let cut = u64::from(p.beta_1024) * g_1024 / 1024;
+            self.rate -= self.rate * cut / 1024;
+        }
+        self.clamp();
+    }
+}
+
+impl Controller for Timely {
+    fn on_ack(&mut self, _now: u64, s: &AckSample) {
+        if s.rtt > 0 {
+            self.on_rtt(s.rtt);
+        }
+    }
+    fn on_nack(&mut self, _now: u64) {
+        // Loss is rare in TIMELY's (PFC) fabrics; treat it like a delay above T_high.
+        self.rate -= self.rate * u64::from(self.p.beta_1024) / 2048;
+        self.clamp();
+    }
+    fn on_timeout(&mut self, _now: u64) {
+        self.rate /= 2;
+        self.clamp();
+    }
+    fn rate(&self) -> u32 {
+        self.rate as u32
+    }
+}
+
+crate::factory_params!(
+    TimelyParams,
+    "timely",
+    |p, now| Timely::new(p),
+    [
+        alpha_1024, beta_1024, delta, t_low, t_high, min_rtt, hai_after, rate_min, rate_max,
+        rate_init
+    ]
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctl() -> Timely {
+        let mut p = TimelyParams::for_line_rate(rate_from_gbps(10.0));
+        p.rate_init = rate_from_gbps(5.0);
+        Timely::new(p)
+    }
+
+    #[test]
+    fn rate_falls_on_a_rising_gradient_and_rises_on_a_falling_one() {
+        let mut c = ctl();
+        let r0 = c.rate();
+        for rtt in [100_000u64, 110_000, 120_000, 130_000] {
+            c.on_rtt(rtt);
+        }
+        assert!(c.rtt_diff() > 0);
+        let r1 = c.rate();
+        assert!(
+            r1 < r0 * 3 / 4,
+            "positive gradient must cut hard: {r0} -> {r1}"
+        );
+        for rtt in [120_000u64, 110_000, 100_000, 90_000, 80_000, 70_000, 60_000] {
+            c.on_rtt(rtt);
+        }
+        assert!(c.rtt_diff() < 0);
+        assert!(c.rate() > r1, "negative gradient must increase");
+    }
+
+    #[test]
+    fn hyper_active_increase_after_five_calm_samples() {
+        let mut c = ctl();
+        c.on_rtt(100_000);
+        let mut steps = vec![];
+        for _ in 0..7 {
+            let r = c.rate();
+            c.on_rtt(100_000);
+            steps.push(c.rate() - r);
+        }
+        let d = c.p.delta;
+        assert_eq!(&steps[..4], &[d, d, d, d]);
+        assert_eq!(&steps[4..], &[5 * d, 5 * d, 5 * d]);
+    }
+
+    #[test]
+    fn thresholds_override_the_gradient() {
+        let mut c = ctl();
+        c.on_rtt(600_000);
+        let r = c.rate();
+        c.on_rtt(600_000); // flat gradient, but above T_high: cut by 0.8 * (1 - 500/600)
+        let expect = r - r * (819 * 100_000 / 600_000) / 1024;
+        assert_eq!(c.rate(), expect);
+        let mut c = ctl();
+        c.on_rtt(40_000);
+        let r = c.rate();
+        c.on_rtt(45_000); // rising, but below T_low: additive increase
+        assert_eq!(c.rate(), r + c.p.delta);
+    }
+}
