@@ -269,7 +269,8 @@ fn capture_tap(c: SimCapture) -> stride_sim::engine::PortTap {
     })
 }
 
-/// [`one`], capturing the packets of port `cap.0` into the file `cap.1`.
+/// Runs one transport on a loaded scenario (with a progress bar if given), capturing the
+/// packets of port `cap.0` into the file `cap.1` when asked.
 pub(crate) fn one_captured(
     loaded: &Loaded,
     transport: &str,

@@ -56,7 +56,11 @@ fn compare_writes_summary_and_csv() {
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{stem}.png");
         let svg = std::fs::read_to_string(out.join(format!("{stem}.svg"))).unwrap();
         assert!(
-            svg.contains("<svg") && svg.contains("IV (") && svg.contains("vegas"),
+            svg.contains("<svg")
+                && svg.contains("IV: ")
+                && svg.contains("1 MB (")
+                && svg.contains("STRIDE faster")
+                && svg.contains("vegas"),
             "{stem}.svg"
         );
     }
