@@ -130,6 +130,8 @@ fn checked_in_scenarios_parse() {
         "quick.toml",
         "paper-fattree.toml",
         "bench-dctcp-permutation.toml",
+        "bench-k24-permutation.toml",
+        "trace-dctcp.toml",
     ] {
         let l = Scenario::load(&root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(!l.flows.is_empty(), "{f}");
@@ -138,6 +140,12 @@ fn checked_in_scenarios_parse() {
     assert_eq!(paper.sc.hosts(), 256, "the paper's FatTree has 256 hosts");
     let bench = Scenario::load(&root.join("bench-dctcp-permutation.toml")).unwrap();
     assert_eq!(bench.sc.hosts(), 432);
+    assert!(
+        !bench.sc.tcp.delayed_ack,
+        "htsim ACKs every packet: the benchmark must too"
+    );
+    let k24 = Scenario::load(&root.join("bench-k24-permutation.toml")).unwrap();
+    assert_eq!(k24.sc.hosts(), 3456);
 }
 
 #[test]
