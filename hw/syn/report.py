@@ -24,13 +24,12 @@ TARGETS = (os.environ.get("TARGETS") or "ecp5 xilinx arriav").split()
 # cell -> column, per target
 COLS = {
     "ecp5": [("LUT4", r"^LUT4$"), ("carry (CCU2C)", r"^CCU2C$"), ("wide mux", r"^(PFUMX|L6MUX21)$"),
-             ("FF", r"^TRELLIS_FF$"), ("DSP (MULT18X18D)", r"^MULT18X18D|ALU54B$"), ("BRAM", r"^DP16KD|PDPW16KD$"), ("LUTRAM", r"^TRELLIS_DPR16X4$")],
+             ("FF", r"^TRELLIS_FF$"), ("DSP (MULT18X18D)", r"^MULT18X18D|ALU54B$"), ("BRAM", r"^DP16KD|PDPW16KD$")],
     "xilinx": [("LUT", r"^LUT[1-6]$"), ("carry (CARRY4)", r"^CARRY4$"), ("wide mux", r"^MUXF[78]$"),
-               ("FF", r"^FD[RSCP]E$"), ("DSP (DSP48E1)", r"^DSP48E1$"), ("BRAM", r"^RAMB(18|36)E1$"),
-               ("LUTRAM", r"^RAM(32|64)M$|^RAM(32|64|128|256)X1[SD]$")],
+               ("FF", r"^FD[RSCP]E$"), ("DSP (DSP48E1)", r"^DSP48E1$"), ("BRAM", r"^RAMB(18|36)E1$")],
     "arriav": [("ALUT", r"^MISTRAL_ALUT[2-6]$|^MISTRAL_NOT$"), ("carry ALUT", r"^MISTRAL_ALUT_ARITH$"),
                ("wide mux", r"^$^"), ("FF", r"^MISTRAL_FF$"), ("DSP", r"^MISTRAL_MUL"),
-               ("BRAM", r"^MISTRAL_M10K$"), ("LUTRAM", r"^MISTRAL_MLAB$")],
+               ("BRAM", r"^MISTRAL_M10K$")],
 }
 
 
@@ -71,8 +70,8 @@ lines = ["# Hardware resource report", "",
          "Logic = LUTs (plus carry cells, counted separately). `stride_rx_parser` is the 64-bit "
          "receive parser; `stride_rx_engine, N=...` the receive engine with N connection contexts, "
          "whose table holds 245 bits per context (N rounded up to a power of two: 245, 15 680 and "
-         "250 880 bits for N = 1, 64, 1024), in block RAM where Yosys maps it (a table this small "
-         "may become LUT RAM: column LUTRAM, cells of 32 or 64 entries).", ""]
+         "250 880 bits for N = 1, 64, 1024), in block RAM where Yosys maps it (for small N it may "
+         "become LUT RAM, which these columns do not count: see the .stat files).", ""]
 table = {}
 for t in TARGETS:
     hdr = [c for c, _ in COLS[t]]
