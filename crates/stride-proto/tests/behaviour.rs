@@ -109,7 +109,7 @@ impl Pair {
                     let mut ce = false;
                     if Packet::new_checked(&d[..]).is_ok_and(|p| p.flags().contains(Flags::DATA)) {
                         self.data_seen += 1;
-                        ce = self.ce_every > 0 && self.data_seen.is_multiple_of(self.ce_every);
+                        ce = self.ce_every > 0 && self.data_seen % self.ce_every == 0;
                         self.ce_marked += u32::from(ce);
                     }
                     self.s.handle_ecn(self.now, a(), &d, ce);
