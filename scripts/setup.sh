@@ -25,6 +25,14 @@ if ! command -v tshark >/dev/null 2>&1; then
   echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections 2>/dev/null || true
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq tshark >/dev/null
 fi
+# Ray for `stride sim sweep --ray` and its test (crates/stride-cli/tests/ray_sweep.rs), in
+# tools/ray/.venv (STRIDE_RAY_VENV names another): pip wheels of ray exist for CPython 3.9-3.13.
+ray_venv=${STRIDE_RAY_VENV:-tools/ray/.venv}
+if ! "$ray_venv/bin/python" -c 'import ray' 2>/dev/null; then
+  echo "scripts/setup.sh: creating $ray_venv with ray 2.60 (pip)"
+  python3 -m venv "$ray_venv"
+  "$ray_venv/bin/pip" install -q 'ray==2.60.*'
+fi
 if [ -f hw/Makefile ]; then
   bash hw/setup.sh
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, Rust tests (unit, property, vectors), hardware tests.
+# The whole test suite: formatting, lints, API docs, Rust tests (unit, property, vectors), hardware tests.
 # Installs what it needs itself (see scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo doc (warnings are errors: broken links, bad HTML in doc comments)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 echo "== cargo test"

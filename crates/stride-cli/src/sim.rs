@@ -106,6 +106,13 @@ enum SimCmd {
         /// Print the results as JSON on stdout.
         #[arg(long)]
         json: bool,
+        /// Run the simulations as Ray tasks on the Ray cluster at ADDRESS (`auto`, HOST:6379,
+        /// ray://HOST:10001, or `local` for a private instance started for this sweep) instead of
+        /// on this machine; same table and files. Needs a Python with `ray` (STRIDE_RAY_PYTHON,
+        /// default python3), and this `stride` binary and the scenario at the same paths on every
+        /// worker. See tools/ray/stride_ray_sweep.py.
+        #[arg(long, value_name = "ADDRESS", conflicts_with = "jobs")]
+        ray: Option<String>,
     },
 }
 
@@ -165,6 +172,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             jobs,
             out,
             json,
+            ray,
         } => {
             check_transport(&cc)?;
             if let Some(b) = &baseline {
@@ -178,13 +186,25 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
                 sets,
                 jobs,
             };
-            let o = stride_sim::sweep::run(&spec)?;
+            let spec_ray = ray.is_some();
+            let o = match ray {
+                None => stride_sim::sweep::run(&spec)?,
+                Some(address) => {
+                    let opts = stride_sim::sweep::RayOptions {
+                        address,
+                        python: std::env::var_os("STRIDE_RAY_PYTHON")
+                            .map_or_else(|| PathBuf::from("python3"), PathBuf::from),
+                        stride: std::env::current_exe().context("locating the stride binary")?,
+                    };
+                    stride_sim::sweep::run_on_ray(&spec, &opts)?
+                }
+            };
             for n in &o.notes {
                 eprintln!("stride sim sweep: note: {n}");
             }
             if !json {
                 eprintln!(
-                    "sweep: {} points of {}{}, {} simulations on {} threads",
+                    "sweep: {} points of {}{}, {} simulations on {} {}",
                     o.rows.len(),
                     spec.transport,
                     spec.baseline
@@ -192,7 +212,8 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
                         .map(|b| format!(" + baseline {b}"))
                         .unwrap_or_default(),
                     o.simulations,
-                    o.workers
+                    o.workers,
+                    if spec_ray { "Ray CPUs" } else { "threads" }
                 );
             }
             if let Some(dir) = &out {

@@ -6,7 +6,7 @@
 //! pays once, so the smallest flows have slowdowns above 1 by construction.
 
 use crate::engine::{Flow, RunStats, Sim};
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 
 /// Size categories of the paper's Table 2 (read as in docs/spec.md §8.5).
@@ -18,25 +18,37 @@ pub const CATEGORIES: [(&str, u64, u64); 5] = [
     ("all", 0, u64::MAX),
 ];
 
+/// Reads a float written by serde_json, which writes NaN (e.g. the mean FCT of a category
+/// without finished flows) as `null`: `null` reads back as NaN, so a report survives a JSON round
+/// trip (`stride sim sweep --ray` gathers the points' reports as JSON).
+fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// Statistics of one category.
-#[derive(Debug, Serialize, Clone, Default)]
+#[derive(Debug, Serialize, Deserialize, Clone, Default)]
 pub struct CatStats {
     /// Completed flows in the category.
     pub flows: usize,
     /// Mean FCT, µs.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub avg_fct_us: f64,
     /// Median FCT, µs.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p50_fct_us: f64,
     /// 99th percentile FCT, µs.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p99_fct_us: f64,
     /// Mean slowdown.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub avg_slowdown: f64,
     /// 99th percentile slowdown.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p99_slowdown: f64,
 }
 
 /// Everything about one transport's run.
-#[derive(Debug, Serialize, Clone)]
+#[derive(Debug, Serialize, Deserialize, Clone)]
 pub struct TransportReport {
     /// Per category.
     pub categories: BTreeMap<String, CatStats>,
@@ -51,14 +63,17 @@ pub struct TransportReport {
     /// Payload bytes delivered to receiving applications, finished flows or not.
     pub delivered_bytes: u64,
     /// Aggregate goodput: delivered payload bits over the simulated time, Gbit/s.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub goodput_gbps: f64,
     /// Jain's fairness index of the per-flow goodputs (every flow, finished or not).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub jain: f64,
     /// Packets marked CE.
     pub ecn_marks: u64,
     /// PFC pause and resume frames sent.
     pub pause_frames: u64,
     /// Time ports spent paused by PFC, summed over ports, ms.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub pause_ms: f64,
     /// Ports (host NICs included) paused at least once.
     pub ports_paused: u64,
@@ -69,14 +84,18 @@ pub struct TransportReport {
     /// Events processed.
     pub events: u64,
     /// Events per wall-clock second.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub events_per_sec: f64,
     /// Packet-hops (a packet crossing one queue and link).
     pub packet_hops: u64,
     /// Packet-hops per wall-clock second.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub packet_hops_per_sec: f64,
     /// Simulated time, ms.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub simulated_ms: f64,
     /// Wall time, s.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub wall_seconds: f64,
 }
 

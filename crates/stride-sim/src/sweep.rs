@@ -113,13 +113,35 @@ pub fn grid(vary: &[String]) -> anyhow::Result<(Vec<String>, Vec<Vec<String>>)> 
     Ok((keys, points))
 }
 
-struct Job {
-    transport: String,
-    sets: Vec<String>,
+/// One simulation of a sweep: a transport with the overrides of its point (the fixed ones,
+/// then the point's own), to apply to the scenario file with `--set`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SweepJob {
+    /// Transport name.
+    pub transport: String,
+    /// `section.field=value` overrides, in order.
+    pub sets: Vec<String>,
 }
 
 /// Runs the sweep: validates every point first, then simulates them on `jobs` threads.
 pub fn run(a: &SweepSpec) -> anyhow::Result<SweepOutcome> {
+    run_with(a, |jobs, loaded| {
+        let workers = a
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .clamp(1, jobs.len());
+        Ok((run_local(jobs, loaded, workers)?, workers))
+    })
+}
+
+/// Runs the sweep with another executor (e.g. a cluster): validates every point, then hands
+/// `exec` the simulations to run, in order, with their loaded scenarios; `exec` returns one
+/// report per job, in the same order, and the number of workers it used. The table, CSV and
+/// JSON are then built exactly as for [`run`].
+pub fn run_with<F>(a: &SweepSpec, exec: F) -> anyhow::Result<SweepOutcome>
+where
+    F: FnOnce(&[SweepJob], &[Loaded]) -> anyhow::Result<(Vec<TransportReport>, usize)>,
+{
     let (keys, points) = grid(&a.vary)?;
     let own = format!("{}.", section(&a.transport));
     // Jobs: the swept transport at every point; the baseline once per distinct setting of the
@@ -130,7 +152,7 @@ pub fn run(a: &SweepSpec) -> anyhow::Result<SweepOutcome> {
     for p in &points {
         let mut sets = a.sets.clone();
         sets.extend(p.iter().cloned());
-        jobs.push(Job {
+        jobs.push(SweepJob {
             transport: a.transport.clone(),
             sets,
         });
@@ -142,7 +164,7 @@ pub fn run(a: &SweepSpec) -> anyhow::Result<SweepOutcome> {
             let idx = *base_index.entry(shared.clone()).or_insert_with(|| {
                 let mut sets = a.sets.clone();
                 sets.extend(shared);
-                jobs.push(Job {
+                jobs.push(SweepJob {
                     transport: b.clone(),
                     sets,
                 });
@@ -156,35 +178,12 @@ pub fn run(a: &SweepSpec) -> anyhow::Result<SweepOutcome> {
         .iter()
         .map(|j| Scenario::load_with(&a.scenario, &j.sets).map_err(|e| anyhow::anyhow!("{e}")))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let workers = a
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, jobs.len());
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<anyhow::Result<TransportReport>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let (Some(j), Some(l)) = (jobs.get(i), loaded.get(i)) else {
-                    break;
-                };
-                let r = simulate(l, &j.transport);
-                results.lock().expect("results")[i] = Some(r);
-            });
-        }
-    });
-    let mut reports = Vec::new();
-    for (i, r) in results
-        .into_inner()
-        .expect("results")
-        .into_iter()
-        .enumerate()
-    {
-        let r = r.context("a sweep job did not run")?;
-        reports.push(
-            r.with_context(|| format!("{} with {}", jobs[i].transport, jobs[i].sets.join(" ")))?,
+    let (reports, workers) = exec(&jobs, &loaded)?;
+    if reports.len() != jobs.len() {
+        bail!(
+            "the sweep executor returned {} reports for {} simulations",
+            reports.len(),
+            jobs.len()
         );
     }
     let mut rows = Vec::new();
@@ -220,6 +219,104 @@ pub fn run(a: &SweepSpec) -> anyhow::Result<SweepOutcome> {
         simulations: jobs.len(),
         workers,
     })
+}
+
+/// Where and how [`run_on_ray`] runs a sweep's simulations.
+#[derive(Debug, Clone)]
+pub struct RayOptions {
+    /// What `ray.init(address=...)` takes: `auto`, `HOST:6379`, `ray://HOST:10001`, or `local`
+    /// for a private Ray instance started for this sweep and stopped after it.
+    pub address: String,
+    /// The Python with the `ray` package (e.g. a virtualenv's `bin/python`).
+    pub python: PathBuf,
+    /// The `stride` binary the Ray workers run (`stride sim compare ... --json` per simulation);
+    /// it must exist at this path on every worker, as must the scenario and its workload files.
+    pub stride: PathBuf,
+}
+
+/// The Python driver of [`run_on_ray`] (`tools/ray/stride_ray_sweep.py`, embedded).
+pub const RAY_DRIVER: &str = include_str!("../../../tools/ray/stride_ray_sweep.py");
+
+/// Runs the sweep's simulations as Ray tasks on a Ray cluster (one task per simulation, each
+/// running `stride sim compare SCENARIO --cc T --set ... --json` on a worker) and builds the same
+/// table, CSV and JSON as [`run`]. `spec.jobs` is ignored: Ray places the tasks.
+pub fn run_on_ray(a: &SweepSpec, ray: &RayOptions) -> anyhow::Result<SweepOutcome> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let scenario = std::fs::canonicalize(&a.scenario)
+        .with_context(|| format!("scenario {}", a.scenario.display()))?;
+    run_with(a, |jobs, _| {
+        let req = json!({
+            "address": ray.address,
+            "stride": ray.stride,
+            "scenario": scenario,
+            "jobs": jobs,
+        });
+        let mut child = Command::new(&ray.python)
+            .arg("-c")
+            .arg(RAY_DRIVER)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {} (the Python with ray)", ray.python.display()))?;
+        let mut stdin = child.stdin.take().context("driver stdin")?;
+        stdin.write_all(serde_json::to_string(&req)?.as_bytes())?;
+        drop(stdin);
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            bail!(
+                "the Ray driver ({} -c RAY_DRIVER, address {}) failed: {}",
+                ray.python.display(),
+                ray.address,
+                out.status
+            );
+        }
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            reports: Vec<TransportReport>,
+            workers: usize,
+        }
+        let ans: Answer =
+            serde_json::from_slice(&out.stdout).context("the Ray driver's answer is not JSON")?;
+        Ok((ans.reports, ans.workers))
+    })
+}
+
+/// Simulates `jobs` on `workers` threads of this machine, in order.
+fn run_local(
+    jobs: &[SweepJob],
+    loaded: &[Loaded],
+    workers: usize,
+) -> anyhow::Result<Vec<TransportReport>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<anyhow::Result<TransportReport>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let (Some(j), Some(l)) = (jobs.get(i), loaded.get(i)) else {
+                    break;
+                };
+                let r = simulate(l, &j.transport);
+                results.lock().expect("results")[i] = Some(r);
+            });
+        }
+    });
+    let mut reports = Vec::new();
+    for (i, r) in results
+        .into_inner()
+        .expect("results")
+        .into_iter()
+        .enumerate()
+    {
+        let r = r.context("a sweep job did not run")?;
+        reports.push(
+            r.with_context(|| format!("{} with {}", jobs[i].transport, jobs[i].sets.join(" ")))?,
+        );
+    }
+    Ok(reports)
 }
 
 fn cat(r: &Value, c: &str, f: &str) -> f64 {

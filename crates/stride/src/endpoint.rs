@@ -338,8 +338,10 @@ impl Default for EndpointConfig {
     }
 }
 
-/// A STRIDE endpoint on one UDP socket. Cheap to clone; the driver task runs until every
-/// handle (endpoint and streams) is dropped and no connection is left, or [`Endpoint::shutdown`].
+/// A STRIDE endpoint on one UDP socket. Cheap to clone; the driver thread runs until every
+/// handle (endpoint and streams) is dropped and no connection is left. There is no explicit
+/// shutdown: shut the streams down, wait for them with [`Endpoint::wait_idle`], then drop the
+/// handles.
 #[derive(Clone)]
 pub struct Endpoint {
     shared: Arc<Shared>,
