@@ -172,12 +172,14 @@ impl HostStack for StrideHost {
             // The reaction point: this host's connections sending to the sampled packet's
             // destination (one per flow pair in the simulated workloads).
             let dst = host_addr(*flow_dst);
-            let hs: Vec<ConnHandle> = self
+            let mut hs: Vec<ConnHandle> = self
                 .sending
                 .keys()
                 .copied()
                 .filter(|h| self.ep.remote(*h) == Some(dst))
                 .collect();
+            // A HashMap's order is randomised per process: sort so a seed replays exactly.
+            hs.sort_unstable();
             for h in hs {
                 let _ = self.ep.congestion_signal(ctx.now, h, Some(*fb), &[]);
             }
