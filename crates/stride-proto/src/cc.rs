@@ -100,6 +100,10 @@ pub trait Controller: Send {
     fn window(&self) -> Option<u32> {
         None
     }
+    /// A name for the decision of the latest event, for traces (None: not reported).
+    fn trace_branch(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// The older name of [`Controller`].
@@ -616,6 +620,9 @@ impl Controller for Stride {
     }
     fn rate(&self) -> u32 {
         self.rate
+    }
+    fn trace_branch(&self) -> Option<&'static str> {
+        Some(self.branch.name())
     }
 }
 

@@ -122,6 +122,9 @@ pub struct Connection {
     delack_at: Option<u64>,
     stt_last: u32,
     stt_seg_min: Option<u32>,
+    /// Sender side: the STT and RTT of the latest pure ACK of new data (for tracing).
+    echoed_stt: Option<u32>,
+    last_rtt: Option<u64>,
     nack_now: bool,
     nack_seq: u32,
     nack_at: Option<u64>,
@@ -197,6 +200,8 @@ impl Connection {
             delack_at: None,
             stt_last: 0,
             stt_seg_min: None,
+            echoed_stt: None,
+            last_rtt: None,
             nack_now: false,
             nack_seq: 0,
             nack_at: None,
@@ -274,6 +279,19 @@ impl Connection {
     /// Current sending rate (2^-20 bytes/ns).
     pub fn rate(&self) -> u32 {
         self.cc.rate()
+    }
+    /// The STT echoed by the latest ACK of new data (raw, includes any clock offset).
+    pub fn last_stt(&self) -> Option<u32> {
+        self.echoed_stt
+    }
+    /// The RTT sample of the latest ACK of new data, ns.
+    pub fn last_rtt(&self) -> Option<u64> {
+        self.last_rtt
+    }
+    /// The controller's name for the decision of its latest event (STRIDE: the branch of
+    /// Algorithm 1), if it reports one.
+    pub fn cc_branch(&self) -> Option<&'static str> {
+        self.cc.trace_branch()
     }
     /// Bytes written but not yet acknowledged.
     pub fn unacked(&self) -> usize {
@@ -709,8 +727,10 @@ impl Connection {
             // A pure ACK acknowledging new data: one STT sample, one RTT sample.
             let stt = pkt.echo_stt();
             let mut rtt = u64::from(stt.wrapping_add(ts32(now).wrapping_sub(pkt.tx_ts())));
+            self.echoed_stt = Some(stt);
             if rtt < 1 << 31 {
                 self.rtt_sample(rtt);
+                self.last_rtt = Some(rtt);
             } else {
                 rtt = 0;
             }

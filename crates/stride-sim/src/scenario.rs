@@ -535,7 +535,7 @@ impl Scenario {
         }
         self.loss_model()?;
         if self.trace.as_ref().is_some_and(|t| t.every_ns == 0) {
-            return Err(bad("trace.every_ns", "must be at least 1"));
+            return Err(bad("trace.every", "must be at least 1ns"));
         }
         self.stride_config().map(|_| ())
     }
@@ -815,7 +815,7 @@ impl Scenario {
         sim.watch_every = self.watch.every_ns;
         if let Some(t) = &self.trace {
             if t.every_ns == 0 {
-                return Err(bad("trace.every_ns", "must be at least 1"));
+                return Err(bad("trace.every", "must be at least 1ns"));
             }
             for &f in &t.flows {
                 if f as usize >= flows.len() {

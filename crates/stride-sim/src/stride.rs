@@ -1,7 +1,7 @@
 //! STRIDE in the simulator: each host runs one unmodified `stride_proto::Endpoint`. The engine
 //! supplies the time (exact, as hardware timestamps would be) and carries the datagrams.
 
-use crate::engine::{flow_hash, Ctx, HostStack};
+use crate::engine::{flow_hash, Ctx, FlowTrace, HostStack};
 use crate::net::{Packet, Payload, WIRE_OVERHEAD};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -172,12 +172,14 @@ impl HostStack for StrideHost {
             // The reaction point: this host's connections sending to the sampled packet's
             // destination (one per flow pair in the simulated workloads).
             let dst = host_addr(*flow_dst);
-            let hs: Vec<ConnHandle> = self
+            let mut hs: Vec<ConnHandle> = self
                 .sending
                 .keys()
                 .copied()
                 .filter(|h| self.ep.remote(*h) == Some(dst))
                 .collect();
+            // A HashMap's order is randomised per process: sort so a seed replays exactly.
+            hs.sort_unstable();
             for h in hs {
                 let _ = self.ep.congestion_signal(ctx.now, h, Some(*fb), &[]);
             }
@@ -215,6 +217,25 @@ impl HostStack for StrideHost {
                 payload_len: (t.len - HEADER_LEN) as u16,
             },
             int: None,
+        })
+    }
+
+    fn trace(&self, flow: u32) -> Option<FlowTrace> {
+        // The flow's sending connection (a host sources few flows: a scan is cheap).
+        let (&h, _) = self.sending.iter().find(|(_, s)| s.flow == flow)?;
+        let c = self.ep.conn(h)?;
+        let stt = c.last_stt();
+        Some(FlowTrace {
+            rate_bps: Some(stride_proto::cc::rate_to_gbps(c.rate()) * 1e9),
+            rtt_ns: c.last_rtt().map(|r| r as f64),
+            stt_ns: stt.map(f64::from),
+            // The same estimate as the connection's queue_delay histogram: the latest STT
+            // minus the smallest echoed so far (mod 2^32, as the STT clock wraps).
+            queueing_ns: stt
+                .zip(c.stats().stt_min)
+                .map(|(s, m)| f64::from(s.wrapping_sub(m))),
+            branch: c.cc_branch(),
+            ..FlowTrace::default()
         })
     }
 

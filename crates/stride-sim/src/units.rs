@@ -45,6 +45,9 @@ const KEYS: &[(&str, &str, &str, Store)] = &[
     ("stride", "min_rto", "min_rto_us", Store::Us),
     ("tcp", "min_rto", "min_rto_us", Store::Us),
     ("watch", "every", "every_ns", Store::Ns),
+    ("trace", "every", "every_ns", Store::Ns),
+    ("tcp", "delack_timeout", "delack_timeout_us", Store::Us),
+    ("tcp", "aimd_rto", "aimd_rto_us", Store::Us),
     ("workload", "bytes", "bytes", Store::Bytes),
     ("queue", "mtu_bytes", "mtu_bytes", Store::Bytes),
     ("stride", "send_buffer", "send_buffer", Store::Bytes),
@@ -214,6 +217,35 @@ mod tests {
         assert_eq!(t["stride"]["min_rto_us"].as_integer(), Some(1000));
         assert_eq!(t["workload"]["bytes"].as_integer(), Some(1_000_000));
         assert!(t["topology"].get("link_delay").is_none());
+    }
+
+    #[test]
+    fn tcp_and_trace_durations_have_unit_spellings_and_old_ones_a_note() {
+        let (t, notes) = norm(
+            "[tcp]\ndelack_timeout = \"200us\"\naimd_rto = \"1ms\"\n[trace]\nevery = \"10us\"\n",
+        )
+        .unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(t["tcp"]["delack_timeout_us"].as_integer(), Some(200));
+        assert_eq!(t["tcp"]["aimd_rto_us"].as_integer(), Some(1000));
+        assert_eq!(t["trace"]["every_ns"].as_integer(), Some(10_000));
+        let (t, notes) =
+            norm("[tcp]\ndelack_timeout_us = 40\naimd_rto_us = 2000\n[trace]\nevery_ns = 500\n")
+                .unwrap();
+        assert_eq!(t["tcp"]["delack_timeout_us"].as_integer(), Some(40));
+        let all = notes.join("\n");
+        for want in [
+            "`tcp.delack_timeout_us` is deprecated: write `delack_timeout = \"40us\"`",
+            "`tcp.aimd_rto_us` is deprecated: write `aimd_rto = \"2ms\"`",
+            "`trace.every_ns` is deprecated: write `every = \"500ns\"`",
+        ] {
+            assert!(all.contains(want), "{want} not in {all}");
+        }
+        let e = norm("[tcp]\ndelack_timeout = \"1500ns\"\n").unwrap_err();
+        assert!(
+            e.contains("`tcp.delack_timeout`: \"1500ns\" must be whole microseconds"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -253,14 +253,14 @@ fn every_registered_transport_runs_and_unknown_names_are_refused() {
     assert!(e.contains("tcp.dctcp_g"), "{e}");
     let e = err(
         "bad-aimd.toml",
-        &format!("transports = [\"aimd\"]\n{TINY}[tcp]\naimd_rto_us = 0\n"),
+        &format!("transports = [\"aimd\"]\n{TINY}[tcp]\naimd_rto = \"0us\"\n"),
     );
-    assert!(e.contains("tcp.aimd_rto_us"), "{e}");
+    assert!(e.contains("`tcp.aimd_rto`"), "{e}");
     let e = err(
         "bad-delack.toml",
-        &format!("transports = [\"newreno\"]\n{TINY}[tcp]\ndelack_timeout_us = 0\n"),
+        &format!("transports = [\"newreno\"]\n{TINY}[tcp]\ndelack_timeout = \"0us\"\n"),
     );
-    assert!(e.contains("tcp.delack_timeout_us"), "{e}");
+    assert!(e.contains("`tcp.delack_timeout`"), "{e}");
     // turning delayed ACKs off is accepted and changes the packet count
     let on = Scenario::load(&write("delack-on.toml", TINY)).unwrap();
     let off = Scenario::load(&write(
@@ -338,7 +338,7 @@ bytes = 1000000000
 [trace]
 flows = [0]
 hosts = [2]
-every_ns = 500000
+every = "500us"
 "#;
     // hosts 1..=4 (the dumbbell's right side) all send to host 0 across the bottleneck
     let l = Scenario::load(&write("trace.toml", text)).unwrap();
@@ -370,9 +370,9 @@ every_ns = 500000
     assert!(mean > 0.9, "Jain over time {mean:.3}");
     let e = err(
         "trace-bad.toml",
-        &text.replace("every_ns = 500000", "every_ns = 0"),
+        &text.replace("every = \"500us\"", "every = \"0ns\""),
     );
-    assert!(e.contains("trace.every_ns"), "{e}");
+    assert!(e.contains("`trace.every`"), "{e}");
     let bad = Scenario::load(&write(
         "trace-bad2.toml",
         &text.replace("flows = [0]", "flows = [99]"),

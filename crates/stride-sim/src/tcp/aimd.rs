@@ -39,7 +39,7 @@ impl Congestion for Aimd {
     }
 }
 
-/// Registry entry: `[tcp] aimd_step`, `aimd_rto_us`.
+/// Registry entry: `[tcp] aimd_step`, `aimd_rto`.
 pub const TRANSPORT: crate::transport::Transport = crate::transport::Transport {
     name: "aimd",
     about: "the minimal AIMD window of seed 003 (linear increase, halve on timeout, fixed RTO)",
@@ -49,10 +49,7 @@ pub const TRANSPORT: crate::transport::Transport = crate::transport::Transport {
             return Err(ScenarioError::field("tcp.aimd_step", "must be positive"));
         }
         if t.aimd_rto_us == 0 {
-            return Err(ScenarioError::field(
-                "tcp.aimd_rto_us",
-                "must be at least 1",
-            ));
+            return Err(ScenarioError::field("tcp.aimd_rto", "must be at least 1us"));
         }
         super::hosts(
             sc,

@@ -137,8 +137,8 @@ impl TcpConfig {
         }
         if t.delayed_ack && t.delack_timeout_us == 0 {
             return Err(ScenarioError::field(
-                "tcp.delack_timeout_us",
-                "must be at least 1 (or set delayed_ack = false)",
+                "tcp.delack_timeout",
+                "must be at least 1us (or set delayed_ack = false)",
             ));
         }
         Ok(TcpConfig {
