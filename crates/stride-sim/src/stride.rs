@@ -1,7 +1,7 @@
 //! STRIDE in the simulator: each host runs one unmodified `stride_proto::Endpoint`. The engine
 //! supplies the time (exact, as hardware timestamps would be) and carries the datagrams.
 
-use crate::engine::{flow_hash, Ctx, HostStack};
+use crate::engine::{flow_hash, Ctx, FlowTrace, HostStack};
 use crate::net::{Packet, Payload, WIRE_OVERHEAD};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -227,5 +227,15 @@ impl HostStack for StrideHost {
     fn wake(&mut self, ctx: &mut Ctx) {
         self.ep.handle_timeout(ctx.now);
         self.events(ctx);
+    }
+
+    fn trace(&self, flow: u32) -> Option<FlowTrace> {
+        let (&h, _) = self.sending.iter().find(|(_, s)| s.flow == flow)?;
+        let conn = self.ep.conn(h)?;
+        // The controller's pacing rate, 2^-20 bytes/ns.
+        Some(FlowTrace {
+            rate_bps: Some(f64::from(conn.rate()) * 8e9 / f64::from(1u32 << 20)),
+            ..FlowTrace::default()
+        })
     }
 }
