@@ -824,7 +824,7 @@ impl Sim {
         pt.busy_ns += ser;
         pt.tx_bytes += u64::from(wire);
         if pt.int {
-            if let Some(stack) = p.int.as_mut() {
+            if let Some(stack) = p.int.as_mut().filter(|s| !s.echo) {
                 stack.push(IntHop {
                     qlen_bytes: pt.qbytes,
                     tx_bytes: pt.tx_bytes,
