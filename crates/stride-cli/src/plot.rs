@@ -476,7 +476,7 @@ fn column(csv: &str, col: &str, flow: Option<&str>) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// With `[trace]`: `trace-cwnd`, `trace-alpha` (DCTCP) and `trace-queueing` per traced flow
+/// With `[trace]`: `trace-cwnd`, `trace-rate` (rate-based senders), `trace-alpha` (DCTCP) and `trace-queueing` per traced flow
 /// (at most 6 flows per transport), and `jain` over time per transport, each PNG and SVG.
 pub fn write_trace_plots(
     dir: &Path,
@@ -494,6 +494,7 @@ pub fn write_trace_plots(
     let name = summary["scenario"].as_str().unwrap_or("scenario");
     for (col, stem, y) in [
         ("cwnd_bytes", "trace-cwnd", "congestion window (bytes)"),
+        ("rate_gbps", "trace-rate", "sending rate (Gbit/s)"),
         ("alpha", "trace-alpha", "DCTCP alpha"),
         ("queueing_ns", "trace-queueing", "queueing delay (ns)"),
     ] {

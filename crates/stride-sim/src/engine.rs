@@ -19,6 +19,8 @@ pub enum Ev {
     FlowStart { flow: u32 },
     /// A timed PFC pause of a port may end.
     PauseEnd { port: u32 },
+    /// A port's link rate changes (entry `idx` of the rate schedule).
+    RateChange { idx: u32 },
 }
 
 /// No ingress link: a packet a host or a switch itself originates.
@@ -290,6 +292,8 @@ pub struct Sim {
     next_trace: u64,
     /// Trace samples.
     pub traces: Vec<TraceSample>,
+    /// Scheduled link-rate changes: (port, new rate in bit/s), see [`Sim::change_rate_at`].
+    rate_changes: Vec<(usize, u64)>,
     /// (time, Jain's index of the goodputs over the last period of the flows running through
     /// all of it, how many such flows), every `trace_every` ns.
     pub jain_samples: Vec<(u64, f64, usize)>,
@@ -384,6 +388,7 @@ impl Sim {
             trace_every: 0,
             next_trace: 0,
             traces: Vec::new(),
+            rate_changes: Vec::new(),
             jain_samples: Vec::new(),
             last_delivered: Vec::new(),
             routes: RouteTable::default(),
@@ -401,6 +406,21 @@ impl Sim {
     fn push(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
         self.heap.push(Reverse((t, self.seq, ev)));
+    }
+
+    /// Changes the link rate of `port` to `rate_bps` at time `at` (a hotspot whose service
+    /// rate drops, then recovers). Call before [`Sim::run`]: a switch port so scheduled runs
+    /// per packet from the start, so that packets already queued leave at the new rate.
+    pub fn change_rate_at(&mut self, at: u64, port: usize, rate_bps: u64) {
+        assert!(rate_bps > 0, "a link rate must be positive");
+        assert!(
+            self.stats.events == 0,
+            "rate changes are scheduled before the run"
+        );
+        self.topo.ports[port].per_packet = true;
+        let idx = self.rate_changes.len() as u32;
+        self.rate_changes.push((port, rate_bps));
+        self.push(at, Ev::RateChange { idx });
     }
 
     /// Puts a random loss process on the link of `port` (seeded from the simulator's seed,
@@ -539,6 +559,10 @@ impl Sim {
                     if self.topo.ports[port as usize].paused_until == t {
                         self.resume(port as usize);
                     }
+                }
+                Ev::RateChange { idx } => {
+                    let (port, bps) = self.rate_changes[idx as usize];
+                    self.topo.ports[port].rate_bps = bps;
                 }
                 Ev::PortFree { port } => {
                     // Host NICs and per-packet switch ports (fast-path switch ports are
@@ -800,7 +824,7 @@ impl Sim {
         pt.busy_ns += ser;
         pt.tx_bytes += u64::from(wire);
         if pt.int {
-            if let Some(stack) = p.int.as_mut() {
+            if let Some(stack) = p.int.as_mut().filter(|s| !s.echo) {
                 stack.push(IntHop {
                     qlen_bytes: pt.qbytes,
                     tx_bytes: pt.tx_bytes,

@@ -79,6 +79,9 @@ pub struct IntStack {
     pub n: u8,
     /// The records; only `..n` are meaningful.
     pub hops: [IntHop; INT_MAX_HOPS],
+    /// A receiver's echo of a data packet's records, riding back to the sender on an ACK:
+    /// switches leave it alone.
+    pub echo: bool,
 }
 
 impl IntStack {

@@ -54,6 +54,24 @@ pub struct Scenario {
     pub pfc: Option<crate::switchcfg::PfcCfg>,
     /// INT stamping.
     pub int: Option<crate::switchcfg::IntCfg>,
+    /// `[[rate_change]]`: switch ports whose link rate changes at given times (a hotspot).
+    #[serde(default)]
+    pub rate_change: Vec<RateChangeCfg>,
+}
+
+/// One `[[rate_change]]` entry: at `at_ms`, port `port` of switch `switch` (its output ports
+/// in the order `[watch]` lists them, 0-based) serves at `gbps`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RateChangeCfg {
+    /// When, ms of simulated time.
+    pub at_ms: f64,
+    /// Switch name (`left`, `leaf0`, `edge0.0`, ...).
+    pub switch: String,
+    /// Output port of that switch, 0-based.
+    pub port: u32,
+    /// The new link rate, Gbit/s.
+    pub gbps: f64,
 }
 
 /// `[trace]`: flows whose sender state (cwnd / rate / DCTCP alpha / RTT and queueing delay) is
@@ -534,6 +552,20 @@ impl Scenario {
             (tr.build)(self, 0)?;
         }
         self.loss_model()?;
+        for (i, r) in self.rate_change.iter().enumerate() {
+            if !(r.at_ms.is_finite() && r.at_ms >= 0.0) {
+                return Err(bad(
+                    &format!("rate_change[{i}].at_ms"),
+                    "must be a time >= 0",
+                ));
+            }
+            if !(r.gbps.is_finite() && r.gbps * 1e9 >= 1.0) {
+                return Err(bad(&format!("rate_change[{i}].gbps"), "must be > 0"));
+            }
+        }
+        if !self.rate_change.is_empty() {
+            self.rate_schedule(&self.topology())?;
+        }
         if self.trace.as_ref().is_some_and(|t| t.every_ns == 0) {
             return Err(bad("trace.every", "must be at least 1ns"));
         }
@@ -774,6 +806,32 @@ impl Scenario {
         }))
     }
 
+    /// `[[rate_change]]` as (time ns, port index, rate bit/s).
+    fn rate_schedule(&self, topo: &Topology) -> Result<Vec<(u64, usize, u64)>, ScenarioError> {
+        let mut out = Vec::new();
+        for (i, r) in self.rate_change.iter().enumerate() {
+            let Some(si) = topo.switch_names.iter().position(|n| n == &r.switch) else {
+                return Err(bad(
+                    &format!("rate_change[{i}].switch"),
+                    format!(
+                        "no switch named {:?} ({})",
+                        r.switch,
+                        topo.switch_names.join(", ")
+                    ),
+                ));
+            };
+            let ports = &topo.switches[si].ports;
+            let Some(&port) = ports.get(r.port as usize) else {
+                return Err(bad(
+                    &format!("rate_change[{i}].port"),
+                    format!("switch {:?} has ports 0..{}", r.switch, ports.len()),
+                ));
+            };
+            out.push(((r.at_ms * 1e6) as u64, port, (r.gbps * 1e9) as u64));
+        }
+        Ok(out)
+    }
+
     /// A simulator for one transport on these flows, with watched ports set.
     pub fn sim(&self, transport: &str, flows: &[Flow]) -> Result<Sim, ScenarioError> {
         let topo = self.topology();
@@ -810,6 +868,9 @@ impl Scenario {
             for p in lossy {
                 sim.set_loss(p, m);
             }
+        }
+        for (at, port, bps) in self.rate_schedule(&sim.topo)? {
+            sim.change_rate_at(at, port, bps);
         }
         sim.watch = watch;
         sim.watch_every = self.watch.every_ns;

@@ -2,7 +2,7 @@
 //! supplies the time (exact, as hardware timestamps would be) and carries the datagrams.
 
 use crate::engine::{flow_hash, Ctx, FlowTrace, HostStack};
-use crate::net::{Packet, Payload, WIRE_OVERHEAD};
+use crate::net::{IntStack, Packet, Payload, WIRE_OVERHEAD};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use stride_proto::wire::HEADER_LEN;
@@ -43,6 +43,11 @@ pub struct StrideHost {
     /// Send ECN-capable (ECT) datagrams: on for controllers that read CE marks (DCQCN), off
     /// for the rest so that their runs are the same whatever the switches mark.
     ect: bool,
+    /// HPCC: data packets carry an INT stack for the switches to fill, and the receiver
+    /// echoes the latest stack from each source on its next ACK there.
+    int: bool,
+    /// The latest INT stack received from each source host, not yet echoed.
+    echo: HashMap<u32, IntStack>,
 }
 
 /// What every simulated application writes (a shared page of zeros, not a buffer per host).
@@ -71,7 +76,15 @@ impl StrideHost {
             rx: vec![0u8; 65_536],
             sink: vec![0u8; 1 << 16],
             ect: false,
+            int: false,
+            echo: HashMap::new(),
         }
+    }
+
+    /// Carries INT stacks on data packets and echoes them on ACKs (see the `int` field).
+    pub fn with_int(mut self, on: bool) -> Self {
+        self.int = on;
+        self
     }
 
     /// Marks every datagram this host sends ECN-capable (see the `ect` field).
@@ -165,6 +178,33 @@ impl HostStack for StrideHost {
         {
             self.rx[..HEADER_LEN].copy_from_slice(header);
             let len = HEADER_LEN + usize::from(*payload_len);
+            if let Some(stack) = pkt.int.as_deref() {
+                if stack.echo {
+                    // The sender: the records the path wrote on our data, before the ACK.
+                    let hops: Vec<stride_proto::cc::IntHop> = stack
+                        .hops()
+                        .iter()
+                        .map(|h| stride_proto::cc::IntHop {
+                            qlen: h.qlen_bytes,
+                            tx_bytes: h.tx_bytes,
+                            ts: h.ts_ns,
+                            rate_bps: h.rate_bps,
+                        })
+                        .collect();
+                    let from = host_addr(pkt.src);
+                    let hs: Vec<ConnHandle> = self
+                        .sending
+                        .keys()
+                        .copied()
+                        .filter(|h| self.ep.remote(*h) == Some(from))
+                        .collect();
+                    for h in hs {
+                        let _ = self.ep.congestion_signal(ctx.now, h, None, &hops);
+                    }
+                } else {
+                    self.echo.insert(pkt.src, *stack);
+                }
+            }
             self.ep
                 .handle_ecn(ctx.now, host_addr(pkt.src), &self.rx[..len], pkt.ce);
             self.events(ctx);
@@ -205,6 +245,16 @@ impl HostStack for StrideHost {
         );
         let mut header = [0u8; HEADER_LEN];
         header.copy_from_slice(&d[..HEADER_LEN]);
+        let int = if !self.int {
+            None
+        } else if t.len > HEADER_LEN {
+            Some(Box::default())
+        } else {
+            self.echo.remove(&dst).map(|mut s| {
+                s.echo = true;
+                Box::new(s)
+            })
+        };
         Some(Packet {
             src: self.id,
             dst,
@@ -216,7 +266,7 @@ impl HostStack for StrideHost {
                 header,
                 payload_len: (t.len - HEADER_LEN) as u16,
             },
-            int: None,
+            int,
         })
     }
 

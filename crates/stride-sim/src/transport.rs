@@ -34,6 +34,7 @@ pub const TRANSPORTS: &[Transport] = &[
     DCQCN,
     SWIFT,
     QCN,
+    HPCC,
 ];
 
 /// The transport called `name`.
@@ -104,6 +105,39 @@ pub const SWIFT: Transport = Transport {
     name: "swift",
     about: "Swift (delay target, window + pacing) on STRIDE's go-back-N connection",
     build: |sc, n| stride_family(sc, n, "swift", false),
+};
+
+/// HPCC (Li et al. 2019) on STRIDE's connection: the switches stamp INT records on data
+/// packets, the receiver echoes them on its ACKs (needs `[int] enabled = true`); an ACK per
+/// packet unless `[stride] ack_interval` says otherwise.
+pub const HPCC: Transport = Transport {
+    name: "hpcc",
+    about: "HPCC (INT records echoed on ACKs; needs [int]) on STRIDE's go-back-N connection",
+    build: |sc, n| {
+        if !sc.int.as_ref().is_some_and(|i| i.enabled) {
+            // Without INT no record ever comes: a line-rate sender.
+            return Err(ScenarioError(
+                "field `transports`: hpcc needs an [int] section with enabled = true".into(),
+            ));
+        }
+        let mut hosts = Vec::new();
+        let mut cfg = sc.stride_config()?;
+        if sc.stride.ack_interval.is_none() {
+            // HPCC acknowledges every packet (each ACK echoing its packet's records); with
+            // STRIDE's 64 KB ACK interval a window of one base-RTT BDP stalls between ACKs.
+            cfg.ack_interval = 1;
+        }
+        let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
+        cfg.cc = stride_proto::cc::CcConfig::by_name("hpcc", line)
+            .map_err(|e| ScenarioError(format!("field `transports`: {e}")))?;
+        let reg = Rc::new(RefCell::new(HashMap::new()));
+        for i in 0..n {
+            hosts.push(Box::new(
+                StrideHost::new(i, cfg.clone(), sc.seed, reg.clone()).with_int(true),
+            ) as Box<dyn HostStack>);
+        }
+        Ok(hosts)
+    },
 };
 
 /// The QCN reaction point (IEEE 802.1Qau, seed 004's values) on STRIDE's connection: fed by

@@ -232,8 +232,9 @@ fn every_registered_transport_runs_and_unknown_names_are_refused() {
         .collect::<Vec<_>>()
         .join(", ");
     let text = format!("transports = [{list}]\n{TINY}");
-    // With congestion points: QCN's reaction point refuses a scenario without them.
-    let text = format!("{text}[qcn]\n");
+    // With congestion points and INT stamping: QCN's reaction point and HPCC refuse a
+    // scenario without them.
+    let text = format!("{text}[qcn]\n[int]\nenabled = true\n");
     let l = Scenario::load(&write("registry.toml", &text)).unwrap();
     for name in &names {
         let mut sim = l.sc.sim(name, &l.flows).unwrap();
