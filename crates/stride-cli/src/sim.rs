@@ -390,7 +390,7 @@ pub(crate) fn one_captured(
     }
     Ok(Outcome {
         name: transport.to_string(),
-        report: summarize(&r, &sim.stats, wall),
+        report: summarize(&r, &sim.stats, &sim.samples, wall),
         csv: csv(transport, &r),
         queue_csv,
         trace_csv,
@@ -571,19 +571,33 @@ fn print_table(s: &Value) {
         return;
     };
     println!(
-        "{:<8} {:>11} {:>8} {:>8} {:>9} {:>10} {:>6} {:>9} {:>8}",
-        "cc", "done/flows", "drops", "lost", "ECN", "Gbit/s", "Jain", "Mev/s", "wall s"
+        "{:<8} {:>11} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>10} {:>6} {:>9} {:>8}",
+        "cc",
+        "done/flows",
+        "drops",
+        "lost",
+        "ECN",
+        "pause ms",
+        "q50 KB",
+        "q99 KB",
+        "Gbit/s",
+        "Jain",
+        "Mev/s",
+        "wall s"
     );
     for (name, t) in ts {
         let u = |k: &str| t[k].as_u64().unwrap_or(0);
         let f = |k: &str| t[k].as_f64().unwrap_or(0.0);
         println!(
-            "{:<8} {:>11} {:>8} {:>8} {:>9} {:>10.2} {:>6.3} {:>9.2} {:>8.2}",
+            "{:<8} {:>11} {:>8} {:>8} {:>9} {:>9.3} {:>8.1} {:>8.1} {:>10.2} {:>6.3} {:>9.2} {:>8.2}",
             name,
             format!("{}/{}", u("completed"), u("flows_total")),
             u("drops"),
             u("link_losses"),
             u("ecn_marks"),
+            f("pause_ms"),
+            t["queue_p50_kb"].as_f64().unwrap_or(f64::NAN),
+            t["queue_p99_kb"].as_f64().unwrap_or(f64::NAN),
             f("goodput_gbps"),
             f("jain"),
             f("events_per_sec") / 1e6,

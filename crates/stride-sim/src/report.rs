@@ -5,7 +5,7 @@
 //! rate (`ceil(bytes / 1460) * 1538` bytes). It ignores the handshake, which every transport
 //! pays once, so the smallest flows have slowdowns above 1 by construction.
 
-use crate::engine::{Flow, RunStats, Sim};
+use crate::engine::{Flow, QueueSample, RunStats, Sim};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 
@@ -81,6 +81,13 @@ pub struct TransportReport {
     pub headroom_drops: u64,
     /// QCN feedback frames sent by congestion points.
     pub qcn_feedback: u64,
+    /// Median of the watched ports' queue samples (`[watch]`), KB (1000 bytes); NaN without
+    /// samples.
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub queue_p50_kb: f64,
+    /// 99th percentile of the watched ports' queue samples, KB; NaN without samples.
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub queue_p99_kb: f64,
     /// Events processed.
     pub events: u64,
     /// Events per wall-clock second.
@@ -152,8 +159,24 @@ pub fn rows(sim: &Sim) -> Vec<FlowRow> {
         .collect()
 }
 
-/// Summary of one run.
-pub fn summarize(rows: &[FlowRow], stats: &RunStats, wall: f64) -> TransportReport {
+/// (p50, p99) of the queue samples, KB (1000 bytes), over every watched port; NaN when empty.
+pub fn queue_percentiles(samples: &[QueueSample]) -> (f64, f64) {
+    if samples.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut kb: Vec<f64> = samples.iter().map(|s| s.bytes as f64 / 1e3).collect();
+    kb.sort_by(f64::total_cmp);
+    (pct(&kb, 0.5), pct(&kb, 0.99))
+}
+
+/// Summary of one run; `samples` are the watched ports' queue samples.
+pub fn summarize(
+    rows: &[FlowRow],
+    stats: &RunStats,
+    samples: &[QueueSample],
+    wall: f64,
+) -> TransportReport {
+    let (queue_p50_kb, queue_p99_kb) = queue_percentiles(samples);
     let mut categories = BTreeMap::new();
     for (name, lo, hi) in CATEGORIES {
         let sel: Vec<&FlowRow> = rows
@@ -209,6 +232,8 @@ pub fn summarize(rows: &[FlowRow], stats: &RunStats, wall: f64) -> TransportRepo
         ports_paused: stats.ports_paused,
         headroom_drops: stats.headroom_drops,
         qcn_feedback: stats.qcn_feedback,
+        queue_p50_kb,
+        queue_p99_kb,
         events: stats.events,
         events_per_sec: stats.events as f64 / wall.max(1e-9),
         packet_hops: stats.packet_hops,
@@ -286,4 +311,52 @@ pub fn csv(transport: &str, rows: &[FlowRow]) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(bytes: u64) -> QueueSample {
+        QueueSample {
+            t: 0,
+            port: 0,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn queue_percentiles_of_samples() {
+        // 100 samples 1..=100 KB: p50 is the 50th, p99 the 99th (nearest rank)
+        let s: Vec<QueueSample> = (1..=100).rev().map(|k| sample(k * 1000)).collect();
+        let (p50, p99) = queue_percentiles(&s);
+        assert_eq!(p50, 50.0);
+        assert_eq!(p99, 99.0);
+        let (e50, e99) = queue_percentiles(&[]);
+        assert!(e50.is_nan() && e99.is_nan());
+    }
+
+    #[test]
+    fn summary_carries_queue_and_pause_and_survives_json() {
+        let stats = RunStats {
+            pause_ns: 2_500_000,
+            drops: 7,
+            ..Default::default()
+        };
+        let s = [sample(3000), sample(9000)];
+        let r = summarize(&[], &stats, &s, 1.0);
+        assert_eq!(r.queue_p50_kb, 3.0);
+        assert_eq!(r.queue_p99_kb, 9.0);
+        assert_eq!(r.pause_ms, 2.5);
+        assert_eq!(r.drops, 7);
+        let back: TransportReport =
+            serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back.queue_p99_kb, 9.0);
+        // without samples the percentiles are NaN, written as null and read back as NaN
+        let r = summarize(&[], &stats, &[], 1.0);
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(j.contains("\"queue_p50_kb\":null"), "{j}");
+        let back: TransportReport = serde_json::from_str(&j).unwrap();
+        assert!(back.queue_p50_kb.is_nan());
+    }
 }

@@ -70,7 +70,7 @@ pub fn simulate(loaded: &Loaded, transport: &str) -> anyhow::Result<TransportRep
     let t0 = std::time::Instant::now();
     sim.run((sc.limit_ms * 1e6) as u64, |_, _| {});
     let wall = t0.elapsed().as_secs_f64();
-    Ok(summarize(&rows(&sim), &sim.stats, wall))
+    Ok(summarize(&rows(&sim), &sim.stats, &sim.samples, wall))
 }
 
 /// The scenario section holding a transport's own parameters.
