@@ -139,9 +139,13 @@ pub fn rows(sim: &Sim) -> Vec<FlowRow> {
         .zip(&sim.flow_delivered)
         .map(|((f, &d), &delivered)| {
             let (lat, _) = topo.path_latency(f.src, f.dst, 1538);
-            let wire = f.bytes.div_ceil(1460).max(1) * 1538;
-            let rate = topo.host_rate_bps[f.src as usize];
-            let ideal = lat + (wire * 8 * 1_000_000_000).div_ceil(rate);
+            // In u128: a long-lived flow (a permutation's) has a byte count near u64::MAX,
+            // whose wire time in ns overflows u64 (a panic in debug builds, a wrapped ideal
+            // in release); its ideal saturates instead.
+            let wire = u128::from(f.bytes.div_ceil(1460).max(1)) * 1538;
+            let rate = u128::from(topo.host_rate_bps[f.src as usize]);
+            let ser = (wire * 8 * 1_000_000_000).div_ceil(rate);
+            let ideal = lat.saturating_add(u64::try_from(ser).unwrap_or(u64::MAX));
             let end = if d != u64::MAX { d } else { sim.stats.end_ns };
             let life = end.saturating_sub(f.start);
             FlowRow {

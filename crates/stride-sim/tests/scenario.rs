@@ -382,3 +382,36 @@ every = "500us"
     let e = bad.sc.sim("dctcp", &bad.flows).err().unwrap().to_string();
     assert!(e.contains("trace.flows"), "{e}");
 }
+
+/// A long-lived flow (a permutation's 10 GB) has an ideal FCT whose wire time overflows u64 ns
+/// arithmetic: `rows` panicked in debug builds and wrapped in release. Its ideal must be at
+/// least its wire time at the host rate (8 s for 10 GB at 10 Gbit/s).
+#[test]
+fn a_ten_gigabyte_flow_has_a_sane_ideal_fct() {
+    let f = write(
+        "long.toml",
+        r#"
+name = "long"
+limit = "50us"
+transports = ["dctcp"]
+[topology]
+kind = "dumbbell"
+senders = 2
+receivers = 2
+bottleneck_rate = "10gbit"
+host_rate = "10gbit"
+link_delay = "1us"
+[workload]
+kind = "permutation"
+bytes = 10000000000
+"#,
+    );
+    let l = Scenario::load(&f).unwrap();
+    let mut sim = l.sc.sim("dctcp", &l.flows).unwrap();
+    sim.run(50_000, |_, _| {});
+    let r = rows(&sim);
+    assert!(!r.is_empty());
+    for row in &r {
+        assert!(row.ideal_ns >= 8_000_000_000, "ideal {} ns", row.ideal_ns);
+    }
+}
