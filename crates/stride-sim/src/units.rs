@@ -54,6 +54,12 @@ const KEYS: &[(&str, &str, &str, Store)] = &[
     ("stride", "ack_interval", "ack_interval", Store::Bytes),
 ];
 
+/// The same for arrays of tables (`[[section]]`): each entry's keys.
+const ARRAY_KEYS: &[(&str, &str, &str, Store)] = &[
+    ("rate_change", "at", "at_ms", Store::Ms),
+    ("rate_change", "rate", "gbps", Store::Gbps),
+];
+
 fn dotted(section: &str, key: &str) -> String {
     if section.is_empty() {
         key.to_string()
@@ -71,6 +77,11 @@ pub(crate) fn user_names(msg: &str) -> String {
                 &format!("`{}`", dotted(section, old)),
                 &format!("`{}`", dotted(section, new)),
             );
+        }
+    }
+    for (section, new, old, _) in ARRAY_KEYS {
+        if m.contains(&format!("`{section}[")) {
+            m = m.replace(&format!("].{old}`"), &format!("].{new}`"));
         }
     }
     m
@@ -140,6 +151,41 @@ fn in_grammar(v: &toml::Value, store: Store) -> String {
     }
 }
 
+/// Rewrites one key of table `t` (named `section` in messages) into its stored form.
+fn rewrite(
+    t: &mut toml::Table,
+    section: &str,
+    (new, old, store): (&str, &str, Store),
+    notes: &mut Vec<String>,
+) -> Result<(), ScenarioError> {
+    if new == old {
+        if let Some(v) = t.get(new) {
+            let v = convert(&dotted(section, new), v, store)?;
+            t.insert(new.to_string(), v);
+        }
+        return Ok(());
+    }
+    match (t.remove(new), t.get(old)) {
+        (Some(_), Some(_)) => {
+            return Err(ScenarioError(format!(
+                "field `{}`: give either `{new}` or the deprecated `{old}`, not both",
+                dotted(section, new)
+            )))
+        }
+        (Some(v), None) => {
+            let v = convert(&dotted(section, new), &v, store)?;
+            t.insert(old.to_string(), v);
+        }
+        (None, Some(v)) => notes.push(format!(
+            "`{}` is deprecated: write `{new} = {}`",
+            dotted(section, old),
+            in_grammar(v, store)
+        )),
+        (None, None) => {}
+    }
+    Ok(())
+}
+
 /// Rewrites the unit-bearing keys of a scenario table into their stored form and returns one
 /// deprecation note per older key found. `transports = "stride,dctcp"` (as `--set` gives it)
 /// becomes a list.
@@ -161,30 +207,16 @@ pub fn normalize(table: &mut toml::Table) -> Result<Vec<String>, ScenarioError> 
                 _ => continue,
             }
         };
-        if new == old {
-            if let Some(v) = t.get(new) {
-                let v = convert(&dotted(section, new), v, store)?;
-                t.insert(new.to_string(), v);
+        rewrite(t, section, (new, old, store), &mut notes)?;
+    }
+    // Arrays of tables: every entry of `[[rate_change]]`.
+    for &(section, new, old, store) in ARRAY_KEYS {
+        if let Some(toml::Value::Array(entries)) = table.get_mut(section) {
+            for (i, e) in entries.iter_mut().enumerate() {
+                if let toml::Value::Table(t) = e {
+                    rewrite(t, &format!("{section}[{i}]"), (new, old, store), &mut notes)?;
+                }
             }
-            continue;
-        }
-        match (t.remove(new), t.get(old)) {
-            (Some(_), Some(_)) => {
-                return Err(ScenarioError(format!(
-                    "field `{}`: give either `{new}` or the deprecated `{old}`, not both",
-                    dotted(section, new)
-                )))
-            }
-            (Some(v), None) => {
-                let v = convert(&dotted(section, new), &v, store)?;
-                t.insert(old.to_string(), v);
-            }
-            (None, Some(v)) => notes.push(format!(
-                "`{}` is deprecated: write `{new} = {}`",
-                dotted(section, old),
-                in_grammar(v, store)
-            )),
-            (None, None) => {}
         }
     }
     Ok(notes)
@@ -198,6 +230,23 @@ mod tests {
         let mut t: toml::Table = toml::from_str(text).unwrap();
         let notes = normalize(&mut t).map_err(|e| e.0)?;
         Ok((t, notes))
+    }
+
+    #[test]
+    fn rate_change_entries_take_the_unit_grammar() {
+        let (t, notes) = norm(
+            "[[rate_change]]\nat = \"10ms\"\nrate = \"200mbit\"\nswitch = \"left\"\nport = 0\n\
+             [[rate_change]]\nat_ms = 3510\ngbps = 1.0\nswitch = \"left\"\nport = 0\n",
+        )
+        .unwrap();
+        let rc = t["rate_change"].as_array().unwrap();
+        assert_eq!(rc[0]["at_ms"].as_float(), Some(10.0));
+        assert_eq!(rc[0]["gbps"].as_float(), Some(0.2));
+        assert_eq!(rc[1]["at_ms"].as_integer(), Some(3510));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("rate_change[1].at_ms"), "{notes:?}");
+        let e = norm("[[rate_change]]\nat = 10\nswitch = \"left\"\nport = 0\n").unwrap_err();
+        assert!(e.contains("rate_change[0].at"), "{e}");
     }
 
     #[test]

@@ -132,9 +132,10 @@ fn rate_change_errors_name_their_field() {
             "rate_change[0].switch",
         ),
         ("port = 0", "port = 9", "rate_change[0].port"),
-        ("gbps = 0.2", "gbps = 0", "rate_change[0].gbps"),
-        ("at_ms = 10", "at_ms = -1", "rate_change[0].at_ms"),
-        ("at_ms = 10", "at_ms = 10\ncolour = 1", "colour"),
+        ("rate = \"200mbit\"", "rate = 0", "rate_change[0].rate"),
+        ("at = \"10ms\"", "at = \"-1ms\"", "rate_change[0].at"),
+        ("at = \"10ms\"", "at = 10", "rate_change[0].at"),
+        ("at = \"10ms\"", "at = \"10ms\"\ncolour = 1", "colour"),
     ] {
         let p = dir.join("bad.toml");
         std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
