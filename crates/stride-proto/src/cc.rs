@@ -82,6 +82,10 @@ pub trait Controller: Send {
     fn on_nack(&mut self, now: u64);
     /// The retransmission timer fired.
     fn on_timeout(&mut self, now: u64);
+    /// The handshake completed (client side, on the SYN-ACK): `syn_stt` is the STT of the SYN
+    /// as the listener measured it and `grant_shift` the start-rate share the listener granted
+    /// (start at most `rate_max >> grant_shift`), each when the SYN-ACK carried it (spec §8.6).
+    fn on_handshake(&mut self, _now: u64, _syn_stt: Option<u32>, _grant_shift: Option<u8>) {}
     /// A congestion notification (DCQCN's CNP: an `ACK|CN` packet) arrived.
     fn on_cnp(&mut self, _now: u64) {}
     /// A QCN congestion point's feedback frame arrived: `fb` is the quantised |Fb| (6 bits).
@@ -211,9 +215,16 @@ pub struct Registered {
 pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "stride",
-        about: "STRIDE's Algorithm 1 (STT thresholds and gradient)",
+        about:
+            "STRIDE: Algorithm 1 with the issue-12 mechanisms (start grant, handshake minimum, ...)",
         sim_only: false,
         make: |l| CcConfig::stride(StrideParams::for_line_rate(l)),
+    },
+    Registered {
+        name: "stride-paper",
+        about: "STRIDE's Algorithm 1 exactly as the paper (spec §8.4, every mechanism off)",
+        sim_only: false,
+        make: |l| CcConfig::stride(StrideParams::paper(l)),
     },
     Registered {
         name: "fixed",
@@ -340,6 +351,16 @@ pub struct StrideParams {
     pub rate_init: u32,
     /// Samples per window of the two-bucket windowed minimum of STT. >= 1.
     pub min_window: u16,
+    // ---- issue-12 mechanisms: each one a switch; all off is the `stride-paper` profile ----
+    /// Start at no more than the start rate the listener granted in its SYN-ACK
+    /// (`rate_max >> grant_shift`, spec §8.6). Handshake only: nothing on the per-packet path.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub grant: bool,
+    /// Seed the windowed minimum STT (and the previous sample) with the SYN's STT echoed in the
+    /// SYN-ACK, so the first data sample already sees a queue that built during the first
+    /// window instead of taking it for the base delay. Handshake only.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub hs_min: bool,
 }
 
 impl StrideParams {
@@ -361,7 +382,29 @@ impl StrideParams {
             rate_max: line,
             rate_init: (line >> 2).max(rate_from_gbps(0.01).min(line)),
             min_window: 256,
+            grant: true,
+            hs_min: true,
         }
+    }
+
+    /// The `stride-paper` profile: Algorithm 1 exactly as spec §8.4 (the defaults of
+    /// [`StrideParams::for_line_rate`] with every issue-12 mechanism switched off).
+    pub fn paper(line: u32) -> Self {
+        StrideParams::for_line_rate(line).without_mechanisms()
+    }
+
+    /// The same parameters with every issue-12 mechanism off (Algorithm 1 as the paper).
+    pub fn without_mechanisms(self) -> Self {
+        StrideParams {
+            grant: false,
+            hs_min: false,
+            ..self
+        }
+    }
+
+    /// Whether every issue-12 mechanism is off (the controller is the paper's Algorithm 1).
+    pub fn is_paper(&self) -> bool {
+        *self == self.without_mechanisms()
     }
 
     /// The small parameter set of the hand-computed unit tests and of the branch vectors in
@@ -379,6 +422,8 @@ impl StrideParams {
             rate_max: 1_000_000,
             rate_init: 80_000,
             min_window: 4,
+            grant: false,
+            hs_min: false,
         }
     }
 
@@ -599,6 +644,24 @@ impl Stride {
         self.clamp();
     }
 
+    /// The handshake's hints (see [`Controller::on_handshake`]); each applies only when its
+    /// switch is on. Runs once per connection, before the first sample (host software in a NIC).
+    pub fn handshake(&mut self, syn_stt: Option<u32>, grant_shift: Option<u8>) {
+        if let (true, Some(s)) = (self.p.hs_min, syn_stt) {
+            self.init = true;
+            self.stt_old = s;
+            self.min_cur = s;
+            self.min_prev = s;
+            self.d = 0;
+            self.count = 0;
+        }
+        if let (true, Some(g)) = (self.p.grant, grant_shift) {
+            let cap = self.p.rate_max >> g.min(31);
+            self.rate = self.rate.min(cap);
+            self.clamp();
+        }
+    }
+
     /// A retransmission timeout: halve.
     pub fn timeout(&mut self) {
         self.rate -= self.rate >> 1;
@@ -618,6 +681,9 @@ impl Controller for Stride {
     fn on_timeout(&mut self, _now: u64) {
         self.timeout();
     }
+    fn on_handshake(&mut self, _now: u64, syn_stt: Option<u32>, grant_shift: Option<u8>) {
+        self.handshake(syn_stt, grant_shift);
+    }
     fn rate(&self) -> u32 {
         self.rate
     }
@@ -626,24 +692,104 @@ impl Controller for Stride {
     }
 }
 
-factory_params!(
-    StrideParams,
-    "stride",
-    |p, now| Stride::new(p),
-    [
-        alpha_shift,
-        beta,
-        wbeta,
-        t_low,
-        t_high,
-        md_shift,
-        norm_shift,
-        rate_min,
-        rate_max,
-        rate_init,
-        min_window
-    ]
-);
+/// Parameter names of [`StrideParams`] settable by name, in order.
+const STRIDE_KEYS: &[&str] = &[
+    "alpha_shift",
+    "beta",
+    "wbeta",
+    "t_low",
+    "t_high",
+    "md_shift",
+    "norm_shift",
+    "rate_min",
+    "rate_max",
+    "rate_init",
+    "min_window",
+    "grant",
+    "hs_min",
+];
+
+// By hand rather than `factory_params!`: the name follows the switches (every mechanism off
+// is the paper's Algorithm 1, `stride-paper`), and the switches are booleans.
+impl ControllerFactory for StrideParams {
+    fn name(&self) -> &'static str {
+        if self.is_paper() {
+            "stride-paper"
+        } else {
+            "stride"
+        }
+    }
+    fn build(&self, _now: u64) -> Box<dyn Controller> {
+        Box::new(Stride::new(*self))
+    }
+    fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+        StrideParams::validate(self)
+    }
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "alpha_shift" => self.alpha_shift = parse_param(key, value)?,
+            "beta" => self.beta = parse_param(key, value)?,
+            "wbeta" => self.wbeta = parse_param(key, value)?,
+            "t_low" => self.t_low = parse_param(key, value)?,
+            "t_high" => self.t_high = parse_param(key, value)?,
+            "md_shift" => self.md_shift = parse_param(key, value)?,
+            "norm_shift" => self.norm_shift = parse_param(key, value)?,
+            "rate_min" => self.rate_min = parse_param(key, value)?,
+            "rate_max" => self.rate_max = parse_param(key, value)?,
+            "rate_init" => self.rate_init = parse_param(key, value)?,
+            "min_window" => self.min_window = parse_param(key, value)?,
+            "grant" => self.grant = parse_switch(key, value)?,
+            "hs_min" => self.hs_min = parse_switch(key, value)?,
+            _ => {
+                return Err(format!(
+                    "{key}: not a parameter of {}; it has: {}",
+                    self.name(),
+                    STRIDE_KEYS.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+    fn params(&self) -> Vec<(&'static str, String)> {
+        let p = self;
+        let v = [
+            p.alpha_shift.to_string(),
+            p.beta.to_string(),
+            p.wbeta.to_string(),
+            p.t_low.to_string(),
+            p.t_high.to_string(),
+            p.md_shift.to_string(),
+            p.norm_shift.to_string(),
+            p.rate_min.to_string(),
+            p.rate_max.to_string(),
+            p.rate_init.to_string(),
+            p.min_window.to_string(),
+            p.grant.to_string(),
+            p.hs_min.to_string(),
+        ];
+        STRIDE_KEYS.iter().copied().zip(v).collect()
+    }
+    fn clone_box(&self) -> Box<dyn ControllerFactory> {
+        Box::new(*self)
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Parses a mechanism switch: `true`/`false`, `on`/`off` or `1`/`0`.
+pub fn parse_switch(key: &str, value: &str) -> Result<bool, String> {
+    match value.trim() {
+        "true" | "on" | "1" => Ok(true),
+        "false" | "off" | "0" => Ok(false),
+        _ => Err(format!(
+            "{key}: cannot read {value:?} as a switch (true/false, on/off, 1/0)"
+        )),
+    }
+}
 
 /// A controller that never changes its rate (a controller-less sender pinned at a rate).
 #[derive(Clone, Copy, Debug)]
@@ -909,6 +1055,43 @@ mod tests {
         direct.timeout();
         boxed.on_timeout(10);
         assert_eq!(direct.rate(), boxed.rate());
+    }
+
+    #[test]
+    fn handshake_hints_apply_only_with_their_switches() {
+        let mut p = params();
+        p.grant = true;
+        p.hs_min = true;
+        let mut c = Stride::new(p);
+        c.handshake(Some(40_000), Some(5)); // cap 1_000_000 >> 5 = 31_250
+        assert_eq!(c.rate(), 31_250);
+        assert_eq!(c.stt_min(), 40_000);
+        c.on_sample(52_000); // qd 12_000 >= t_high against the handshake's minimum
+        assert_eq!(c.branch(), Branch::High);
+        // A grant above the start rate does not raise it.
+        let mut c = Stride::new(p);
+        c.handshake(None, Some(0));
+        assert_eq!(c.rate(), 80_000);
+        // Switches off: the paper's controller, whatever the SYN-ACK says.
+        let mut c = Stride::new(params());
+        assert!(params().is_paper());
+        c.handshake(Some(40_000), Some(5));
+        assert_eq!(c.rate(), 80_000);
+        c.on_sample(52_000);
+        assert_eq!(c.branch(), Branch::Low);
+        assert!(!StrideParams::for_line_rate(1 << 20).is_paper());
+        assert!(StrideParams::paper(1 << 20).is_paper());
+    }
+
+    #[test]
+    fn profiles_are_named_by_their_switches() {
+        let line = rate_from_gbps(10.0);
+        let mut c = CcConfig::by_name("stride-paper", line).unwrap();
+        assert_eq!(c.name(), "stride-paper");
+        c.set("grant", "on").unwrap();
+        assert_eq!(c.name(), "stride");
+        assert!(c.set("grant", "maybe").unwrap_err().starts_with("grant"));
+        assert_eq!(CcConfig::by_name("stride", line).unwrap().name(), "stride");
     }
 
     #[test]

@@ -65,6 +65,11 @@ pub struct Config {
     pub unused_timeout_ns: u64,
     /// RST replies to unknown connections per second (token bucket, burst of the same size).
     pub rst_per_sec: u32,
+    /// Take an RTT sample from the handshake when the SYN-ACK echoes the SYN's STT (issue 12,
+    /// spec §8.6); off in the `stride-paper` profile, whose first RTO is `initial_rto_ns`.
+    pub handshake_rtt: bool,
+    // Issue 12, loss recovery: the selective-repeat switch of the recovery profile goes here
+    // (off in `stride-paper`, which is go-back-N; see `Config::paper`).
 }
 
 impl Config {
@@ -93,7 +98,23 @@ impl Config {
             max_per_source: 1_024,
             unused_timeout_ns: 10_000_000_000,
             rst_per_sec: 1_000,
+            handshake_rtt: true,
         }
+    }
+
+    /// The `stride-paper` profile for a host at `gbps`: Algorithm 1 exactly as spec §8.4 with
+    /// go-back-N and none of issue 12's mechanisms (controller or connection).
+    pub fn paper(gbps: f64) -> Self {
+        Config::for_line_rate_gbps(gbps).into_paper()
+    }
+
+    /// These settings with every issue-12 mechanism off (controller and connection).
+    pub fn into_paper(mut self) -> Self {
+        if let Some(p) = self.cc.params_ref::<StrideParams>().copied() {
+            self.cc = CcConfig::stride(p.without_mechanisms());
+        }
+        self.handshake_rtt = false;
+        self
     }
 
     /// Checks the configuration; returns the bad field and why.

@@ -589,6 +589,21 @@ impl Connection {
                 self.rto_ns = self.cfg.initial_rto_ns;
                 self.rto_at = None;
                 self.ack_now = true; // the handshake's third packet
+                                     // Start hints of the SYN-ACK (spec §8.6); a listener without them sends zeros.
+                let stt = Some(pkt.echo_stt()).filter(|&s| s != 0);
+                if let (true, Some(s)) = (self.cfg.handshake_rtt, stt) {
+                    // An RTT sample from the handshake (the SYN's STT plus the SYN-ACK's way
+                    // back): a tail lost before the first ACK then waits min_rto, not the
+                    // 20 ms initial RTO.
+                    let rtt = u64::from(s.wrapping_add(ts32(now).wrapping_sub(pkt.tx_ts())));
+                    if rtt < 1 << 31 {
+                        self.rtt_sample(rtt);
+                    }
+                }
+                let g = pkt.ce_count();
+                let grant = (g & crate::endpoint::GRANT_PRESENT != 0).then_some((g & 31) as u8);
+                self.cc.on_handshake(now, stt, grant);
+                self.refresh_rate();
                 self.events.push_back(Event::Connected);
                 self.next_send = now;
             }

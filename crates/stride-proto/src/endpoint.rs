@@ -130,7 +130,13 @@ pub struct Endpoint {
     rst_tokens: u64,
     rst_last: u64,
     stats: EndpointStats,
+    /// SYNs answered in the current and the previous 2^16 ns epoch (the start grant's count of
+    /// concurrent starts, spec §8.6; no per-SYN state), and the current epoch.
+    syn_epoch: (u64, u32, u32),
 }
+
+/// Flag bit of a start grant in the SYN-ACK's `ce_count` field (spec §8.6).
+pub const GRANT_PRESENT: u16 = 0x8000;
 
 impl Endpoint {
     /// A new endpoint. `secret` keys the SYN cookies and the generator of connection
@@ -154,6 +160,7 @@ impl Endpoint {
             timers: BinaryHeap::new(),
             ctrl: VecDeque::new(),
             events: VecDeque::new(),
+            syn_epoch: (0, 0, 0),
             rst_tokens: burst,
             rst_last: 0,
             stats: EndpointStats::default(),
@@ -351,6 +358,21 @@ impl Endpoint {
                 now as u32,
             );
             h.window = (self.cfg.recv_buffer >> 10).min(0xffff) as u16;
+            // Start hints (spec §8.6), ignored by a client without them: the SYN's STT (0 means
+            // none, so a measured 0 is sent as 1) and the start grant, `line >> ceil(log2 n)`
+            // for the n SYNs answered in this and the previous epoch, this one included.
+            let stt = (now as u32).wrapping_sub(p.tx_ts());
+            h.echo_stt = stt.max(1);
+            let epoch = now >> 16;
+            let (e, cur, prev) = self.syn_epoch;
+            self.syn_epoch = match epoch.wrapping_sub(e) {
+                0 => (e, cur + 1, prev),
+                1 => (epoch, 1, cur),
+                _ => (epoch, 1, 0),
+            };
+            let n = self.syn_epoch.1 + self.syn_epoch.2;
+            let shift = 32 - (n.max(1) - 1).leading_zeros();
+            h.ce_count = GRANT_PRESENT | shift as u16;
             self.stats.syn_acks_sent += 1;
             self.push_ctrl(remote, h);
             return;
@@ -620,6 +642,43 @@ mod tests {
         let mut b = [0u8; HEADER_LEN];
         h.emit(&mut b).unwrap();
         b
+    }
+
+    /// The SYN-ACK's start hints (spec §8.6): the SYN's STT in `echo_stt` and the grant
+    /// `ceil(log2 n)` for the n SYNs of this and the previous 65.5 µs epoch in `ce_count`.
+    #[test]
+    fn syn_acks_grant_a_share_of_the_concurrent_starts() {
+        let mut ep = Endpoint::new(Config::default(), [9; 16], 1);
+        ep.listen(true);
+        let mut buf = vec![0u8; 2048];
+        let mut grants = Vec::new();
+        let start = 10 << 16;
+        for (i, now) in [0u64, 10, 20, 30, 40, 50, 60, 70, 80]
+            .into_iter()
+            .map(|t| start + t)
+            .enumerate()
+        {
+            let remote: SocketAddr = format!("10.0.0.{}:9", i + 1).parse().unwrap();
+            let syn = Header::new(Flags::SYN, 0, 77, 5000, 0, (now as u32).wrapping_sub(700));
+            ep.handle(now, remote, &emit(syn));
+            let t = ep.poll_transmit(now, &mut buf).unwrap();
+            let p = Packet::new_checked(&buf[..t.len]).unwrap();
+            assert_eq!(p.echo_stt(), 700, "the SYN's STT");
+            assert_ne!(p.ce_count() & GRANT_PRESENT, 0);
+            grants.push(p.ce_count() & 31);
+        }
+        assert_eq!(grants, [0, 1, 2, 2, 3, 3, 3, 3, 4]);
+        // Two epochs later the count starts again.
+        let later = start + (3 << 16);
+        let remote: SocketAddr = "10.0.1.1:9".parse().unwrap();
+        ep.handle(
+            later,
+            remote,
+            &emit(Header::new(Flags::SYN, 0, 77, 5000, 0, 0)),
+        );
+        let t = ep.poll_transmit(later, &mut buf).unwrap();
+        let p = Packet::new_checked(&buf[..t.len]).unwrap();
+        assert_eq!(p.ce_count(), GRANT_PRESENT);
     }
 
     #[test]

@@ -123,6 +123,8 @@ pub fn random_params(rng: &mut SplitMix) -> StrideParams {
         rate_max,
         rate_init,
         min_window: 1 + rng.below(64) as u16,
+        grant: false,
+        hs_min: false,
     }
 }
 

@@ -73,3 +73,46 @@ fn cc_vectors_cover_every_branch() {
         );
     }
 }
+
+/// The `stride-paper` profile, taken from the controller registry by name and given each
+/// case's parameters by name, replays every checked-in `vectors/cc` case rate for rate: the
+/// paper's Algorithm 1 stays the reference whatever the default profile becomes (issue 12).
+#[test]
+fn stride_paper_profile_replays_the_cc_vectors() {
+    use stride_proto::cc::{AckSample, CcConfig};
+    let mut steps = 0;
+    for (name, _) in vectors::cc_files() {
+        let text = std::fs::read_to_string(root().join("cc").join(name)).unwrap();
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let params = v["params"].as_object().unwrap();
+            let max = params["rate_max"].as_u64().unwrap() as u32;
+            let mut cfg = CcConfig::by_name("stride-paper", max).unwrap();
+            for (k, val) in params {
+                cfg.set(k, &val.to_string()).unwrap();
+            }
+            assert_eq!(cfg.name(), "stride-paper", "{}", v["name"]);
+            let mut c = cfg.build(0);
+            for (i, st) in v["steps"].as_array().unwrap().iter().enumerate() {
+                match st["event"].as_str().unwrap() {
+                    "sample" => {
+                        let stt = st["stt"].as_u64().unwrap() as u32;
+                        c.on_ack(i as u64, &AckSample::stt_only(stt, 1440));
+                    }
+                    "nack" => c.on_nack(i as u64),
+                    "timeout" => c.on_timeout(i as u64),
+                    e => panic!("unknown event {e}"),
+                }
+                assert_eq!(
+                    u64::from(c.rate()),
+                    st["rate"].as_u64().unwrap(),
+                    "{} step {i}",
+                    v["name"]
+                );
+                assert_eq!(c.trace_branch(), st["branch"].as_str());
+                steps += 1;
+            }
+        }
+    }
+    assert!(steps > 1000, "the vectors hold {steps} steps");
+}

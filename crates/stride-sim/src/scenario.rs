@@ -256,6 +256,12 @@ pub struct StrideCfg {
     pub max_payload: Option<u16>,
     /// Send buffer per connection, bytes (unacknowledged + unsent data the sender holds).
     pub send_buffer: Option<usize>,
+    /// Mechanism switch (issue 12): honour the listener's start grant (spec §8.6).
+    pub grant: Option<bool>,
+    /// Mechanism switch (issue 12): seed the windowed minimum with the SYN's STT.
+    pub hs_min: Option<bool>,
+    /// Mechanism switch (issue 12): an RTT sample from the handshake.
+    pub handshake_rtt: Option<bool>,
 }
 
 /// TCP section (every field optional).
@@ -693,6 +699,12 @@ impl Scenario {
         if let Some(v) = s.min_window {
             p.min_window = v;
         }
+        if let Some(v) = s.grant {
+            p.grant = v;
+        }
+        if let Some(v) = s.hs_min {
+            p.hs_min = v;
+        }
         if let Some(f) = s.start_fraction {
             if !(f > 0.0 && f <= 1.0) {
                 return Err(bad("stride.start_fraction", "must be in (0, 1]"));
@@ -723,6 +735,9 @@ impl Scenario {
         }
         if let Some(v) = s.max_payload {
             cfg.max_payload = v;
+        }
+        if let Some(v) = s.handshake_rtt {
+            cfg.handshake_rtt = v;
         }
         // The sender holds real bytes; the core's 4 MiB default times a thousand concurrent
         // flows is gigabytes. 400 µs at the line rate covers the fabric RTT with full queues

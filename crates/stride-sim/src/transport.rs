@@ -26,6 +26,7 @@ pub struct Transport {
 /// Every transport, in the order tables list them.
 pub const TRANSPORTS: &[Transport] = &[
     STRIDE,
+    STRIDE_PAPER,
     crate::tcp::dctcp::TRANSPORT,
     crate::tcp::vegas::TRANSPORT,
     crate::tcp::newreno::TRANSPORT,
@@ -53,6 +54,23 @@ pub const STRIDE: Transport = Transport {
     about: "STRIDE (stride-proto's endpoint, unmodified)",
     build: |sc, n| {
         let cfg = sc.stride_config()?;
+        let reg = Rc::new(RefCell::new(HashMap::new()));
+        Ok((0..n)
+            .map(|i| {
+                Box::new(StrideHost::new(i, cfg.clone(), sc.seed, reg.clone()))
+                    as Box<dyn HostStack>
+            })
+            .collect())
+    },
+};
+
+/// STRIDE's `stride-paper` profile: Algorithm 1 exactly as the paper (spec §8.4), i.e. the
+/// `[stride]` parameters with every issue-12 mechanism switched off.
+pub const STRIDE_PAPER: Transport = Transport {
+    name: "stride-paper",
+    about: "STRIDE, paper profile (Algorithm 1 as spec §8.4, no issue-12 mechanism)",
+    build: |sc, n| {
+        let cfg = sc.stride_config()?.into_paper();
         let reg = Rc::new(RefCell::new(HashMap::new()));
         Ok((0..n)
             .map(|i| {

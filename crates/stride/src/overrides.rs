@@ -71,7 +71,11 @@ impl ControllerOverrides {
             self.cc.as_deref()
         };
         if let Some(name) = name {
-            if name != c.cc.name() {
+            if name == "stride-paper" {
+                // The paper's profile on the host's thresholds: no issue-12 mechanism in the
+                // controller or the connection.
+                c = c.into_paper();
+            } else if name != c.cc.name() {
                 c.cc = CcConfig::by_name(name, line)
                     .map_err(|why| OverrideError { field: "cc", why })?;
             }
@@ -134,6 +138,19 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(pinned.config(1_000_000_000).unwrap().cc.name(), "fixed");
+        let paper = ControllerOverrides {
+            cc: Some("stride-paper".into()),
+            ..Default::default()
+        };
+        let mut pc = paper.config(1_000_000_000).unwrap();
+        assert_eq!(pc.cc.name(), "stride-paper");
+        assert!(!pc.handshake_rtt);
+        let pp = *pc.cc.params_mut::<StrideParams>().unwrap();
+        assert_eq!(
+            (pp.t_low, pp.t_high),
+            (b.t_low, b.t_high),
+            "host thresholds kept"
+        );
         let unknown = ControllerOverrides {
             cc: Some("no-such-cc".into()),
             ..Default::default()
