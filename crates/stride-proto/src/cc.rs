@@ -361,6 +361,11 @@ pub struct StrideParams {
     /// window instead of taking it for the base delay. Handshake only.
     #[cfg_attr(feature = "serde", serde(default))]
     pub hs_min: bool,
+    /// Hyper-active increase: after this many consecutive "low" samples the additive step
+    /// doubles with every further one, up to `beta << 4` (0: off). Per-sample path; not yet in
+    /// `hw/rtl/stride_cc.v`, hence off by default.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub hai_after: u16,
 }
 
 impl StrideParams {
@@ -384,6 +389,7 @@ impl StrideParams {
             min_window: 256,
             grant: true,
             hs_min: true,
+            hai_after: 0,
         }
     }
 
@@ -398,6 +404,7 @@ impl StrideParams {
         StrideParams {
             grant: false,
             hs_min: false,
+            hai_after: 0,
             ..self
         }
     }
@@ -424,6 +431,7 @@ impl StrideParams {
             min_window: 4,
             grant: false,
             hs_min: false,
+            hai_after: 0,
         }
     }
 
@@ -511,6 +519,8 @@ pub struct Stride {
     count: u16,
     init: bool,
     branch: Branch,
+    /// Consecutive "low" samples (hyper-active increase).
+    low_run: u16,
 }
 
 /// `(a - b)` on the mod-2^32 clock, read as a signed distance.
@@ -538,6 +548,7 @@ impl Stride {
             count: 0,
             init: false,
             branch: Branch::None,
+            low_run: 0,
         }
     }
 
@@ -616,9 +627,24 @@ impl Stride {
         }
         let qd = wdiff(s, self.stt_min()).max(0);
         if qd < self.p.t_low as i32 {
-            self.rate = self.rate.saturating_add(self.p.beta);
+            self.low_run = self.low_run.saturating_add(1);
+            let mut inc = self.p.beta;
+            if self.p.hai_after != 0 && self.low_run > self.p.hai_after {
+                // Hyper-active increase: the step doubles per further low sample, at most x16.
+                inc = inc
+                    .checked_shl((self.low_run - self.p.hai_after).min(4).into())
+                    .unwrap_or(u32::MAX);
+                if inc < self.p.beta {
+                    inc = u32::MAX;
+                }
+            }
+            self.rate = self.rate.saturating_add(inc);
             self.branch = Branch::Low;
-        } else if qd >= self.p.t_high as i32 {
+            self.clamp();
+            return;
+        }
+        self.low_run = 0;
+        if qd >= self.p.t_high as i32 {
             self.rate -= self.rate >> self.p.md_shift;
             self.branch = Branch::High;
         } else if self.d <= 0 {
@@ -707,6 +733,7 @@ const STRIDE_KEYS: &[&str] = &[
     "min_window",
     "grant",
     "hs_min",
+    "hai_after",
 ];
 
 // By hand rather than `factory_params!`: the name follows the switches (every mechanism off
@@ -740,6 +767,7 @@ impl ControllerFactory for StrideParams {
             "min_window" => self.min_window = parse_param(key, value)?,
             "grant" => self.grant = parse_switch(key, value)?,
             "hs_min" => self.hs_min = parse_switch(key, value)?,
+            "hai_after" => self.hai_after = parse_param(key, value)?,
             _ => {
                 return Err(format!(
                     "{key}: not a parameter of {}; it has: {}",
@@ -766,6 +794,7 @@ impl ControllerFactory for StrideParams {
             p.min_window.to_string(),
             p.grant.to_string(),
             p.hs_min.to_string(),
+            p.hai_after.to_string(),
         ];
         STRIDE_KEYS.iter().copied().zip(v).collect()
     }
@@ -1081,6 +1110,32 @@ mod tests {
         assert_eq!(c.branch(), Branch::Low);
         assert!(!StrideParams::for_line_rate(1 << 20).is_paper());
         assert!(StrideParams::paper(1 << 20).is_paper());
+    }
+
+    #[test]
+    fn hyper_active_increase_doubles_the_step_after_a_run_of_low_samples() {
+        let mut p = params();
+        p.hai_after = 2;
+        let mut c = Stride::new(p);
+        let mut steps = Vec::new();
+        for _ in 0..7 {
+            let r = c.rate();
+            c.on_sample(50_000);
+            assert_eq!(c.branch(), Branch::Low);
+            steps.push(c.rate() - r);
+        }
+        assert_eq!(steps, [100, 100, 200, 400, 800, 1_600, 1_600]);
+        c.on_sample(70_000); // high: the run ends
+        c.on_sample(50_000);
+        let r = c.rate();
+        c.on_sample(50_000);
+        assert_eq!(c.rate() - r, 100, "a new run starts at beta");
+        // Off (0): beta every time, as the paper.
+        let mut c = Stride::new(params());
+        for _ in 0..7 {
+            c.on_sample(50_000);
+        }
+        assert_eq!(c.rate(), 80_000 + 700);
     }
 
     #[test]

@@ -125,6 +125,7 @@ pub fn random_params(rng: &mut SplitMix) -> StrideParams {
         min_window: 1 + rng.below(64) as u16,
         grant: false,
         hs_min: false,
+        hai_after: 0,
     }
 }
 

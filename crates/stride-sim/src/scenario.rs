@@ -260,6 +260,8 @@ pub struct StrideCfg {
     pub grant: Option<bool>,
     /// Mechanism switch (issue 12): seed the windowed minimum with the SYN's STT.
     pub hs_min: Option<bool>,
+    /// Mechanism (issue 12): hyper-active increase after this many low samples (0: off).
+    pub hai_after: Option<u16>,
     /// Mechanism switch (issue 12): an RTT sample from the handshake.
     pub handshake_rtt: Option<bool>,
 }
@@ -704,6 +706,9 @@ impl Scenario {
         }
         if let Some(v) = s.hs_min {
             p.hs_min = v;
+        }
+        if let Some(v) = s.hai_after {
+            p.hai_after = v;
         }
         if let Some(f) = s.start_fraction {
             if !(f > 0.0 && f <= 1.0) {
