@@ -366,6 +366,12 @@ pub struct StrideParams {
     /// `hw/rtl/stride_cc.v`, hence off by default.
     #[cfg_attr(feature = "serde", serde(default))]
     pub hai_after: u16,
+    /// Steps scaled to the rate: the increase steps (`beta`, `wbeta`) become at most
+    /// `rate >> step_shift` (0: off), so a sender far below its line rate (a 10 Gbit/s host
+    /// behind a 1 Gbit/s bottleneck) moves in steps sized to what it gets through. Per-sample
+    /// path; not yet in `hw/rtl/stride_cc.v`, hence off by default.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub step_shift: u8,
 }
 
 impl StrideParams {
@@ -390,6 +396,7 @@ impl StrideParams {
             grant: true,
             hs_min: true,
             hai_after: 0,
+            step_shift: 0,
         }
     }
 
@@ -405,6 +412,7 @@ impl StrideParams {
             grant: false,
             hs_min: false,
             hai_after: 0,
+            step_shift: 0,
             ..self
         }
     }
@@ -432,6 +440,7 @@ impl StrideParams {
             grant: false,
             hs_min: false,
             hai_after: 0,
+            step_shift: 0,
         }
     }
 
@@ -466,6 +475,9 @@ impl StrideParams {
         }
         if self.min_window == 0 {
             return Err(("min_window", "must be at least 1"));
+        }
+        if self.step_shift > 31 {
+            return Err(("step_shift", "must be at most 31"));
         }
         Ok(())
     }
@@ -629,14 +641,17 @@ impl Stride {
         if qd < self.p.t_low as i32 {
             self.low_run = self.low_run.saturating_add(1);
             let mut inc = self.p.beta;
+            if self.p.step_shift != 0 && (self.rate >> self.p.step_shift) < inc {
+                inc = self.rate >> self.p.step_shift;
+            }
             if self.p.hai_after != 0 && self.low_run > self.p.hai_after {
                 // Hyper-active increase: the step doubles per further low sample, at most x16.
-                inc = inc
-                    .checked_shl((self.low_run - self.p.hai_after).min(4).into())
-                    .unwrap_or(u32::MAX);
-                if inc < self.p.beta {
-                    inc = u32::MAX;
-                }
+                let k = u32::from((self.low_run - self.p.hai_after).min(4));
+                inc = if inc > (u32::MAX >> k) {
+                    u32::MAX
+                } else {
+                    inc << k
+                };
             }
             self.rate = self.rate.saturating_add(inc);
             self.branch = Branch::Low;
@@ -648,7 +663,11 @@ impl Stride {
             self.rate -= self.rate >> self.p.md_shift;
             self.branch = Branch::High;
         } else if self.d <= 0 {
-            self.rate = self.rate.saturating_add(self.p.wbeta);
+            let mut inc = self.p.wbeta;
+            if self.p.step_shift != 0 && (self.rate >> self.p.step_shift) < inc {
+                inc = self.rate >> self.p.step_shift;
+            }
+            self.rate = self.rate.saturating_add(inc);
             self.branch = Branch::GradInc;
         } else {
             // Normalised gradient g = d / 2^norm_shift, quantised to the power of two below d:
@@ -674,6 +693,10 @@ impl Stride {
     /// switch is on. Runs once per connection, before the first sample (host software in a NIC).
     pub fn handshake(&mut self, syn_stt: Option<u32>, grant_shift: Option<u8>) {
         if let (true, Some(s)) = (self.p.hs_min, syn_stt) {
+            // A SYN crosses each hop faster than a full DATA packet (store and forward:
+            // ~1.2 us per hop at 10 Gbit/s), so the seed tolerates t_low of such bias; any
+            // smaller data sample replaces it as the windowed minimum.
+            let s = s.wrapping_add(self.p.t_low);
             self.init = true;
             self.stt_old = s;
             self.min_cur = s;
@@ -734,6 +757,7 @@ const STRIDE_KEYS: &[&str] = &[
     "grant",
     "hs_min",
     "hai_after",
+    "step_shift",
 ];
 
 // By hand rather than `factory_params!`: the name follows the switches (every mechanism off
@@ -768,6 +792,7 @@ impl ControllerFactory for StrideParams {
             "grant" => self.grant = parse_switch(key, value)?,
             "hs_min" => self.hs_min = parse_switch(key, value)?,
             "hai_after" => self.hai_after = parse_param(key, value)?,
+            "step_shift" => self.step_shift = parse_param(key, value)?,
             _ => {
                 return Err(format!(
                     "{key}: not a parameter of {}; it has: {}",
@@ -795,6 +820,7 @@ impl ControllerFactory for StrideParams {
             p.grant.to_string(),
             p.hs_min.to_string(),
             p.hai_after.to_string(),
+            p.step_shift.to_string(),
         ];
         STRIDE_KEYS.iter().copied().zip(v).collect()
     }
@@ -1094,9 +1120,11 @@ mod tests {
         let mut c = Stride::new(p);
         c.handshake(Some(40_000), Some(5)); // cap 1_000_000 >> 5 = 31_250
         assert_eq!(c.rate(), 31_250);
-        assert_eq!(c.stt_min(), 40_000);
-        c.on_sample(52_000); // qd 12_000 >= t_high against the handshake's minimum
+        assert_eq!(c.stt_min(), 41_000, "the SYN's STT plus t_low");
+        c.on_sample(51_000); // qd 10_000 >= t_high against the handshake's minimum
         assert_eq!(c.branch(), Branch::High);
+        c.on_sample(40_500); // a data sample below the seed becomes the minimum
+        assert_eq!(c.stt_min(), 40_500);
         // A grant above the start rate does not raise it.
         let mut c = Stride::new(p);
         c.handshake(None, Some(0));
@@ -1136,6 +1164,30 @@ mod tests {
             c.on_sample(50_000);
         }
         assert_eq!(c.rate(), 80_000 + 700);
+    }
+
+    #[test]
+    fn steps_scale_with_the_rate() {
+        let mut p = params();
+        p.step_shift = 10; // 80_000 >> 10 = 78 < beta 100
+        p.alpha_shift = 0; // d = the last difference
+        let mut c = Stride::new(p);
+        c.on_sample(50_000);
+        assert_eq!(c.rate(), 80_078);
+        c.on_sample(54_000); // band, d = 4_000 >= 2^norm_shift: halve
+        assert_eq!(c.rate(), 40_039);
+        c.on_sample(53_000); // band, d = -1_000: grad_inc, wbeta 500 capped at 40_039 >> 10
+        assert_eq!(c.branch(), Branch::GradInc);
+        assert_eq!(c.rate(), 40_039 + 39);
+        // Saturating hyper-active step.
+        let mut p = params();
+        p.beta = u32::MAX >> 1;
+        p.rate_max = u32::MAX;
+        p.hai_after = 1;
+        let mut c = Stride::new(p);
+        c.on_sample(1);
+        c.on_sample(1);
+        assert_eq!(c.rate(), u32::MAX);
     }
 
     #[test]

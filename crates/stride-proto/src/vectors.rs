@@ -126,6 +126,7 @@ pub fn random_params(rng: &mut SplitMix) -> StrideParams {
         grant: false,
         hs_min: false,
         hai_after: 0,
+        step_shift: 0,
     }
 }
 

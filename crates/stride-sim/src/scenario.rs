@@ -262,6 +262,8 @@ pub struct StrideCfg {
     pub hs_min: Option<bool>,
     /// Mechanism (issue 12): hyper-active increase after this many low samples (0: off).
     pub hai_after: Option<u16>,
+    /// Mechanism (issue 12): increase steps at most rate >> step_shift (0: off).
+    pub step_shift: Option<u8>,
     /// Mechanism switch (issue 12): an RTT sample from the handshake.
     pub handshake_rtt: Option<bool>,
 }
@@ -709,6 +711,9 @@ impl Scenario {
         }
         if let Some(v) = s.hai_after {
             p.hai_after = v;
+        }
+        if let Some(v) = s.step_shift {
+            p.step_shift = v;
         }
         if let Some(f) = s.start_fraction {
             if !(f > 0.0 && f <= 1.0) {
