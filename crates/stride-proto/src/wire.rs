@@ -33,7 +33,8 @@ impl Flags {
     pub const SYN: Flags = Flags(0x01);
     /// The `ack` field is valid (set on every packet after the SYN).
     pub const ACK: Flags = Flags(0x02);
-    /// A gap: the receiver asks for go-back-N from `ack`.
+    /// A gap: the receiver asks for go-back-N from `ack` or, with a payload (selective NACK,
+    /// negotiated), for the ranges it names.
     pub const NACK: Flags = Flags(0x04);
     /// The sender has no more data; `seq` is the FIN's sequence number.
     pub const FIN: Flags = Flags(0x08);
@@ -206,7 +207,16 @@ impl<T: AsRef<[u8]>> Packet<T> {
         };
         let declared = u16::from_be_bytes([b[2], b[3]]);
         let actual = b.len() - HEADER_LEN;
-        if usize::from(declared) != actual || flags.contains(Flags::DATA) != (declared > 0) {
+        let shape_ok = if flags.contains(Flags::DATA) {
+            declared > 0
+        } else if flags.contains(Flags::NACK) {
+            // A selective NACK: whole (seq, len) ranges, at most MAX_NACK_RANGES of them.
+            declared % NACK_RANGE_LEN as u16 == 0
+                && usize::from(declared) <= MAX_NACK_RANGES * NACK_RANGE_LEN
+        } else {
+            declared == 0
+        };
+        if usize::from(declared) != actual || !shape_ok {
             return Err(WireError::BadLength { declared, actual });
         }
         Ok(Packet { buf })
@@ -261,7 +271,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         let b = self.buf.as_ref();
         u16::from_be_bytes([b[30], b[31]])
     }
-    /// The payload.
+    /// The payload: stream bytes in DATA, missing ranges in a selective NACK.
     pub fn payload(&self) -> &[u8] {
         &self.buf.as_ref()[HEADER_LEN..]
     }
@@ -346,6 +356,48 @@ impl Header {
         buf[30..32].copy_from_slice(&self.ce_count.to_be_bytes());
         Ok(())
     }
+}
+
+/// Bytes of one range in a selective NACK's payload: `seq` (4) and `len` (4), big-endian.
+pub const NACK_RANGE_LEN: usize = 8;
+/// Most ranges one NACK carries (512 bytes of payload: fits any IPv4 path's minimum MTU).
+pub const MAX_NACK_RANGES: usize = 64;
+
+/// Capability bits exchanged in the `echo_stt` field of SYN and SYN-ACK (a peer without them
+/// sends 0 there and ignores the field). Bit 0: the sender of this packet acts on the missing
+/// ranges of a selective NACK, so its peer may send them.
+pub const CAP_SELECTIVE: u32 = 1;
+/// Every capability bit this crate understands; others are ignored on receipt.
+pub const CAPS_KNOWN: u32 = CAP_SELECTIVE;
+
+/// One missing range named by a selective NACK: `len` bytes from `seq`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NackRange {
+    /// First missing byte.
+    pub seq: u32,
+    /// Missing bytes (at least 1).
+    pub len: u32,
+}
+
+/// Writes `ranges` as a selective NACK payload into `buf`; returns the bytes written.
+/// Panics if `buf` is too small or more than [`MAX_NACK_RANGES`] are given (caller bug).
+pub fn emit_nack_ranges(ranges: &[NackRange], buf: &mut [u8]) -> usize {
+    assert!(ranges.len() <= MAX_NACK_RANGES);
+    for (i, r) in ranges.iter().enumerate() {
+        let o = i * NACK_RANGE_LEN;
+        buf[o..o + 4].copy_from_slice(&r.seq.to_be_bytes());
+        buf[o + 4..o + 8].copy_from_slice(&r.len.to_be_bytes());
+    }
+    ranges.len() * NACK_RANGE_LEN
+}
+
+/// The ranges of a selective NACK payload (already length-checked by [`Packet::new_checked`]:
+/// a whole number of ranges). Yields them in wire order; semantic checks are the caller's.
+pub fn nack_ranges(payload: &[u8]) -> impl Iterator<Item = NackRange> + '_ {
+    payload.chunks_exact(NACK_RANGE_LEN).map(|c| NackRange {
+        seq: u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
+        len: u32::from_be_bytes([c[4], c[5], c[6], c[7]]),
+    })
 }
 
 /// Serial-number arithmetic on 32-bit sequence numbers (RFC 1982): `a` is before `b`.
