@@ -138,6 +138,10 @@ pub struct Connection {
     /// Selective recovery: ranges resent and when, so a NACK repeating a range whose resend is
     /// still in flight does not resend it again within a round trip.
     resent_log: VecDeque<(u32, u32, u64)>,
+    /// Selective recovery: the end of the last range of the latest selective NACK. The peer
+    /// held data at or beyond it then; after a timeout, only if it is past `snd_una` is a
+    /// resend of the first packet enough.
+    nack_hi: Option<u32>,
 
     // ---- receiver ----
     rcv_nxt: u32,
@@ -225,6 +229,7 @@ impl Connection {
             peer_caps: 0,
             rexmit: VecDeque::new(),
             resent_log: VecDeque::new(),
+            nack_hi: None,
             rcv_nxt: 0,
             rbuf: VecDeque::new(),
             ooo: VecDeque::new(),
@@ -566,10 +571,12 @@ impl Connection {
         } else if self.state == State::Established {
             self.cc.on_timeout(now);
             self.refresh_rate();
-            if self.selective() && self.retries == 1 && self.snd_una != self.snd_nxt {
-                // Selective: the peer holds what arrived beyond the gap, so a first timeout
-                // (typically a lost resend of the first hole) resends only the first
-                // unacknowledged packet; a second consecutive one falls back to go-back-N.
+            let peer_holds_more = self.nack_hi.is_some_and(|h| seq_lt(self.snd_una, h));
+            if self.selective() && self.retries == 1 && peer_holds_more {
+                // Selective, and the latest NACK showed the peer holding data beyond the
+                // first hole: a first timeout (typically a lost resend of that hole) resends
+                // only the first unacknowledged packet. A second consecutive timeout, or a
+                // peer holding nothing beyond (a lost tail), goes back N.
                 let end = self.snd_una.wrapping_add(
                     (self.sbuf.len() as u32)
                         .min(u32::from(self.cfg.max_payload))
@@ -901,6 +908,7 @@ impl Connection {
             }
             prev_end = Some(end);
         }
+        self.nack_hi = prev_end;
         // Once per round trip, whatever `ack` says: selective NACKs come per new hole and
         // `ack` moves as each first hole fills, so the per-gap rule of go-back-N would cut the
         // rate once per loss (measured: 5 % loss then held a 1 Gbit/s path at ~10 %).

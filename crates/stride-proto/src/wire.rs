@@ -538,6 +538,55 @@ mod tests {
     }
 
     #[test]
+    fn nack_ranges_roundtrip_and_payload_shape() {
+        let ranges = [
+            NackRange { seq: 7, len: 1440 },
+            NackRange {
+                seq: u32::MAX - 5,
+                len: 2880,
+            },
+        ];
+        let mut h = Header::new(Flags::ACK | Flags::NACK, 1, 2, 3, 7, 5);
+        let mut d = vec![0u8; HEADER_LEN + 16];
+        h.payload_len = emit_nack_ranges(&ranges, &mut d[HEADER_LEN..]) as u16;
+        assert_eq!(h.payload_len, 16);
+        h.emit(&mut d).unwrap();
+        assert_eq!(&d[32..40], &[0, 0, 0, 7, 0, 0, 0x05, 0xa0]);
+        let p = Packet::new_checked(&d[..]).unwrap();
+        assert_eq!(nack_ranges(p.payload()).collect::<Vec<_>>(), ranges);
+        // Not whole ranges, or more than MAX_NACK_RANGES: bad length.
+        for (n, ok) in [
+            (12usize, false),
+            (8, true),
+            (MAX_NACK_RANGES * 8, true),
+            ((MAX_NACK_RANGES + 1) * 8, false),
+        ] {
+            let mut h = Header::new(Flags::ACK | Flags::NACK, 1, 2, 3, 7, 5);
+            h.payload_len = n as u16;
+            let v = datagram(&h, &vec![0u8; n]);
+            assert_eq!(Packet::new_checked(&v[..]).is_ok(), ok, "{n} bytes");
+        }
+        // Other packets without DATA still carry no payload.
+        for f in [
+            Flags::ACK,
+            Flags::SYN,
+            Flags::SYN | Flags::ACK,
+            Flags::ACK | Flags::FIN,
+        ] {
+            let mut h = Header::new(f, 1, 2, 3, 7, 5);
+            h.payload_len = 8;
+            let v = datagram(&h, &[0u8; 8]);
+            assert!(
+                matches!(
+                    Packet::new_checked(&v[..]),
+                    Err(WireError::BadLength { .. })
+                ),
+                "{f:?} with a payload"
+            );
+        }
+    }
+
+    #[test]
     fn serial_arithmetic_wraps() {
         assert!(seq_lt(u32::MAX, 0));
         assert!(seq_lt(u32::MAX - 5, 3));
