@@ -296,7 +296,9 @@ fn malformed_datagrams_raise_expert_info() {
             "stride.nack.range.len",
         ],
     );
-    assert_eq!(ranges.trim(), "1000,5320;1440,2880", "{ranges}");
+    // (The malformed one shows its one whole range, with the expert info above.)
+    let lines: Vec<&str> = ranges.lines().collect();
+    assert_eq!(lines, ["1000,5320;1440,2880", "1000;1440"], "{ranges}");
     for (i, ((_, want), got)) in cases.iter().zip(&rows).enumerate() {
         if want.is_empty() {
             assert!(
