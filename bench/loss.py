@@ -13,7 +13,10 @@ Cases (relay at 1 Gbit/s, 256 KiB drop-tail queue, sender line rate 1 Gbit/s):
   reorder5 1 ms one way, 5 % of packets held back by up to 100 us (no loss)
 
 Variants are the sender's and receiver's `--recovery` (the transport's `recovery` switch);
-`default` passes nothing (the build's default). For each case the variants run interleaved
+`default` passes nothing (the build's default). A `+md30` suffix (e.g. `selective+md30`) also
+gives the sender `--cc-param md_shift=30`, which makes the controller's multiplicative cuts
+(NACK and high delay) negligible: evidence of what the NACK reaction costs on a random-loss
+path, not a configuration to use. For each case the variants run interleaved
 (case, rep, variant order), and the table reports medians per (case, variant):
 
   goodput  file bytes / sender's wall time (Gbit/s), and over (1 - loss) x bottleneck
@@ -72,7 +75,11 @@ def json_lines(text):
 def one_run(case, variant, path, size, seed, timeout):
     c = CASES[case]
     rp, lp = port(), port()
-    rec = [] if variant == "default" else ["--recovery", variant]
+    base, _, suffix = variant.partition("+")
+    rec = [] if base == "default" else ["--recovery", base]
+    extra = ["--cc-param", "md_shift=30"] if suffix == "md30" else []
+    if suffix not in ("", "md30"):
+        sys.exit(f"unknown variant suffix {suffix!r} (known: md30)")
     with tempfile.TemporaryDirectory() as out:
         recv = subprocess.Popen([STRIDE, "recv", "--listen", f"127.0.0.1:{rp}", "--out", out,
                                  "--once", "--json", "--force"] + rec,
@@ -84,7 +91,7 @@ def one_run(case, variant, path, size, seed, timeout):
         time.sleep(0.3)
         t0 = time.monotonic()
         send = subprocess.run([STRIDE, "send", "--to", f"127.0.0.1:{lp}", "--line-rate", "1gbit",
-                               "--json", str(path)] + rec,
+                               "--json", str(path)] + rec + extra,
                               capture_output=True, text=True, timeout=timeout)
         wall = time.monotonic() - t0
         try:
