@@ -150,6 +150,8 @@ pub struct Connection {
     /// `rcv_nxt`, disjoint, all inside the advertised window.
     ooo: VecDeque<(u32, Vec<u8>)>,
     ooo_bytes: usize,
+    /// Selective recovery: the sequence number of a FIN received beyond a gap.
+    ooo_fin: Option<u32>,
     peer_fin: bool,
     unacked_bytes: u32,
     ack_now: bool,
@@ -234,6 +236,7 @@ impl Connection {
             rbuf: VecDeque::new(),
             ooo: VecDeque::new(),
             ooo_bytes: 0,
+            ooo_fin: None,
             peer_fin: false,
             unacked_bytes: 0,
             ack_now: false,
@@ -521,7 +524,7 @@ impl Connection {
         }
         if self.nack_at.is_some_and(|t| now >= t) {
             self.nack_at = None;
-            if !self.ooo.is_empty() {
+            if !self.ooo.is_empty() || self.ooo_fin.is_some() {
                 // Selective: repeat the missing ranges while any remain (a resend may have
                 // been lost too, and at the tail no later arrival would ask again); the
                 // sender resends a range at most once per round trip.
@@ -1007,7 +1010,10 @@ impl Connection {
                 Some(m) if (stt.wrapping_sub(m) as i32) >= 0 => m,
                 _ => stt,
             });
-            if self.ooo.is_empty() {
+            if self.ooo_fin == Some(self.rcv_nxt) && self.ooo.is_empty() {
+                self.accept_fin();
+            }
+            if self.ooo.is_empty() && self.ooo_fin.is_none() {
                 // The gap (if any) is filled.
                 self.nack_at = None;
                 self.nack_now = false;
@@ -1146,6 +1152,15 @@ impl Connection {
             }
             prev = s.wrapping_add(d.len() as u32);
         }
+        if let Some(f) = self.ooo_fin {
+            if n < out.len() && seq_lt(prev, f) {
+                out[n] = NackRange {
+                    seq: prev,
+                    len: f.wrapping_sub(prev),
+                };
+                n += 1;
+            }
+        }
         n
     }
 
@@ -1169,18 +1184,33 @@ impl Connection {
     fn on_fin(&mut self, now: u64, pkt: &Packet<&[u8]>) {
         let seq = pkt.seq();
         if seq == self.rcv_nxt && !self.peer_fin {
-            self.peer_fin = true;
-            self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
-            self.ack_now = true;
-            self.delack_at = None;
-            self.nack_at = None;
-            self.events.push_back(Event::Readable);
+            self.accept_fin();
         } else if seq_lt(seq, self.rcv_nxt) {
             self.ack_now = true; // a retransmitted FIN: our ACK was lost
+        } else if self.selective()
+            && !self.peer_fin
+            && seq.wrapping_sub(self.rcv_nxt) <= self.window_bytes()
+        {
+            // Selective: a FIN beyond the gap is held like data (a selective sender resends
+            // only named ranges, so it would resend the FIN only on a timeout, and a sending
+            // application that exits once its data is confirmed may never do so).
+            self.ooo_fin = Some(seq);
+            self.on_gap(now);
         } else {
             self.stats.out_of_order_dropped += 1;
             self.on_gap(now);
         }
+    }
+
+    fn accept_fin(&mut self) {
+        self.peer_fin = true;
+        self.ooo_fin = None;
+        self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
+        self.ack_now = true;
+        self.delack_at = None;
+        self.nack_at = None;
+        self.nack_now = false;
+        self.events.push_back(Event::Readable);
     }
 
     fn check_done(&mut self, now: u64) {
@@ -1300,7 +1330,7 @@ impl Connection {
             h.echo_stt = self.stt_last;
             h.seq = self.snd_max;
             self.stats.nacks_sent += 1;
-            if !self.ooo.is_empty() {
+            if !self.ooo.is_empty() || self.ooo_fin.is_some() {
                 // Selective (the peer offered it: we hold data only then): name the holes.
                 let mut ranges = [NackRange { seq: 0, len: 0 }; MAX_NACK_RANGES];
                 let room = ((buf.len() - HEADER_LEN) / NACK_RANGE_LEN).min(MAX_NACK_RANGES);

@@ -433,6 +433,7 @@ fn lossy_200k(
     p.run(100_000, &mut nodrop);
     let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 300) as u8).collect();
     assert_eq!(p.c.write(p.ch, &data).unwrap(), data.len());
+    p.c.close(p.ch).unwrap();
     let mut seen = 0u32;
     let mut first_seqs = std::collections::HashSet::new();
     p.run(20_000_000, &mut |from_client, pk| {
@@ -520,4 +521,26 @@ fn selective_needs_both_sides_else_plain_nacks_and_go_back_n() {
         assert_eq!(s.out_of_order_kept, 0);
         assert!(c.retransmitted_packets > 1, "go-back-N resends the window");
     }
+}
+
+#[test]
+fn selective_receiver_holds_a_fin_that_arrives_beyond_a_gap() {
+    // The last DATA packet (the 139th of 200 000 bytes) is lost, so the FIN arrives beyond the
+    // gap. A selective sender resends only named ranges: the receiver must hold the FIN and
+    // take it once the resend fills the gap, not wait for the sender's timer to resend it (a
+    // sending application that exits once its data is confirmed never would).
+    let (p, c, s) = lossy_200k(Config::default(), Config::default(), &[139]);
+    let fins = p
+        .sent_by_client
+        .iter()
+        .filter(|r| r.1.contains(Flags::FIN))
+        .count();
+    assert_eq!(fins, 1, "the FIN was sent once");
+    assert_eq!(c.timeouts, 0);
+    assert_eq!(c.retransmitted_packets, 1);
+    assert!(
+        p.s.is_eof(p.sh.unwrap()),
+        "the receiver saw the end of the stream"
+    );
+    assert!(s.nacks_sent >= 1);
 }
