@@ -345,3 +345,69 @@ fn malicious_nack_ranges_are_refused_and_counted() {
     assert_eq!(c.stats().retransmitted_packets, 1);
     assert_eq!(c.stats().nack_ranges_rejected, want);
 }
+
+/// A selective receiver holds data beyond a gap only inside its window and up to
+/// `ooo_max_segments` segments (the rest is dropped and counted); its NACK names the holes;
+/// filling the first hole delivers everything held behind it.
+#[test]
+fn out_of_order_data_is_bounded_by_window_and_segment_limit() {
+    use stride_proto::wire::{nack_ranges, CAP_SELECTIVE};
+    let cfg = Config {
+        recv_buffer: 64 * 1024,
+        ooo_max_segments: 8,
+        ..Config::default()
+    };
+    let c_iss = 7_000u32;
+    let s_iss = 9_000u32;
+    let mut s =
+        Connection::server(cfg, 0, 22, s_iss, 11, c_iss, 4096).with_peer_caps(CAP_SELECTIVE);
+    assert!(s.selective());
+    let nxt = c_iss.wrapping_add(1);
+    let data = |seq: u32, len: usize| {
+        let mut h = Header::new(Flags::DATA | Flags::ACK, 22, 11, seq, s_iss + 1, 0);
+        h.payload_len = len as u16;
+        h.window = 4096;
+        let mut v = vec![0u8; HEADER_LEN + len];
+        h.emit(&mut v).unwrap();
+        for (i, b) in v[HEADER_LEN..].iter_mut().enumerate() {
+            *b = (seq as usize + i) as u8;
+        }
+        v
+    };
+    let feed = |s: &mut Connection, v: &[u8]| s.handle(1_000, &Packet::new_checked(v).unwrap());
+    feed(&mut s, &data(nxt + 1440, 1440));
+    assert_eq!(s.out_of_order_bytes(), 1440);
+    assert_eq!(s.stats().out_of_order_kept, 1);
+    // Ending beyond the window (64 KiB from rcv_nxt): dropped, counted.
+    feed(&mut s, &data(nxt + 64 * 1024 - 100, 1440));
+    assert_eq!(s.stats().out_of_order_dropped, 1);
+    assert_eq!(s.out_of_order_bytes(), 1440);
+    // Twenty 1-byte segments with holes between them: only 7 more fit the 8-segment limit.
+    for i in 0..20u32 {
+        feed(&mut s, &data(nxt + 10_000 + 2 * i, 1));
+    }
+    assert_eq!(s.stats().out_of_order_kept, 8);
+    assert_eq!(s.stats().out_of_order_dropped, 1 + 13);
+    assert_eq!(s.out_of_order_bytes(), 1440 + 7);
+    // The NACK names the holes before the held segments, first one first.
+    let mut buf = vec![0u8; 2048];
+    let mut ranges = vec![];
+    while let Some(n) = s.poll_transmit(2_000, &mut buf) {
+        let p = Packet::new_checked(&buf[..n]).unwrap();
+        if p.flags().contains(Flags::NACK) && !p.payload().is_empty() {
+            ranges = nack_ranges(p.payload()).collect::<Vec<_>>();
+        }
+    }
+    assert_eq!(ranges.len(), 8, "{ranges:?}");
+    assert_eq!((ranges[0].seq, ranges[0].len), (nxt, 1440));
+    assert_eq!((ranges[1].seq, ranges[1].len), (nxt + 2880, 10_000 - 2880));
+    // Filling the first hole delivers it and the held segment behind it.
+    feed(&mut s, &data(nxt, 1440));
+    assert_eq!(s.readable(), 2880);
+    let mut out = vec![0u8; 4096];
+    assert_eq!(s.read(&mut out), 2880);
+    for (i, b) in out[..2880].iter().enumerate() {
+        assert_eq!(*b, (nxt as usize + i) as u8, "byte {i}");
+    }
+    assert_eq!(s.out_of_order_bytes(), 7);
+}
