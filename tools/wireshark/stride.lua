@@ -36,6 +36,15 @@ local pf = {
   reserved = ProtoField.uint16("stride.reserved", "Reserved (v1)", base.HEX),
   ce_count = ProtoField.uint16("stride.ce_count", "CE count (v2)", base.DEC),
   payload = ProtoField.bytes("stride.payload", "Payload"),
+  caps = ProtoField.uint32("stride.caps", "Capabilities (SYN)", base.HEX),
+  cap_selective = ProtoField.bool("stride.caps.selective", "Selective NACK", 32, nil, 0x1),
+  sa_caps = ProtoField.uint16("stride.synack.caps", "Capabilities (SYN-ACK, bits 8..14)", base.HEX, nil, 0x7f00),
+  sa_selective = ProtoField.bool("stride.synack.caps.selective", "Selective NACK", 16, nil, 0x0100),
+  sa_grant = ProtoField.bool("stride.synack.grant", "Start grant present", 16, nil, 0x8000),
+  sa_grant_shift = ProtoField.uint16("stride.synack.grant_shift", "Start grant: line >> g", base.DEC, nil, 0x003f),
+  range = ProtoField.bytes("stride.nack.range", "Missing range"),
+  range_seq = ProtoField.uint32("stride.nack.range.seq", "Range start", base.DEC),
+  range_len = ProtoField.uint32("stride.nack.range.len", "Range length", base.DEC),
 }
 stride.fields = pf
 
@@ -47,7 +56,7 @@ local ef = {
   bad_flags = ProtoExpert.new("stride.bad_flags", "Illegal flag combination (receivers drop it)",
     expert.group.MALFORMED, expert.severity.ERROR),
   bad_length = ProtoExpert.new("stride.bad_length",
-    "Bad length: payload_len does not match the datagram, or DATA is not set iff payload_len > 0",
+    "Bad length: payload_len does not match the datagram, or a payload without DATA that is not whole NACK ranges (8 bytes each, at most 64)",
     expert.group.MALFORMED, expert.severity.ERROR),
   reserved = ProtoExpert.new("stride.reserved_nonzero", "Reserved field is not 0 (v1: must be sent as 0)",
     expert.group.PROTOCOL, expert.severity.WARN),
@@ -127,8 +136,31 @@ function stride.dissector(tvb, pinfo, tree)
       ri:add_proto_expert_info(ef.reserved)
     end
   end
-  if len > 32 then
+  local is_nack = bit.band(flags, F.NACK) ~= 0
+  if is_nack and len > 32 then
+    -- Selective NACK: (seq, len) pairs naming the missing ranges.
+    local o = 32
+    while o + 8 <= len do
+      local ri = t:add(pf.range, tvb(o, 8))
+      ri:set_text(string.format("Missing range: seq=%u len=%u", tvb(o, 4):uint(), tvb(o + 4, 4):uint()))
+      ri:add(pf.range_seq, tvb(o, 4))
+      ri:add(pf.range_len, tvb(o + 4, 4))
+      o = o + 8
+    end
+  elseif len > 32 then
     t:add(pf.payload, tvb(32))
+  end
+  local is_synack = bit.band(flags, F.SYN) ~= 0 and bit.band(flags, F.ACK) ~= 0
+  if is_synack then
+    -- SYN-ACK (spec 5.1, 8.6): echo_stt is the SYN's STT; ce_count holds the start grant and
+    -- the listener's capability bits.
+    local ci = t:add(pf.sa_caps, tvb(30, 2))
+    ci:add(pf.sa_selective, tvb(30, 2))
+    t:add(pf.sa_grant, tvb(30, 2))
+    t:add(pf.sa_grant_shift, tvb(30, 2))
+  elseif bit.band(flags, F.SYN) ~= 0 then
+    local ci = t:add(pf.caps, tvb(24, 4))
+    ci:add(pf.cap_selective, tvb(24, 4))
   end
   local name = kind(version, flags)
   if version ~= 1 and version ~= 2 then
@@ -139,7 +171,15 @@ function stride.dissector(tvb, pinfo, tree)
     name = "bad flags"
   end
   local is_data = bit.band(flags, F.DATA) ~= 0
-  if plen ~= len - 32 or is_data ~= (plen > 0) then
+  local shape_ok
+  if is_data then
+    shape_ok = plen > 0
+  elseif is_nack then
+    shape_ok = plen % 8 == 0 and plen <= 512
+  else
+    shape_ok = plen == 0
+  end
+  if plen ~= len - 32 or not shape_ok then
     li:add_proto_expert_info(ef.bad_length)
     name = name .. ", bad length"
   end
@@ -147,10 +187,27 @@ function stride.dissector(tvb, pinfo, tree)
   if bit.band(flags, F.ACK) ~= 0 then
     info = info .. string.format(" ack=%u win=%uKiB", tvb(16, 4):uint(), tvb(28, 2):uint())
   end
-  if plen > 0 then
+  if is_nack and plen > 0 then
+    info = info .. " ranges=" .. math.floor(plen / 8)
+  elseif plen > 0 then
     info = info .. " len=" .. plen
   end
-  if tvb(24, 4):uint() ~= 0 then
+  if is_synack then
+    local c = tvb(30, 2):uint()
+    if bit.band(c, 0x7f00) ~= 0 then
+      info = info .. string.format(" caps=0x%x", bit.rshift(bit.band(c, 0x7f00), 8))
+    end
+    if bit.band(c, 0x8000) ~= 0 then
+      info = info .. string.format(" grant=line>>%u", bit.band(c, 0x3f))
+    end
+    if tvb(24, 4):uint() ~= 0 then
+      info = info .. " syn_stt=" .. tvb(24, 4):uint()
+    end
+  elseif bit.band(flags, F.SYN) ~= 0 then
+    if tvb(24, 4):uint() ~= 0 then
+      info = info .. string.format(" caps=0x%x", tvb(24, 4):uint())
+    end
+  elseif tvb(24, 4):uint() ~= 0 then
     info = info .. " stt=" .. tvb(24, 4):uint()
   end
   t:append_text(string.format(" v%d, %s", version, info))
@@ -173,7 +230,15 @@ local function heuristic(tvb, pinfo, tree)
   if kind(version, flags) == nil or plen ~= len - 32 then
     return false
   end
-  if (bit.band(flags, F.DATA) ~= 0) ~= (plen > 0) then
+  if bit.band(flags, F.DATA) ~= 0 then
+    if plen == 0 then
+      return false
+    end
+  elseif bit.band(flags, F.NACK) ~= 0 then
+    if plen % 8 ~= 0 or plen > 512 then
+      return false
+    end
+  elseif plen ~= 0 then
     return false
   end
   stride.dissector(tvb, pinfo, tree)

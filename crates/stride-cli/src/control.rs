@@ -40,6 +40,10 @@ pub struct ControlArgs {
     /// controller's units; an unknown name lists the known ones).
     #[arg(long = "cc-param", value_name = "KEY=VALUE")]
     pub cc_param: Vec<String>,
+    /// Loss recovery: `selective` (offered in the handshake; missing ranges resent alone) or
+    /// `go-back-n` (the paper's: everything from the first missing byte) [default: selective].
+    #[arg(long, value_name = "MODE")]
+    pub recovery: Option<stride::proto::Recovery>,
 }
 
 impl ControlArgs {
@@ -68,7 +72,7 @@ impl ControlArgs {
             cc: self.cc.clone(),
             cc_params,
         };
-        o.config(default_line_bps).map_err(|e| {
+        let mut c = o.config(default_line_bps).map_err(|e| {
             let flag = match e.field {
                 "line_bps" => "--line-rate",
                 "cc" => "--cc",
@@ -80,7 +84,11 @@ impl ControlArgs {
                 other => other,
             };
             anyhow::anyhow!("{flag}: {}", e.why.replace("t_high", "--t-high"))
-        })
+        })?;
+        if let Some(r) = self.recovery {
+            c.recovery = r;
+        }
+        Ok(c)
     }
 }
 

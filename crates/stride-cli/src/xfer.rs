@@ -45,6 +45,10 @@ pub struct RecvArgs {
     /// with --once.
     #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "10s")]
     pub report_interval: u64,
+    /// Loss recovery: `selective` (offered in the handshake: data beyond a gap is kept and the
+    /// NACK names the missing ranges) or `go-back-n` (the paper's) [default: selective].
+    #[arg(long, value_name = "MODE")]
+    pub recovery: Option<stride::proto::Recovery>,
 }
 
 /// Arguments of `stride send`.
@@ -154,6 +158,9 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
     let code = rt.block_on(async move {
         let mut proto = stride::host_config(10_000_000_000);
         proto.idle_timeout_ns = a.idle_timeout;
+        if let Some(r) = a.recovery {
+            proto.recovery = r;
+        }
         let opts = stride::EndpointConfig {
             proto,
             ..stride::EndpointConfig::default()

@@ -238,6 +238,21 @@ fn malformed_datagrams_raise_expert_info() {
     v[0] = 2;
     v[1] = 0x82; // version 2 ACK|CN: legal, no expert info
     cases.push((v, ""));
+    // A selective NACK: two (seq, len) ranges, legal.
+    let mut nack = good.clone();
+    nack[0] = 2;
+    nack[1] = 0x06;
+    nack[3] = 16;
+    for (seq, len) in [(1000u32, 1440u32), (5320, 2880)] {
+        nack.extend(seq.to_be_bytes());
+        nack.extend(len.to_be_bytes());
+    }
+    cases.push((nack.clone(), ""));
+    // A NACK payload that is not whole ranges.
+    let mut v = nack.clone();
+    v.truncate(44);
+    v[3] = 12;
+    cases.push((v, "Bad length"));
     let f = std::fs::File::create(&pcap).expect("pcap");
     let mut w = stride_pcap::Writer::new(f).expect("writer");
     let (a, b): (SocketAddr, SocketAddr) = (
@@ -263,6 +278,27 @@ fn malformed_datagrams_raise_expert_info() {
     );
     let rows: Vec<&str> = text.lines().collect();
     assert_eq!(rows.len(), cases.len(), "{text}");
+    // The selective NACK's ranges are decoded.
+    let ranges = tshark(
+        &pcap,
+        &[
+            "-d",
+            "udp.port==7000,stride",
+            "-Y",
+            "stride.nack.range",
+            "-T",
+            "fields",
+            "-E",
+            "separator=;",
+            "-e",
+            "stride.nack.range.seq",
+            "-e",
+            "stride.nack.range.len",
+        ],
+    );
+    // (The malformed one shows its one whole range, with the expert info above.)
+    let lines: Vec<&str> = ranges.lines().collect();
+    assert_eq!(lines, ["1000,5320;1440,2880", "1000;1440"], "{ranges}");
     for (i, ((_, want), got)) in cases.iter().zip(&rows).enumerate() {
         if want.is_empty() {
             assert!(

@@ -13,6 +13,43 @@ pub enum EchoPolicy {
     Min,
 }
 
+/// How lost data is repaired (spec §6.3, §6.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum Recovery {
+    /// Offered in the handshake; with a peer that offers it too, the receiver keeps data that
+    /// arrives beyond a gap (within its window) and its NACKs name the missing ranges, which
+    /// the sender resends alone. With a peer that does not, exactly [`Recovery::GoBackN`].
+    Selective,
+    /// The paper's recovery: the receiver drops data beyond a gap, one NACK per gap, and the
+    /// sender resends everything from the first missing byte.
+    GoBackN,
+}
+
+impl Recovery {
+    /// The configuration name (`selective`, `go-back-n`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Recovery::Selective => "selective",
+            Recovery::GoBackN => "go-back-n",
+        }
+    }
+}
+
+impl std::str::FromStr for Recovery {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "selective" => Ok(Recovery::Selective),
+            "go-back-n" | "gbn" => Ok(Recovery::GoBackN),
+            _ => Err(format!(
+                "recovery: unknown value {s:?} (expected \"selective\" or \"go-back-n\")"
+            )),
+        }
+    }
+}
+
 /// Configuration shared by every connection of an endpoint. Times in ns, sizes in bytes.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -52,6 +89,11 @@ pub struct Config {
     pub cc: CcConfig,
     /// STT echo choice.
     pub echo: EchoPolicy,
+    /// Loss recovery: selective (negotiated, default) or the paper's go-back-N.
+    pub recovery: Recovery,
+    /// Selective recovery: most out-of-order segments a receiver keeps per connection (their
+    /// bytes are bounded by the receive window as well); arrivals beyond are dropped (counted).
+    pub ooo_max_segments: usize,
     /// A receiver sends a congestion notification (`ACK|CN`, DCQCN's CNP) when a CE-marked
     /// DATA packet arrives, at most once per this interval (DCQCN's N = 50 us; 0: never).
     pub cnp_interval_ns: u64,
@@ -68,8 +110,6 @@ pub struct Config {
     /// Take an RTT sample from the handshake when the SYN-ACK echoes the SYN's STT (issue 12,
     /// spec §8.6); off in the `stride-paper` profile, whose first RTO is `initial_rto_ns`.
     pub handshake_rtt: bool,
-    // Issue 12, loss recovery: the selective-repeat switch of the recovery profile goes here
-    // (off in `stride-paper`, which is go-back-N; see `Config::paper`).
 }
 
 impl Config {
@@ -93,6 +133,8 @@ impl Config {
             burst_bytes: 16 * 1024,
             cc: CcConfig::stride(StrideParams::for_line_rate(line)),
             echo: EchoPolicy::Last,
+            recovery: Recovery::Selective,
+            ooo_max_segments: 4096,
             cnp_interval_ns: 50_000,
             max_connections: 65_536,
             max_per_source: 1_024,
@@ -114,6 +156,7 @@ impl Config {
             self.cc = CcConfig::stride(p.without_mechanisms());
         }
         self.handshake_rtt = false;
+        self.recovery = Recovery::GoBackN;
         self
     }
 

@@ -3,8 +3,8 @@
 //! packet returns a valid cookie, and answers unknown identifiers with a rate-limited RST.
 
 use crate::config::Config;
-use crate::conn::{Connection, Event};
-use crate::wire::{Flags, Header, Packet, HEADER_LEN};
+use crate::conn::{offered_caps, Connection, Event};
+use crate::wire::{syn_ack_caps, Flags, Header, Packet, HEADER_LEN};
 use siphasher::sip::{SipHasher13, SipHasher24};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -247,6 +247,7 @@ impl Endpoint {
         remote: SocketAddr,
         peer_cid: u32,
         peer_iss: u32,
+        caps: u32,
     ) -> (u32, u32) {
         let mut h = SipHasher13::new_with_keys(self.key.0, self.key.1);
         h.write_u64(slot);
@@ -260,6 +261,11 @@ impl Endpoint {
         h.write_u16(remote.port());
         h.write_u32(peer_cid);
         h.write_u32(peer_iss);
+        if caps > 0 {
+            // The capabilities both sides offered ride in the cookie (the listener keeps no
+            // state), hashed only when non-zero so a peer without any sees the same cookie.
+            h.write_u32(caps);
+        }
         let v = h.finish();
         let mut cid = (v as u32 & !3) | (k & 3);
         if cid == 0 {
@@ -342,8 +348,10 @@ impl Endpoint {
             // Of the four variants, the first whose identifier no connection holds: with many
             // connections a single derived identifier would sometimes collide with a live one.
             let slot = now >> COOKIE_SLOT_SHIFT;
+            let ours = offered_caps(&self.cfg);
+            let caps = p.echo_stt() & ours;
             let Some((cid, iss)) = (0..4)
-                .map(|k| self.cookie(slot, k, remote, p.src_cid(), p.seq()))
+                .map(|k| self.cookie(slot, k, remote, p.src_cid(), p.seq(), caps))
                 .find(|(cid, _)| !self.conns.contains_key(cid))
             else {
                 self.stats.refused_full += 1;
@@ -372,7 +380,9 @@ impl Endpoint {
             };
             let n = self.syn_epoch.1 + self.syn_epoch.2;
             let shift = 32 - (n.max(1) - 1).leading_zeros();
-            h.ce_count = GRANT_PRESENT | shift as u16;
+            // The listener's capabilities (spec §5.1) ride in bits 8..14 beside the grant: the
+            // SYN-ACK's echo_stt is taken by the SYN's STT.
+            h.ce_count = GRANT_PRESENT | shift as u16 | syn_ack_caps(ours);
             self.stats.syn_acks_sent += 1;
             self.push_ctrl(remote, h);
             return;
@@ -385,10 +395,17 @@ impl Endpoint {
         {
             let peer_iss = p.seq().wrapping_sub(1);
             let slot = now >> COOKIE_SLOT_SHIFT;
-            let ok = [slot, slot.wrapping_sub(1)].into_iter().any(|s| {
-                let (cid, iss) = self.cookie(s, dst & 3, remote, p.src_cid(), peer_iss);
-                cid == dst && iss.wrapping_add(1) == p.ack()
+            // Which capabilities the SYN offered is known only through the cookie: try each
+            // set we could have accepted (none, or all of ours).
+            let ours = offered_caps(&self.cfg);
+            let cap_sets: &[u32] = if ours == 0 { &[0] } else { &[0, ours] };
+            let found = [slot, slot.wrapping_sub(1)].into_iter().find_map(|s| {
+                cap_sets.iter().copied().find(|&caps| {
+                    let (cid, iss) = self.cookie(s, dst & 3, remote, p.src_cid(), peer_iss, caps);
+                    cid == dst && iss.wrapping_add(1) == p.ack()
+                })
             });
+            let ok = found.is_some();
             if ok && !self.conns.contains_key(&dst) {
                 if self.conns.len() >= self.cfg.max_connections {
                     self.stats.refused_full += 1;
@@ -409,7 +426,8 @@ impl Endpoint {
                     p.src_cid(),
                     peer_iss,
                     p.window(),
-                );
+                )
+                .with_peer_caps(found.unwrap_or(0));
                 self.conns.insert(
                     dst,
                     Entry {
@@ -678,7 +696,13 @@ mod tests {
         );
         let t = ep.poll_transmit(later, &mut buf).unwrap();
         let p = Packet::new_checked(&buf[..t.len]).unwrap();
-        assert_eq!(p.ce_count(), GRANT_PRESENT);
+        // Grant shift 0 (one SYN in two epochs); the capability bits beside it are the
+        // listener's own (spec §5.1).
+        assert_eq!(p.ce_count() & !(0x7f << 8), GRANT_PRESENT);
+        assert_eq!(
+            crate::wire::syn_ack_peer_caps(p.ce_count()),
+            crate::conn::offered_caps(&ep.cfg)
+        );
     }
 
     #[test]
@@ -690,7 +714,7 @@ mod tests {
         ep.listen(true);
         let remote: SocketAddr = "10.0.0.9:9".parse().unwrap();
         let now = 1_000_000;
-        let (taken, _) = ep.cookie(now >> COOKIE_SLOT_SHIFT, 0, remote, 77, 5000);
+        let (taken, _) = ep.cookie(now >> COOKIE_SLOT_SHIFT, 0, remote, 77, 5000, 0);
         let conn = Connection::client(ep.cfg.clone(), now, taken, 1);
         ep.conns.insert(
             taken,

@@ -22,7 +22,7 @@ pub mod testkit;
 pub mod vectors;
 pub mod wire;
 
-pub use config::{Config, EchoPolicy};
+pub use config::{Config, EchoPolicy, Recovery};
 pub use conn::{CloseReason, Connection, Event, State};
 pub use endpoint::{ConnHandle, Endpoint, EndpointError, EndpointStats, Transmit};
 pub use stats::{ConnStats, Histogram};

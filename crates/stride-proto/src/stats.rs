@@ -95,7 +95,7 @@ pub struct ConnStats {
     pub nacks_sent: u64,
     /// ACKs received that acknowledged new data.
     pub acks_received: u64,
-    /// NACKs received (each restarts sending from its sequence number).
+    /// NACKs received (a plain one restarts sending from its `ack`: go-back-N).
     pub nacks_received: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
@@ -107,8 +107,22 @@ pub struct ConnStats {
     pub cnps_sent: u64,
     /// Congestion notifications received.
     pub cnps_received: u64,
-    /// DATA packets dropped because they were beyond a gap.
+    /// DATA packets dropped because they were beyond a gap (go-back-N, or selective recovery
+    /// with no room: beyond the window or [`crate::Config::ooo_max_segments`]).
     pub out_of_order_dropped: u64,
+    /// Selective recovery: DATA packets beyond a gap whose new bytes were kept.
+    pub out_of_order_kept: u64,
+    /// Selective recovery: most bytes held beyond a gap at once (the receive buffer bounds
+    /// them: in-order unread bytes plus these never exceed it).
+    pub out_of_order_bytes_max: u64,
+    /// Missing ranges named in the selective NACKs sent.
+    pub nack_ranges_sent: u64,
+    /// Missing ranges received in selective NACKs and resent (each at most once per
+    /// round trip).
+    pub nack_ranges_resent: u64,
+    /// Selective NACK ranges refused: outside what was sent and unacknowledged, empty,
+    /// overlapping or out of order (the NACK's ranges are then ignored; its `ack` still counts).
+    pub nack_ranges_rejected: u64,
     /// DATA packets that carried bytes already received.
     pub duplicates: u64,
     /// In-order DATA packets dropped because the receive buffer had no room (the sender

@@ -403,6 +403,31 @@ pub fn wire_files() -> Vec<(&'static str, String)> {
         h.ce_count = (v[3] >> 32) as u16;
         hs.push(h);
     }
+    // Selective recovery and start hints (spec 5.1, 3.1, 8.6): a SYN offering CAP_SELECTIVE in
+    // echo_stt; a SYN-ACK with the SYN's STT in echo_stt and, in ce_count, the grant (present,
+    // shift 3) and CAP_SELECTIVE in bits 8..14; a selective NACK announcing two 8-byte ranges.
+    let mut syn = Header::new(Flags::SYN, 0, 0x0102_0304, 0x1111_1111, 0, 2);
+    syn.echo_stt = crate::wire::CAP_SELECTIVE;
+    syn.window = 4096;
+    hs.push(syn);
+    let mut sa = Header::new(
+        Flags::SYN | Flags::ACK,
+        0x0102_0304,
+        0xa0b0_c0d0,
+        0x2222_2222,
+        0x1111_1112,
+        3,
+    );
+    sa.echo_stt = 1_234;
+    sa.ce_count =
+        crate::endpoint::GRANT_PRESENT | crate::wire::syn_ack_caps(crate::wire::CAP_SELECTIVE) | 3;
+    sa.window = 4096;
+    hs.push(sa);
+    let mut sn = Header::new(Flags::NACK | Flags::ACK, 1, 2, 3, 0x1000, 4);
+    sn.payload_len = 2 * crate::wire::NACK_RANGE_LEN as u16;
+    sn.echo_stt = 5;
+    sn.window = 64;
+    hs.push(sn);
     let mut s = String::new();
     for h in &hs {
         let mut buf = [0u8; HEADER_LEN];

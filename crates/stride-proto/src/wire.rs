@@ -33,7 +33,8 @@ impl Flags {
     pub const SYN: Flags = Flags(0x01);
     /// The `ack` field is valid (set on every packet after the SYN).
     pub const ACK: Flags = Flags(0x02);
-    /// A gap: the receiver asks for go-back-N from `ack`.
+    /// A gap: the receiver asks for go-back-N from `ack` or, with a payload (selective NACK,
+    /// negotiated), for the ranges it names.
     pub const NACK: Flags = Flags(0x04);
     /// The sender has no more data; `seq` is the FIN's sequence number.
     pub const FIN: Flags = Flags(0x08);
@@ -206,7 +207,16 @@ impl<T: AsRef<[u8]>> Packet<T> {
         };
         let declared = u16::from_be_bytes([b[2], b[3]]);
         let actual = b.len() - HEADER_LEN;
-        if usize::from(declared) != actual || flags.contains(Flags::DATA) != (declared > 0) {
+        let shape_ok = if flags.contains(Flags::DATA) {
+            declared > 0
+        } else if flags.contains(Flags::NACK) {
+            // A selective NACK: whole (seq, len) ranges, at most MAX_NACK_RANGES of them.
+            declared % NACK_RANGE_LEN as u16 == 0
+                && usize::from(declared) <= MAX_NACK_RANGES * NACK_RANGE_LEN
+        } else {
+            declared == 0
+        };
+        if usize::from(declared) != actual || !shape_ok {
             return Err(WireError::BadLength { declared, actual });
         }
         Ok(Packet { buf })
@@ -261,7 +271,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         let b = self.buf.as_ref();
         u16::from_be_bytes([b[30], b[31]])
     }
-    /// The payload.
+    /// The payload: stream bytes in DATA, missing ranges in a selective NACK.
     pub fn payload(&self) -> &[u8] {
         &self.buf.as_ref()[HEADER_LEN..]
     }
@@ -346,6 +356,64 @@ impl Header {
         buf[30..32].copy_from_slice(&self.ce_count.to_be_bytes());
         Ok(())
     }
+}
+
+/// Bytes of one range in a selective NACK's payload: `seq` (4) and `len` (4), big-endian.
+pub const NACK_RANGE_LEN: usize = 8;
+/// Most ranges one NACK carries (512 bytes of payload: fits any IPv4 path's minimum MTU).
+pub const MAX_NACK_RANGES: usize = 64;
+
+/// Capability bits (spec §5.1): in a SYN they fill `echo_stt`; in a SYN-ACK, whose `echo_stt`
+/// carries the SYN's STT (§8.6), they sit in bits 8..14 of `ce_count` beside the start grant
+/// ([`syn_ack_caps`]). A peer without them sends 0 there and ignores the field. Bit 0: the
+/// sender of this packet acts on the missing ranges of a selective NACK, so its peer may send
+/// them.
+pub const CAP_SELECTIVE: u32 = 1;
+/// Every capability bit this crate understands; others are ignored on receipt.
+pub const CAPS_KNOWN: u32 = CAP_SELECTIVE;
+/// Where a SYN-ACK's capability bits sit in its `ce_count`: 7 bits from bit 8.
+pub const SYN_ACK_CAPS_SHIFT: u32 = 8;
+const SYN_ACK_CAPS_MASK: u32 = 0x7f;
+
+/// The `ce_count` bits that carry `caps` in a SYN-ACK (bits of `caps` beyond the 7 that fit are
+/// not sent).
+pub const fn syn_ack_caps(caps: u32) -> u16 {
+    ((caps & SYN_ACK_CAPS_MASK) << SYN_ACK_CAPS_SHIFT) as u16
+}
+
+/// The capability bits of a SYN-ACK's `ce_count`.
+pub const fn syn_ack_peer_caps(ce_count: u16) -> u32 {
+    (ce_count as u32 >> SYN_ACK_CAPS_SHIFT) & SYN_ACK_CAPS_MASK
+}
+
+/// One missing range named by a selective NACK: `len` bytes from `seq`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NackRange {
+    /// First missing byte.
+    pub seq: u32,
+    /// Missing bytes (at least 1).
+    pub len: u32,
+}
+
+/// Writes `ranges` as a selective NACK payload into `buf`; returns the bytes written.
+/// Panics if `buf` is too small or more than [`MAX_NACK_RANGES`] are given (caller bug).
+pub fn emit_nack_ranges(ranges: &[NackRange], buf: &mut [u8]) -> usize {
+    assert!(ranges.len() <= MAX_NACK_RANGES);
+    for (i, r) in ranges.iter().enumerate() {
+        let o = i * NACK_RANGE_LEN;
+        buf[o..o + 4].copy_from_slice(&r.seq.to_be_bytes());
+        buf[o + 4..o + 8].copy_from_slice(&r.len.to_be_bytes());
+    }
+    ranges.len() * NACK_RANGE_LEN
+}
+
+/// The ranges of a selective NACK payload (already length-checked by [`Packet::new_checked`]:
+/// a whole number of ranges). Yields them in wire order; semantic checks are the caller's.
+pub fn nack_ranges(payload: &[u8]) -> impl Iterator<Item = NackRange> + '_ {
+    payload.chunks_exact(NACK_RANGE_LEN).map(|c| NackRange {
+        seq: u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
+        len: u32::from_be_bytes([c[4], c[5], c[6], c[7]]),
+    })
 }
 
 /// Serial-number arithmetic on 32-bit sequence numbers (RFC 1982): `a` is before `b`.
@@ -482,6 +550,55 @@ mod tests {
             let ok = Flags::from_bits(b).is_some_and(|f| f.is_legal());
             let expect = legal.iter().any(|f| f.bits() == b);
             assert_eq!(ok, expect, "flags 0x{b:02x}");
+        }
+    }
+
+    #[test]
+    fn nack_ranges_roundtrip_and_payload_shape() {
+        let ranges = [
+            NackRange { seq: 7, len: 1440 },
+            NackRange {
+                seq: u32::MAX - 5,
+                len: 2880,
+            },
+        ];
+        let mut h = Header::new(Flags::ACK | Flags::NACK, 1, 2, 3, 7, 5);
+        let mut d = vec![0u8; HEADER_LEN + 16];
+        h.payload_len = emit_nack_ranges(&ranges, &mut d[HEADER_LEN..]) as u16;
+        assert_eq!(h.payload_len, 16);
+        h.emit(&mut d).unwrap();
+        assert_eq!(&d[32..40], &[0, 0, 0, 7, 0, 0, 0x05, 0xa0]);
+        let p = Packet::new_checked(&d[..]).unwrap();
+        assert_eq!(nack_ranges(p.payload()).collect::<Vec<_>>(), ranges);
+        // Not whole ranges, or more than MAX_NACK_RANGES: bad length.
+        for (n, ok) in [
+            (12usize, false),
+            (8, true),
+            (MAX_NACK_RANGES * 8, true),
+            ((MAX_NACK_RANGES + 1) * 8, false),
+        ] {
+            let mut h = Header::new(Flags::ACK | Flags::NACK, 1, 2, 3, 7, 5);
+            h.payload_len = n as u16;
+            let v = datagram(&h, &vec![0u8; n]);
+            assert_eq!(Packet::new_checked(&v[..]).is_ok(), ok, "{n} bytes");
+        }
+        // Other packets without DATA still carry no payload.
+        for f in [
+            Flags::ACK,
+            Flags::SYN,
+            Flags::SYN | Flags::ACK,
+            Flags::ACK | Flags::FIN,
+        ] {
+            let mut h = Header::new(f, 1, 2, 3, 7, 5);
+            h.payload_len = 8;
+            let v = datagram(&h, &[0u8; 8]);
+            assert!(
+                matches!(
+                    Packet::new_checked(&v[..]),
+                    Err(WireError::BadLength { .. })
+                ),
+                "{f:?} with a payload"
+            );
         }
     }
 

@@ -257,3 +257,157 @@ fn identifiers_and_sequence_numbers_are_keyed_by_the_secret() {
     let mut old = stride_proto::rng::SplitMix::new(7);
     assert_ne!(a.0, old.next_u64() as u32);
 }
+
+/// A selective NACK whose ranges lie outside what was sent, are empty, or overlap is refused
+/// and counted, and resends nothing; a good one resends exactly its range.
+#[test]
+fn malicious_nack_ranges_are_refused_and_counted() {
+    use stride_proto::wire::{emit_nack_ranges, syn_ack_caps, NackRange, CAP_SELECTIVE};
+    let cfg = Config::default();
+    let c_iss = 1_000_000u32;
+    let s_iss = 5_000u32;
+    let mut c = Connection::client(cfg, 0, 11, c_iss);
+    let mut sa = Header::new(
+        Flags::SYN | Flags::ACK,
+        11,
+        22,
+        s_iss,
+        c_iss.wrapping_add(1),
+        0,
+    );
+    sa.window = 4096;
+    sa.ce_count = syn_ack_caps(CAP_SELECTIVE);
+    let mut d = [0u8; HEADER_LEN];
+    sa.emit(&mut d).unwrap();
+    c.handle(10, &Packet::new_checked(&d[..]).unwrap());
+    assert!(c.selective(), "the SYN-ACK offered selective recovery");
+    let mut buf = vec![0u8; 2048];
+    let mut now = 1_000;
+    // Drain the third packet, then send 20 full packets.
+    assert_eq!(c.write(&[7u8; 20 * 1440]), 20 * 1440);
+    let mut data_seqs = vec![];
+    for _ in 0..200 {
+        now += 100_000;
+        while let Some(n) = c.poll_transmit(now, &mut buf) {
+            let p = Packet::new_checked(&buf[..n]).unwrap();
+            if p.flags().contains(Flags::DATA) {
+                data_seqs.push(p.seq());
+            }
+        }
+    }
+    assert_eq!(data_seqs.len(), 20);
+    let first = c_iss.wrapping_add(1);
+    let snd_max = first.wrapping_add(20 * 1440);
+    let nack = |ranges: &[NackRange]| {
+        let mut h = Header::new(Flags::ACK | Flags::NACK, 11, 22, s_iss + 1, first, 0);
+        h.window = 4096;
+        let mut v = vec![0u8; HEADER_LEN + ranges.len() * 8];
+        h.payload_len = emit_nack_ranges(ranges, &mut v[HEADER_LEN..]) as u16;
+        h.emit(&mut v).unwrap();
+        v
+    };
+    let r = |seq: u32, len: u32| NackRange { seq, len };
+    let bad: [&[NackRange]; 5] = [
+        &[r(first, 21 * 1440)],                    // beyond snd_max
+        &[r(first, 0)],                            // empty
+        &[r(first + 2880, 1440), r(first, 1440)],  // out of order
+        &[r(first, 2880), r(first + 1440, 1440)],  // overlapping
+        &[r(snd_max.wrapping_sub(1 << 31), 1440)], // far outside the window
+    ];
+    let mut want = 0;
+    for b in bad {
+        want += b.len() as u64;
+        let v = nack(b);
+        c.handle(now, &Packet::new_checked(&v[..]).unwrap());
+        assert_eq!(c.stats().nack_ranges_rejected, want, "{b:?}");
+        now += 100_000;
+        while let Some(n) = c.poll_transmit(now, &mut buf) {
+            let p = Packet::new_checked(&buf[..n]).unwrap();
+            assert!(
+                !p.flags().contains(Flags::DATA),
+                "{b:?} made the sender resend"
+            );
+        }
+    }
+    assert_eq!(c.stats().retransmitted_packets, 0);
+    // A good range: exactly the second packet is resent.
+    let v = nack(&[r(first + 1440, 1440)]);
+    c.handle(now, &Packet::new_checked(&v[..]).unwrap());
+    now += 100_000;
+    let mut resent = vec![];
+    while let Some(n) = c.poll_transmit(now, &mut buf) {
+        let p = Packet::new_checked(&buf[..n]).unwrap();
+        if p.flags().contains(Flags::DATA) {
+            resent.push((p.seq(), p.payload().len()));
+        }
+    }
+    assert_eq!(resent, vec![(first + 1440, 1440)]);
+    assert_eq!(c.stats().retransmitted_packets, 1);
+    assert_eq!(c.stats().nack_ranges_rejected, want);
+}
+
+/// A selective receiver holds data beyond a gap only inside its window and up to
+/// `ooo_max_segments` segments (the rest is dropped and counted); its NACK names the holes;
+/// filling the first hole delivers everything held behind it.
+#[test]
+fn out_of_order_data_is_bounded_by_window_and_segment_limit() {
+    use stride_proto::wire::{nack_ranges, CAP_SELECTIVE};
+    let cfg = Config {
+        recv_buffer: 64 * 1024,
+        ooo_max_segments: 8,
+        ..Config::default()
+    };
+    let c_iss = 7_000u32;
+    let s_iss = 9_000u32;
+    let mut s =
+        Connection::server(cfg, 0, 22, s_iss, 11, c_iss, 4096).with_peer_caps(CAP_SELECTIVE);
+    assert!(s.selective());
+    let nxt = c_iss.wrapping_add(1);
+    let data = |seq: u32, len: usize| {
+        let mut h = Header::new(Flags::DATA | Flags::ACK, 22, 11, seq, s_iss + 1, 0);
+        h.payload_len = len as u16;
+        h.window = 4096;
+        let mut v = vec![0u8; HEADER_LEN + len];
+        h.emit(&mut v).unwrap();
+        for (i, b) in v[HEADER_LEN..].iter_mut().enumerate() {
+            *b = (seq as usize + i) as u8;
+        }
+        v
+    };
+    let feed = |s: &mut Connection, v: &[u8]| s.handle(1_000, &Packet::new_checked(v).unwrap());
+    feed(&mut s, &data(nxt + 1440, 1440));
+    assert_eq!(s.out_of_order_bytes(), 1440);
+    assert_eq!(s.stats().out_of_order_kept, 1);
+    // Ending beyond the window (64 KiB from rcv_nxt): dropped, counted.
+    feed(&mut s, &data(nxt + 64 * 1024 - 100, 1440));
+    assert_eq!(s.stats().out_of_order_dropped, 1);
+    assert_eq!(s.out_of_order_bytes(), 1440);
+    // Twenty 1-byte segments with holes between them: only 7 more fit the 8-segment limit.
+    for i in 0..20u32 {
+        feed(&mut s, &data(nxt + 10_000 + 2 * i, 1));
+    }
+    assert_eq!(s.stats().out_of_order_kept, 8);
+    assert_eq!(s.stats().out_of_order_dropped, 1 + 13);
+    assert_eq!(s.out_of_order_bytes(), 1440 + 7);
+    // The NACK names the holes before the held segments, first one first.
+    let mut buf = vec![0u8; 2048];
+    let mut ranges = vec![];
+    while let Some(n) = s.poll_transmit(2_000, &mut buf) {
+        let p = Packet::new_checked(&buf[..n]).unwrap();
+        if p.flags().contains(Flags::NACK) && !p.payload().is_empty() {
+            ranges = nack_ranges(p.payload()).collect::<Vec<_>>();
+        }
+    }
+    assert_eq!(ranges.len(), 8, "{ranges:?}");
+    assert_eq!((ranges[0].seq, ranges[0].len), (nxt, 1440));
+    assert_eq!((ranges[1].seq, ranges[1].len), (nxt + 2880, 10_000 - 2880));
+    // Filling the first hole delivers it and the held segment behind it.
+    feed(&mut s, &data(nxt, 1440));
+    assert_eq!(s.readable(), 2880);
+    let mut out = vec![0u8; 4096];
+    assert_eq!(s.read(&mut out), 2880);
+    for (i, b) in out[..2880].iter().enumerate() {
+        assert_eq!(*b, (nxt as usize + i) as u8, "byte {i}");
+    }
+    assert_eq!(s.out_of_order_bytes(), 7);
+}

@@ -131,3 +131,46 @@ proptest! {
         check(link, seed, up, down);
     }
 }
+
+/// 4 MB at 5 % loss each way (ACKs and NACKs lost too) with a 1 ms one-way delay: returns
+/// (resent bytes / file bytes, timeouts) after checking delivery byte-exact.
+fn lossy_4mb(recovery: stride_proto::Recovery, seed: u64) -> (f64, u64) {
+    let size = 4_000_000;
+    let u = data(size, 3);
+    let link = Link {
+        delay_ns: 1_000_000,
+        loss_ppm: 50_000,
+        ..Default::default()
+    };
+    let c = Config {
+        recovery,
+        ..Config::default()
+    };
+    let o = transfer(c, link, seed, &u, &[], 600_000_000_000);
+    assert!(
+        o.at_server == u,
+        "delivered {} of {size} bytes",
+        o.at_server.len()
+    );
+    let s = &o.client_stats;
+    (
+        s.retransmitted_packets as f64 * 1440.0 / size as f64,
+        s.timeouts,
+    )
+}
+
+#[test]
+fn selective_recovery_resends_a_quarter_of_the_file_at_most_at_five_percent_loss() {
+    for seed in [1, 2, 3] {
+        let (sel, _) = lossy_4mb(stride_proto::Recovery::Selective, seed);
+        let (gbn, _) = lossy_4mb(stride_proto::Recovery::GoBackN, seed);
+        assert!(
+            sel <= 0.25,
+            "seed {seed}: selective resent {sel:.2}x the file"
+        );
+        assert!(
+            gbn > 2.0 * sel,
+            "seed {seed}: go-back-N {gbn:.2}x against {sel:.2}x"
+        );
+    }
+}

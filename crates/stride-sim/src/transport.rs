@@ -91,6 +91,8 @@ fn stride_family(
     ect: bool,
 ) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
     let mut cfg = sc.stride_config()?;
+    // The RDMA baselines recover as RoCE NICs do, by go-back-N, whatever STRIDE's default is.
+    cfg.recovery = stride_proto::Recovery::GoBackN;
     let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
     cfg.cc = stride_proto::cc::CcConfig::by_name(cc, line)
         .map_err(|e| ScenarioError(format!("field `transports`: {e}")))?;
@@ -140,6 +142,7 @@ pub const HPCC: Transport = Transport {
         }
         let mut hosts = Vec::new();
         let mut cfg = sc.stride_config()?;
+        cfg.recovery = stride_proto::Recovery::GoBackN;
         if sc.stride.ack_interval.is_none() {
             // HPCC acknowledges every packet (each ACK echoing its packet's records); with
             // STRIDE's 64 KB ACK interval a window of one base-RTT BDP stalls between ACKs.

@@ -112,7 +112,14 @@ fn main() -> Result<(), String> {
         .parse()
         .map_err(|e| format!("BYTES: {e}"))?;
     let cfg = Config::default();
-    let mut host = Endpoint::new(cfg.clone(), [7; 16], 2);
+    // The NIC's host software answers for the engine, which is go-back-N: it must not offer
+    // selective recovery (spec 5.1). The client keeps the default (selective offered), so this
+    // also checks that such a client falls back to go-back-N with the engine's plain NACKs.
+    let host_cfg = Config {
+        recovery: stride_proto::Recovery::GoBackN,
+        ..cfg.clone()
+    };
+    let mut host = Endpoint::new(host_cfg, [7; 16], 2);
     host.listen(true);
     let mut p = Peer {
         peer: Endpoint::new(cfg, [3; 16], 1),
