@@ -118,6 +118,7 @@ fn counters(ep: &Endpoint, refused_names: u64) -> (serde_json::Value, String) {
         "rsts_sent": s.rsts_sent,
         "rsts_suppressed": s.rsts_suppressed,
         "accepted": s.accepted,
+        "rx_overflow": io.rx_overflow,
     }});
     let h = format!(
         "stride recv: counters: {refused_names} refused names, {} malformed and {} truncated datagrams, \

@@ -29,6 +29,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -76,6 +77,9 @@ pub struct IoStats {
     pub send_errors: u64,
     /// Datagrams an application thread sent itself after a small write (see [`Stream`]).
     pub direct_sends: u64,
+    /// Datagrams the kernel dropped at the socket because its receive buffer was full
+    /// (`SO_RXQ_OVFL`; stays 0 when the kernel does not report it).
+    pub rx_overflow: u64,
 }
 
 /// What the socket ended up with.
@@ -220,6 +224,11 @@ struct Shared {
     /// The socket (owned by the driver thread, which outlives every handle).
     sock_fd: RawFd,
     info: SocketInfo,
+    /// Set by [`Shared::wake`]: something changed that the driver has not looked at yet.
+    notified: AtomicBool,
+    /// The driver is in (or about to enter) `ppoll`: only then does a wake-up cost an eventfd
+    /// write. A driver that is running looks at `notified` before it sleeps.
+    sleeping: AtomicBool,
 }
 
 impl Drop for Shared {
@@ -230,8 +239,14 @@ impl Drop for Shared {
 }
 
 impl Shared {
-    /// Wakes the driver thread (an eventfd write).
+    /// Tells the driver that something changed; wakes it (an eventfd write) only when it
+    /// sleeps. The two flags pair up (sequentially consistent) so that either the driver sees
+    /// `notified` before it sleeps or this call sees `sleeping` and writes.
     fn wake(&self) {
+        self.notified.store(true, Ordering::SeqCst);
+        if !self.sleeping.load(Ordering::SeqCst) {
+            return;
+        }
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd.
         unsafe { libc::write(self.efd, &one as *const u64 as *const libc::c_void, 8) };
@@ -323,6 +338,9 @@ pub struct EndpointConfig {
     /// Ask for UDP GRO on receive (one system call and one kernel traversal per run of up to
     /// 64 KiB of datagrams from one sender); off when the kernel refuses.
     pub gro: bool,
+    /// Bind with `SO_REUSEPORT`, so that several endpoints (each its own socket and driver
+    /// thread) share one address; see [`Endpoint::bind_shards`].
+    pub reuse_port: bool,
 }
 
 impl Default for EndpointConfig {
@@ -334,6 +352,7 @@ impl Default for EndpointConfig {
             kernel_timestamps: true,
             spin_ns: SPIN_NS,
             gro: true,
+            reuse_port: false,
         }
     }
 }
@@ -399,11 +418,15 @@ impl Endpoint {
             let _ = sock.set_only_v6(false);
         }
         sys::set_buffers(&sock, opts.socket_buffer);
+        if opts.reuse_port {
+            sock.set_reuse_port(true)?;
+        }
         sock.set_nonblocking(true)?;
         sock.bind(&addr.into())?;
         let fd = sock.as_raw_fd();
         let kernel_timestamps = opts.kernel_timestamps && sys::enable_rx_timestamps(fd);
         let gro = opts.gro && sys::enable_gro(fd);
+        let _ = sys::enable_rxq_ovfl(fd);
         // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
         // leaves both off; CE then never reaches the controllers.
         let _ = sys::enable_ecn(fd, addr.is_ipv6());
@@ -446,6 +469,8 @@ impl Endpoint {
             efd,
             sock_fd: fd,
             info,
+            notified: AtomicBool::new(false),
+            sleeping: AtomicBool::new(false),
         });
         let guard = Arc::new(HandleGuard(shared.clone()));
         let weak = Arc::downgrade(&guard);
@@ -457,6 +482,59 @@ impl Endpoint {
             shared,
             _guard: guard,
         })
+    }
+
+    /// Binds `n` endpoints (at least 1) to one address with `SO_REUSEPORT`: `n` sockets and
+    /// `n` driver threads, so that connections are served on more than one core. The kernel
+    /// spreads incoming datagrams over the sockets by a hash of the 4-tuple, so every datagram
+    /// of a connection (its handshake included) reaches the same shard, whose core owns it;
+    /// replies leave from that shard's socket, which has the same local address. Each shard
+    /// has its own connection identifiers and cookie secret (a cookie is checked by the shard
+    /// that issued it, since the handshake's datagrams share a 4-tuple). Accept from all of
+    /// them with [`Endpoint::accept_any`]. With port 0 the first shard picks the port and the
+    /// others join it.
+    pub fn bind_shards(addr: SocketAddr, opts: EndpointConfig, n: usize) -> Result<Vec<Endpoint>> {
+        let mut opts = opts;
+        opts.reuse_port = true;
+        let first = Endpoint::bind_with(addr, opts.clone())?;
+        let at = first.local_addr();
+        let mut all = vec![first];
+        for _ in 1..n.max(1) {
+            all.push(Endpoint::bind_with(at, opts.clone())?);
+        }
+        Ok(all)
+    }
+
+    /// Waits for the next incoming connection on any of `eps` (the shards of
+    /// [`Endpoint::bind_shards`], or any endpoints); fails once every one is closed.
+    pub async fn accept_any(eps: &[Endpoint]) -> Result<Stream> {
+        let (i, h, remote) = std::future::poll_fn(|cx| {
+            let mut gone = 0;
+            for (i, ep) in eps.iter().enumerate() {
+                let mut st = ep.shared.lock();
+                if st.driver_gone {
+                    gone += 1;
+                    continue;
+                }
+                if let Some(h) = st.accept_q.pop_front() {
+                    let remote = st
+                        .ep
+                        .remote(h)
+                        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+                    return Poll::Ready(Ok((i, h, remote)));
+                }
+                if !st.accept_wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    st.accept_wakers.push(cx.waker().clone());
+                }
+            }
+            if gone == eps.len() {
+                return Poll::Ready(Err(Error::EndpointClosed));
+            }
+            Poll::Pending
+        })
+        .await?;
+        let ep = &eps[i];
+        Ok(Stream::new(ep.shared.clone(), ep._guard.clone(), h, remote))
     }
 
     /// The bound address.
@@ -877,6 +955,7 @@ fn drive(
                     let mut st = shared.lock();
                     st.io.rx_calls += 1;
                     st.io.truncated = rx.truncated;
+                    st.io.rx_overflow = rx.overflow;
                     for i in 0..n {
                         let r = rx.got[i];
                         if r.len == 0 {
@@ -909,7 +988,9 @@ fn drive(
                 Err(_) => break, // WouldBlock, or an ICMP error reported on the socket
             }
         }
-        // 2. Timers and transmissions.
+        // 2. Timers and transmissions. Whatever the application changed before this point is
+        // seen under the lock below; a later change sets `notified` again.
+        shared.notified.store(false, Ordering::SeqCst);
         let deadline;
         let exit;
         {
@@ -995,8 +1076,14 @@ fn drive(
             tv_sec: (wait / 1_000_000_000) as libc::time_t,
             tv_nsec: (wait % 1_000_000_000) as libc::c_long,
         };
+        shared.sleeping.store(true, Ordering::SeqCst);
+        if shared.notified.load(Ordering::SeqCst) {
+            shared.sleeping.store(false, Ordering::SeqCst);
+            continue;
+        }
         // SAFETY: two live pollfds.
         unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        shared.sleeping.store(false, Ordering::SeqCst);
         if fds[1].revents & libc::POLLIN != 0 {
             let mut v = 0u64;
             // SAFETY: reads 8 bytes into a live u64 (resets the eventfd counter).
