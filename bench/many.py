@@ -3,6 +3,7 @@
 `stride send` processes, each sending its own file to one `stride recv` on loopback.
 
   python3 bench/many.py [--senders 200] [--size 1MB] [--runs 10] [--stride PATH] [--json OUT]
+                        [--read-delay-slack 250us]
 
 A run passes when every sender exits 0 (the receiver confirmed size and BLAKE3) and every file
 is in the receiver's directory with the right bytes. Per run it prints the transfers that
@@ -41,7 +42,7 @@ def parse_size(s):
     return int(u)
 
 
-def one_run(stride, senders, size, timeout, work):
+def one_run(stride, senders, size, timeout, work, recv_extra=()):
     src, dst = work / "src", work / "dst"
     shutil.rmtree(work, ignore_errors=True)
     src.mkdir(parents=True)
@@ -54,7 +55,7 @@ def one_run(stride, senders, size, timeout, work):
     p = port()
     recv = subprocess.Popen(
         [stride, "recv", "--listen", f"127.0.0.1:{p}", "--out", dst, "--json",
-         "--report-interval", "1s"],
+         "--report-interval", "1s", *recv_extra],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     time.sleep(0.3)
     t0 = time.monotonic()
@@ -101,6 +102,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per run")
     ap.add_argument("--stride", default=str(TARGET / "release" / "stride"))
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--read-delay-slack", help="passed to `stride recv` (e.g. 250us)")
     ap.add_argument("--json", help="write the runs here")
     a = ap.parse_args()
     if not a.no_build:
@@ -110,7 +112,8 @@ def main():
     runs = []
     with tempfile.TemporaryDirectory(prefix="stride-many-") as tmp:
         for r in range(a.runs):
-            res = one_run(a.stride, a.senders, size, a.timeout, Path(tmp) / f"run{r}")
+            extra = ["--read-delay-slack", a.read_delay_slack] if a.read_delay_slack else []
+            res = one_run(a.stride, a.senders, size, a.timeout, Path(tmp) / f"run{r}", extra)
             runs.append(res)
             print(f"run {r + 1}/{a.runs}: {res['completed']}/{a.senders} completed in "
                   f"{res['seconds']:.1f} s, receiver socket overflow {res['rx_overflow']}"

@@ -55,6 +55,19 @@ pub const RX_DEFER_NS: u64 = 150_000;
 pub const MAX_WAIT_NS: u64 = 50_000_000;
 /// Socket buffer size requested each way.
 pub const SOCKET_BUFFER: usize = 4 << 20;
+/// Receive buffer size requested (the kernel doubles it for its bookkeeping): a receiver that
+/// many senders reach at once needs room for their first bursts while their controllers learn
+/// of the queue (issue 12: 200 senders overflowed 4 MiB by hundreds of thousands of
+/// datagrams). Memory is only used while datagrams wait in it.
+pub const RECV_BUFFER: usize = 16 << 20;
+/// How long a datagram may wait in the socket's receive queue (between the kernel's receive
+/// stamp and the driver's read) before the wait counts as delay: a receive stamp is the
+/// kernel's stamp plus the wait beyond this. Waits below it are this host's ordinary
+/// scheduling (a sleeping driver wakes in ~50 µs on a busy VM, and it defers reads by up to
+/// [`RX_DEFER_NS`] on purpose), which must not add noise to STT; a receiver that falls behind
+/// its senders (many senders, a starved core) queues for milliseconds, and that wait is the
+/// congestion the senders' controllers must see, since the kernel's stamp alone hides it.
+pub const READ_DELAY_SLACK_NS: u64 = 250_000;
 
 /// Driver-level counters (next to the core's [`EndpointStats`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -69,6 +82,9 @@ pub struct IoStats {
     pub tx_calls: u64,
     /// Received messages that carried a kernel timestamp.
     pub kernel_rx_stamps: u64,
+    /// Received messages that waited in the socket queue longer than the read-delay slack
+    /// (their receive stamp was moved later; see [`READ_DELAY_SLACK_NS`]).
+    pub late_reads: u64,
     /// Received messages that carried more than one datagram (UDP GRO).
     pub gro_messages: u64,
     /// Datagrams dropped for being too long.
@@ -267,6 +283,8 @@ pub const HOST_NORM_SHIFT: u8 = 19;
 pub const HOST_BURST_BYTES: u32 = 8 * 1024;
 /// Host-stack pacing bucket depth in time at the line rate, at least (see [`host_config`]).
 pub const HOST_BURST_NS: u64 = 10_000;
+/// Host-stack pacing quantum (see [`host_config`]).
+pub const HOST_PACING_QUANTUM_NS: u64 = 50_000;
 /// Host-stack floor of the retransmission timeout (see [`host_config`]).
 pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 
@@ -294,12 +312,20 @@ pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 ///   to back at a bottleneck of the sender's rate is that much queue (16 KiB = 131 µs at
 ///   1 Gbit/s; 8 KiB took the demo's p99 from 74–98 to 66 µs). At high line rates the bucket
 ///   must still cover the driver's turnaround between two sends, or pacing caps the rate (a
-///   flat 8 KiB cost a quarter of the loopback goodput at a 40 Gbit/s line).
+///   flat 8 KiB cost a quarter of the loopback goodput at a 40 Gbit/s line);
+/// - the bucket also holds at least [`HOST_PACING_QUANTUM_NS`] (50 µs) at the *current* rate,
+///   capped at one GSO message (64 KiB): a driver turn (send a batch, yield, look again) on a
+///   shared core often takes longer than 10 µs, and every µs beyond the bucket is rate lost
+///   for good (a sender pinned at 5 and 10 Gbit/s delivered 0.57 and 0.49 of its rate with
+///   the 8 KiB / 10 µs bucket). At rates of 1.3 Gbit/s and below 8 KiB is the larger, so the
+///   1 Gbit/s relay figures keep their bucket; a 10 Gbit/s sender slowed by its controller
+///   to 1 Gbit/s has a 65 µs (8 KiB) bucket, not 50 µs at its line rate.
 pub fn host_config(line_bps: u64) -> Config {
     let mut c = Config::for_line_rate_gbps(line_bps as f64 / 1e9);
     c.min_rto_ns = HOST_MIN_RTO_NS;
     let line_burst = (line_bps / 8).saturating_mul(HOST_BURST_NS) / 1_000_000_000;
     c.burst_bytes = HOST_BURST_BYTES.max(line_burst.min(1 << 20) as u32);
+    c.burst_min_ns = HOST_PACING_QUANTUM_NS;
     if let Some(p) = c.cc.params_mut::<stride_proto::cc::StrideParams>() {
         p.t_low = HOST_T_LOW_NS;
         p.t_high = HOST_T_HIGH_NS;
@@ -338,6 +364,15 @@ pub struct EndpointConfig {
     /// Ask for UDP GRO on receive (one system call and one kernel traversal per run of up to
     /// 64 KiB of datagrams from one sender); off when the kernel refuses.
     pub gro: bool,
+    /// Receive buffer size requested ([`RECV_BUFFER`]); the send buffer is `socket_buffer`.
+    pub recv_buffer: usize,
+    /// The read delay the receive stamp ignores (e.g. [`READ_DELAY_SLACK_NS`]); the wait in
+    /// the socket queue beyond it is added to the kernel's stamp, so a receiver that falls
+    /// behind shows in its senders' STT. None (the default): the kernel's stamp alone, the
+    /// socket queue invisible to STT. Off by default because at high rates the driver's own
+    /// batch turnaround (8 GRO messages of 64 KiB are ~280 µs at 15 Gbit/s) reaches the slack
+    /// and would cap a single fast flow; `stride recv --read-delay-slack` turns it on.
+    pub read_delay_slack_ns: Option<u64>,
     /// Bind with `SO_REUSEPORT`, so that several endpoints (each its own socket and driver
     /// thread) share one address; see [`Endpoint::bind_shards`].
     pub reuse_port: bool,
@@ -352,6 +387,8 @@ impl Default for EndpointConfig {
             kernel_timestamps: true,
             spin_ns: SPIN_NS,
             gro: true,
+            recv_buffer: RECV_BUFFER,
+            read_delay_slack_ns: None,
             reuse_port: false,
         }
     }
@@ -417,7 +454,7 @@ impl Endpoint {
         if addr.is_ipv6() {
             let _ = sock.set_only_v6(false);
         }
-        sys::set_buffers(&sock, opts.socket_buffer);
+        sys::set_buffers(&sock, opts.socket_buffer, opts.recv_buffer);
         if opts.reuse_port {
             sock.set_reuse_port(true)?;
         }
@@ -447,6 +484,7 @@ impl Endpoint {
             return Err(Error::Io(std::io::Error::last_os_error()));
         }
         let spin_ns = opts.spin_ns;
+        let slack = opts.read_delay_slack_ns;
         let mut opts = opts;
         opts.proto.max_connections =
             connection_limit(opts.proto.max_connections, sys::mem_available());
@@ -477,7 +515,7 @@ impl Endpoint {
         let s2 = shared.clone();
         std::thread::Builder::new()
             .name("stride-driver".into())
-            .spawn(move || drive(s2, udp, weak, spin_ns))?;
+            .spawn(move || drive(s2, udp, weak, spin_ns, slack))?;
         Ok(Endpoint {
             shared,
             _guard: guard,
@@ -933,6 +971,7 @@ fn drive(
     sock: std::net::UdpSocket,
     handles: std::sync::Weak<HandleGuard>,
     spin_ns: u64,
+    slack: Option<u64>,
 ) {
     // SAFETY: changes only this thread's timer slack (1 µs), so short ppoll waits are precise.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
@@ -969,7 +1008,13 @@ fn drive(
                         let now = match r.kernel_ts {
                             Some(t) => {
                                 st.io.kernel_rx_stamps += 1;
-                                t
+                                match slack {
+                                    Some(s) if fallback_now.saturating_sub(t) > s => {
+                                        st.io.late_reads += 1;
+                                        fallback_now - s
+                                    }
+                                    _ => t,
+                                }
                             }
                             None => fallback_now,
                         };

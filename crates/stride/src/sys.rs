@@ -62,17 +62,18 @@ fn setsockopt_int(fd: RawFd, level: i32, name: i32, val: i32) -> io::Result<()> 
     }
 }
 
-/// Asks for socket buffers of `bytes` each way: first with the `*FORCE` options (root may exceed
-/// `net.core.rmem_max`), then with the ordinary ones.
-pub fn set_buffers(sock: &socket2::Socket, bytes: usize) {
+/// Asks for a send buffer of `send` and a receive buffer of `recv` bytes: first with the
+/// `*FORCE` options (root may exceed `net.core.rmem_max`), then with the ordinary ones.
+pub fn set_buffers(sock: &socket2::Socket, send: usize, recv: usize) {
     use std::os::fd::AsRawFd;
     let fd = sock.as_raw_fd();
-    let v = bytes.min(i32::MAX as usize) as i32;
+    let v = recv.min(i32::MAX as usize) as i32;
     if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
-        let _ = sock.set_recv_buffer_size(bytes);
+        let _ = sock.set_recv_buffer_size(recv);
     }
+    let v = send.min(i32::MAX as usize) as i32;
     if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
-        let _ = sock.set_send_buffer_size(bytes);
+        let _ = sock.set_send_buffer_size(send);
     }
 }
 
