@@ -46,10 +46,10 @@ pub struct RecvArgs {
     #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "10s")]
     pub report_interval: u64,
     /// Count a datagram's wait in the socket's receive queue beyond this as delay in its STT
-    /// (the kernel's receive stamp alone hides a receiver that falls behind its senders);
-    /// e.g. 250us. Default: off.
-    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns)]
-    pub read_delay_slack: Option<u64>,
+    /// (the kernel's receive stamp alone hides a receiver that falls behind its senders, e.g.
+    /// hundreds of them at once); 0 turns it off (kernel stamps alone).
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "250us")]
+    pub read_delay_slack: u64,
 }
 
 /// Arguments of `stride send`.
@@ -162,7 +162,7 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
         proto.idle_timeout_ns = a.idle_timeout;
         let opts = stride::EndpointConfig {
             proto,
-            read_delay_slack_ns: a.read_delay_slack,
+            read_delay_slack_ns: (a.read_delay_slack > 0).then_some(a.read_delay_slack),
             ..stride::EndpointConfig::default()
         };
         let ep = match Endpoint::bind_with(a.listen, opts) {

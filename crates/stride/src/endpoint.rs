@@ -371,7 +371,7 @@ pub struct EndpointConfig {
     /// behind shows in its senders' STT. None (the default): the kernel's stamp alone, the
     /// socket queue invisible to STT. Off by default because at high rates the driver's own
     /// batch turnaround (8 GRO messages of 64 KiB are ~280 µs at 15 Gbit/s) reaches the slack
-    /// and would cap a single fast flow; `stride recv --read-delay-slack` turns it on.
+    /// and would cap a single fast flow; `stride recv` turns it on (250 µs) for many senders into one receiver.
     pub read_delay_slack_ns: Option<u64>,
     /// Bind with `SO_REUSEPORT`, so that several endpoints (each its own socket and driver
     /// thread) share one address; see [`Endpoint::bind_shards`].
