@@ -4,8 +4,10 @@
 //!
 //! The sans-IO [`stride_proto::Endpoint`] lives in a [`Mutex`] shared by the driver and the
 //! application handles ([`Endpoint`], [`Stream`]). Application calls (from tokio tasks) lock it,
-//! act (write, read, close) and wake the driver through an eventfd; the driver wakes application
+//! act (write, read, close) and wake the driver through an eventfd, written only while the
+//! driver sleeps (a running driver checks a flag before it sleeps); the driver wakes application
 //! tasks through the `Waker`s they left in per-connection slots when the core reports events.
+//! [`Endpoint::bind_shards`] puts several endpoints (sockets, driver threads) on one address.
 //!
 //! The driver is one dedicated OS thread that owns the socket (not a tokio task: it must wait
 //! for deadlines far below tokio's 1 ms timer tick). Its loop: receive a batch (`recvmmsg`,
