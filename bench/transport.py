@@ -8,10 +8,14 @@
    (`bench/quic-perf`, quinn). Rounds interleave the three; medians and per-round ratios.
 2. 64-byte request/response round trips: STRIDE vs kernel TCP (TCP_NODELAY) vs raw UDP, all
    through `stride perf --rr` (one tokio harness); medians of the per-run medians.
-3. Pacing: a sender pinned at 0.1, 1, 5 and 10 Gbit/s on loopback (no queue can build at
+3. Pacing: a sender pinned at 0.1, 1, 5, 10 and 25 Gbit/s on loopback (no queue can build at
    these rates): achieved goodput over the pinned rate (the payload share of a 1472-byte
    datagram is 0.978), pacing lateness p50/p99, the sender's CPU cores, and the jitter of STT
    (its p50/p99 above the minimum, which on an empty path is timestamp and scheduling noise).
+   CPU of the bulk runs of 1.: sender (the client's rusage) + receiver (the server's
+   /proc/PID/stat, before and after) in CPU-seconds per Gbit moved, STRIDE over TCP per round.
+   Aggregate goodput of 1, 2, 4 and 8 parallel connections (`stride perf client --parallel N`
+   against `stride perf server --shards 2`, and TCP the same way), rounds interleaved.
 4. Through the userspace bottleneck (`stride demo`: 1 Gbit/s, 20 us, 256 KiB queue): STRIDE's
    default controller vs the same sender pinned at its line rate (no controller), with the
    sender's line rate equal to the bottleneck (the demo's model) and at 10 Gbit/s, and an
@@ -49,6 +53,38 @@ def last_json(cmd, timeout=300):
     return json.loads(lines[-1])
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid):
+    """CPU seconds (user + system) a live process has used, from /proc/PID/stat."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / TICK
+
+
+def timed_json(cmd, server_pid, timeout=300):
+    """Runs a client; returns (its last JSON line, client CPU s, server CPU s during it)."""
+    s0 = proc_cpu(server_pid)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    # communicate() reaped the child: its rusage is in RUSAGE_CHILDREN; take the delta.
+    s1 = proc_cpu(server_pid)
+    if p.returncode != 0:
+        sys.exit(f"failed: {' '.join(map(str, cmd))}\n{err}")
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]), s1 - s0
+
+
+def children_cpu():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def med(xs):
     return statistics.median(xs)
 
@@ -69,7 +105,7 @@ def main():
                    env={k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"},
                    check=True)
 
-    p_stride, p_tcp, p_udp, p_quic = port(), port(), port(), port()
+    p_stride, p_tcp, p_udp, p_quic, p_shard = port(), port(), port(), port(), port()
     cert = ROOT / "out" / "quic-perf-cert.der"
     cert.parent.mkdir(parents=True, exist_ok=True)
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -81,19 +117,29 @@ def main():
                          **quiet),
         subprocess.Popen([QUIC, "server", "--listen", f"127.0.0.1:{p_quic}", "--cert", cert],
                          **quiet),
+        subprocess.Popen([STRIDE, "perf", "server", "--shards", "2", "--listen",
+                          f"127.0.0.1:{p_shard}"], **quiet),
     ]
     res = {"reps": a.reps, "bytes": a.bytes, "rr_count": a.rr, "cores": os.cpu_count()}
     try:
         time.sleep(0.5)
         # 1. loopback goodput
         bulk = {"stride": [], "tcp": [], "quic": []}
+        cpu = {"stride": [], "tcp": []}
         for _ in range(a.reps):
-            bulk["stride"].append(last_json(
-                [STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_stride}", "--bytes", a.bytes,
-                 "--line-rate", "40gbit", "--json"]))
-            bulk["tcp"].append(last_json(
-                [STRIDE, "perf", "client", "--tcp", "--to", f"127.0.0.1:{p_tcp}", "--bytes",
-                 a.bytes, "--json"]))
+            for name, cmd, spid in (
+                    ("stride", [STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_stride}",
+                                "--bytes", a.bytes, "--line-rate", "40gbit", "--json"],
+                     servers[0].pid),
+                    ("tcp", [STRIDE, "perf", "client", "--tcp", "--to", f"127.0.0.1:{p_tcp}",
+                             "--bytes", a.bytes, "--json"], servers[1].pid)):
+                c0 = children_cpu()
+                r, server_cpu = timed_json(cmd, spid)
+                client_cpu = children_cpu() - c0
+                gbit = r["bytes"] * 8 / 1e9
+                bulk[name].append(r)
+                cpu[name].append({"sender_s": client_cpu, "receiver_s": server_cpu,
+                                  "cpu_s_per_gbit": (client_cpu + server_cpu) / gbit})
             nbytes = bulk["stride"][-1]["bytes"]
             bulk["quic"].append(last_json(
                 [QUIC, "client", "--to", f"127.0.0.1:{p_quic}", "--cert", cert, "--bytes",
@@ -110,6 +156,34 @@ def main():
         lb = res["loopback"]
         lb["median_ratio_stride_tcp"] = med(lb["ratio_stride_tcp_per_round"])
         lb["median_ratio_stride_quic"] = med(lb["ratio_stride_quic_per_round"])
+        cg = {k: [x["cpu_s_per_gbit"] for x in v] for k, v in cpu.items()}
+        res["cpu"] = {
+            "runs": cpu,
+            "median_cpu_s_per_gbit": {k: med(v) for k, v in cg.items()},
+            "median_sender_s": {k: med([x["sender_s"] for x in v]) for k, v in cpu.items()},
+            "median_receiver_s": {k: med([x["receiver_s"] for x in v]) for k, v in cpu.items()},
+            "ratio_stride_tcp_per_round": [s / t for s, t in zip(cg["stride"], cg["tcp"])],
+        }
+        res["cpu"]["median_ratio_stride_tcp"] = med(res["cpu"]["ratio_stride_tcp_per_round"])
+
+        # 1b. aggregate goodput of parallel connections (sharded STRIDE server, 2 sockets)
+        par = {"stride": {}, "tcp": {}}
+        for _ in range(a.reps):
+            for n in (1, 2, 4, 8):
+                r = last_json([STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_shard}",
+                               "--bytes", a.bytes, "--line-rate", "40gbit", "--parallel",
+                               str(n), "--json"])
+                par["stride"].setdefault(str(n), []).append(r["goodput_gbps"])
+                r = last_json([STRIDE, "perf", "client", "--tcp", "--to", f"127.0.0.1:{p_tcp}",
+                               "--bytes", a.bytes, "--parallel", str(n), "--json"])
+                par["tcp"].setdefault(str(n), []).append(r["goodput_gbps"])
+        res["parallel"] = {
+            "goodput_gbps": par,
+            "median_gbps": {t: {n: med(v) for n, v in d.items()} for t, d in par.items()},
+            "ratio_4_vs_1_per_round": [f / o for f, o in zip(par["stride"]["4"],
+                                                             par["stride"]["1"])],
+        }
+        res["parallel"]["median_ratio_4_vs_1"] = med(res["parallel"]["ratio_4_vs_1_per_round"])
 
         # 2. round trips
         rr = {"stride": [], "tcp": [], "udp": []}
@@ -133,7 +207,8 @@ def main():
 
         # 3. pacing and STT jitter
         pacing = {}
-        for rate, gbps in (("100mbit", 0.1), ("1gbit", 1.0), ("5gbit", 5.0), ("10gbit", 10.0)):
+        for rate, gbps in (("100mbit", 0.1), ("1gbit", 1.0), ("5gbit", 5.0), ("10gbit", 10.0),
+                           ("25gbit", 25.0)):
             runs = []
             for _ in range(a.reps):
                 r = last_json([STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_stride}", "--time",
@@ -181,14 +256,14 @@ def main():
     for k in ("stride", "tcp", "quic"):
         print(f"| {k} | {lb['median_gbps'][k]:.2f} | "
               + ", ".join(f"{x:.2f}" for x in lb["goodput_gbps"][k]) + " |")
-    print(f"STRIDE/TCP median ratio {lb['median_ratio_stride_tcp']:.2f} (target >= 0.5); "
-          f"STRIDE/QUIC {lb['median_ratio_stride_quic']:.2f} (target >= 2); "
+    print(f"STRIDE/TCP median ratio {lb['median_ratio_stride_tcp']:.2f} (target >= 1.0); "
+          f"STRIDE/QUIC {lb['median_ratio_stride_quic']:.2f} (target >= 4); "
           f"STRIDE retransmitted {lb['stride_retransmitted']}, timeouts {lb['stride_timeouts']}")
     print(f"\n## 64-byte round trips, {a.rr} per run, median of {a.reps} runs")
     print("| transport | median RTT (us) | p99 (us) |\n|---|---|---|")
     for k in ("stride", "tcp", "udp"):
         print(f"| {k} | {rr['median_p50_ns'][k] / 1e3:.1f} | {rr['median_p99_ns'][k] / 1e3:.1f} |")
-    print(f"STRIDE/UDP median ratio {rr['median_ratio_stride_udp']:.2f} (target <= 1.5); "
+    print(f"STRIDE/UDP median ratio {rr['median_ratio_stride_udp']:.2f} (target <= 1.1); "
           f"TCP/UDP {rr['median_ratio_tcp_udp']:.2f}")
     print(f"\n## Pacing at a pinned rate on loopback, 2 s each, median of {a.reps}")
     print("| rate | goodput / rate | lateness p50/p99 (us) | sender CPU cores | STT jitter p50/p99 (us) |"
@@ -212,6 +287,37 @@ def main():
               f"{100 * m['utilization']:.1f} % | {m['queue_p50_ns'] / 1e3:.0f}/"
               f"{m['queue_p99_ns'] / 1e3:.0f}/{m['queue_max_ns'] / 1e3:.0f} | {m['drops']:.0f} | "
               f"{m['retransmitted']:.0f} |")
+    cp, pa = res["cpu"], res["parallel"]
+    print(f"\n## CPU per Gbit/s of goodput (sender + receiver), bulk runs above, median of {a.reps}")
+    print("| transport | CPU s per Gbit | sender CPU s | receiver CPU s |\n|---|---|---|---|")
+    for k in ("stride", "tcp"):
+        print(f"| {k} | {cp['median_cpu_s_per_gbit'][k]:.4f} | {cp['median_sender_s'][k]:.2f} | "
+              f"{cp['median_receiver_s'][k]:.2f} |")
+    print(f"\n## Aggregate goodput of N parallel connections, {a.bytes} split, median of {a.reps}")
+    print("| N | STRIDE Gbit/s (server --shards 2) | TCP Gbit/s |\n|---|---|---|")
+    for n in ("1", "2", "4", "8"):
+        print(f"| {n} | {pa['median_gbps']['stride'][n]:.2f} | {pa['median_gbps']['tcp'][n]:.2f} |")
+    pm = res["pacing"]
+    rows = [
+        ("loopback goodput vs kernel TCP, 1 connection", lb["median_ratio_stride_tcp"], ">= 1.0",
+         lb["median_ratio_stride_tcp"] >= 1.0),
+        ("loopback goodput vs quinn", lb["median_ratio_stride_quic"], ">= 4",
+         lb["median_ratio_stride_quic"] >= 4),
+        ("64-byte round trip vs raw UDP", rr["median_ratio_stride_udp"], "<= 1.1",
+         rr["median_ratio_stride_udp"] <= 1.1),
+        ("pinned 10 Gbit/s: goodput / rate", pm["10gbit"]["median"]["goodput_over_rate"], ">= 0.95",
+         pm["10gbit"]["median"]["goodput_over_rate"] >= 0.95),
+        ("pinned 25 Gbit/s: goodput / rate", pm["25gbit"]["median"]["goodput_over_rate"], ">= 0.9",
+         pm["25gbit"]["median"]["goodput_over_rate"] >= 0.9),
+        ("CPU per Gbit/s vs kernel TCP (sender + receiver)", cp["median_ratio_stride_tcp"],
+         "<= 1.0", cp["median_ratio_stride_tcp"] <= 1.0),
+        ("aggregate goodput, 4 connections vs 1", pa["median_ratio_4_vs_1"], ">= 1.6",
+         pa["median_ratio_4_vs_1"] >= 1.6),
+    ]
+    print(f"\n## Issue 17 targets (ratios: medians of per-round ratios, {a.reps} rounds)")
+    print("| metric | measured | target | met |\n|---|---|---|---|")
+    for name, v, t, ok in rows:
+        print(f"| {name} | {v:.2f} | {t} | {'yes' if ok else 'no'} |")
     print(f"\nraw figures: {a.out}")
 
 

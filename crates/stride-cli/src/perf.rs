@@ -46,6 +46,11 @@ pub enum Role {
         /// One JSON object per connection.
         #[arg(long)]
         json: bool,
+        /// STRIDE: serve on this many sockets bound to the address with SO_REUSEPORT, each
+        /// with its own driver thread (connections spread over them by the kernel's 4-tuple
+        /// hash), so several connections use several cores.
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+        shards: u16,
         #[command(flatten)]
         transport: Transport,
     },
@@ -71,6 +76,11 @@ pub enum Role {
         /// Only the final report, as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Bulk: run this many connections at once (STRIDE: each on its own endpoint, i.e. its
+        /// own socket and driver thread; TCP: its own socket), --bytes split evenly between
+        /// them; the report is their aggregate goodput.
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256), conflicts_with = "rr")]
+        parallel: u16,
         #[command(flatten)]
         transport: Transport,
         #[command(flatten)]
@@ -86,6 +96,7 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
             Role::Server {
                 listen,
                 json,
+                shards,
                 transport,
             } => {
                 if transport.tcp {
@@ -93,7 +104,7 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                 } else if transport.udp {
                     udp_server(listen).await
                 } else {
-                    server(listen, json).await
+                    server(listen, json, usize::from(shards)).await
                 }
             }
             Role::Client {
@@ -103,6 +114,7 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                 rr,
                 size,
                 json,
+                parallel,
                 transport,
                 control,
             } => {
@@ -118,7 +130,26 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                         time: time.map(|d| d.as_secs_f64()),
                     },
                 };
-                if transport.udp {
+                if parallel > 1 {
+                    let Job::Bulk { bytes, time } = job else {
+                        fail(
+                            "perf client",
+                            "--parallel needs a bulk job (--bytes or --time)",
+                        );
+                    };
+                    let proto = if transport.tcp {
+                        None
+                    } else {
+                        match control.config() {
+                            Ok(c) => Some(c),
+                            Err(e) => fail("perf client", e),
+                        }
+                    };
+                    if transport.udp {
+                        fail("perf client", "--udp needs --rr");
+                    }
+                    parallel_client(to, usize::from(parallel), bytes, time, json, proto).await
+                } else if transport.udp {
                     match job {
                         Job::RoundTrips { count, size } => udp_client(to, count, size, json).await,
                         Job::Bulk { .. } => fail("perf client", "--udp needs --rr"),
@@ -175,14 +206,18 @@ fn server_error(json_out: bool, remote: SocketAddr, e: io::Error) {
     }
 }
 
-async fn server(listen: SocketAddr, json_out: bool) -> i32 {
-    let ep = match Endpoint::bind(listen) {
-        Ok(ep) => ep,
+async fn server(listen: SocketAddr, json_out: bool, shards: usize) -> i32 {
+    let eps = match Endpoint::bind_shards(listen, stride::EndpointConfig::default(), shards) {
+        Ok(eps) => eps,
         Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
     };
-    eprintln!("perf server listening on {}", ep.local_addr());
+    eprintln!(
+        "perf server listening on {} ({shards} shard{})",
+        eps[0].local_addr(),
+        if shards == 1 { "" } else { "s" }
+    );
     loop {
-        let mut s = match ep.accept().await {
+        let mut s = match Endpoint::accept_any(&eps).await {
             Ok(s) => s,
             Err(e) => fail("perf server", e),
         };
@@ -353,6 +388,95 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
         println!("{}", Value::Object(m));
     } else {
         println!("total: {}", human(&m));
+    }
+    0
+}
+
+/// One connection of [`parallel_client`]: (bytes, seconds, retransmitted packets, timeouts).
+async fn one_bulk(
+    to: SocketAddr,
+    bytes: Option<u64>,
+    time: Option<f64>,
+    proto: Option<stride::Config>,
+) -> Result<(u64, f64, u64, u64), String> {
+    match proto {
+        Some(proto) => {
+            let opts = stride::EndpointConfig {
+                proto,
+                listen: false,
+                ..stride::EndpointConfig::default()
+            };
+            let ep = Endpoint::bind_with(any_addr(to), opts).map_err(|e| e.to_string())?;
+            let mut s = ep
+                .connect_timeout(to, Duration::from_secs(3))
+                .await
+                .map_err(|e| format!("cannot connect to {to}: {e}"))?;
+            let b = bulk(&mut s, bytes, time, |_, _, _| {})
+                .await
+                .map_err(|e| format!("transfer failed: {e}"))?;
+            let cs = s.stats().unwrap_or_default();
+            Ok((b.bytes, b.seconds, cs.retransmitted_packets, cs.timeouts))
+        }
+        None => {
+            let mut s = tokio::net::TcpStream::connect(to)
+                .await
+                .map_err(|e| format!("cannot connect to {to}: {e}"))?;
+            let _ = s.set_nodelay(true);
+            let b = bulk(&mut s, bytes, time, |_, _, _| {})
+                .await
+                .map_err(|e| format!("transfer failed: {e}"))?;
+            Ok((b.bytes, b.seconds, 0, 0))
+        }
+    }
+}
+
+/// `--parallel N`: N bulk connections at once (STRIDE with `proto`, else TCP); reports their
+/// aggregate goodput (all bytes over the time from the first start to the last confirmation).
+async fn parallel_client(
+    to: SocketAddr,
+    n: usize,
+    bytes: Option<u64>,
+    time: Option<f64>,
+    json_out: bool,
+    proto: Option<stride::Config>,
+) -> i32 {
+    let cpu0 = stride::perf::cpu_seconds();
+    let start = std::time::Instant::now();
+    let mut tasks = Vec::with_capacity(n);
+    for i in 0..n as u64 {
+        let share = bytes.map(|b| b / n as u64 + u64::from(i < b % n as u64));
+        let proto = proto.clone();
+        tasks.push(tokio::spawn(one_bulk(to, share, time, proto)));
+    }
+    let (mut total, mut retx, mut timeouts, mut per) = (0u64, 0u64, 0u64, Vec::new());
+    for t in tasks {
+        match t.await {
+            Ok(Ok((b, secs, r, to))) => {
+                total += b;
+                retx += r;
+                timeouts += to;
+                per.push(b as f64 * 8.0 / secs.max(1e-9) / 1e9);
+            }
+            Ok(Err(e)) => fail("perf client", e),
+            Err(e) => fail("perf client", e),
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let cores = (stride::perf::cpu_seconds() - cpu0) / secs.max(1e-9);
+    let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
+    let transport = if proto.is_some() { "stride" } else { "tcp" };
+    if json_out {
+        println!(
+            "{}",
+            json!({"transport": transport, "connections": n, "bytes": total, "seconds": secs,
+                   "goodput_gbps": gbps, "per_connection_gbps": per,
+                   "retransmitted_packets": retx, "timeouts": timeouts,
+                   "cpu_cores": (cores * 1e3).round() / 1e3})
+        );
+    } else {
+        println!(
+            "total: {n} connections, {total} bytes in {secs:.3} s = {gbps:.3} Gbit/s aggregate ({transport})"
+        );
     }
     0
 }

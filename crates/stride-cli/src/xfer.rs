@@ -49,6 +49,11 @@ pub struct RecvArgs {
     /// NACK names the missing ranges) or `go-back-n` (the paper's) [default: selective].
     #[arg(long, value_name = "MODE")]
     pub recovery: Option<stride::proto::Recovery>,
+    /// Count a datagram's wait in the socket's receive queue beyond this as delay in its STT
+    /// (the kernel's receive stamp alone hides a receiver that falls behind its senders, e.g.
+    /// hundreds of them at once); 0 turns it off (kernel stamps alone).
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "250us")]
+    pub read_delay_slack: u64,
 }
 
 /// Arguments of `stride send`.
@@ -122,6 +127,7 @@ fn counters(ep: &Endpoint, refused_names: u64) -> (serde_json::Value, String) {
         "rsts_sent": s.rsts_sent,
         "rsts_suppressed": s.rsts_suppressed,
         "accepted": s.accepted,
+        "rx_overflow": io.rx_overflow,
     }});
     let h = format!(
         "stride recv: counters: {refused_names} refused names, {} malformed and {} truncated datagrams, \
@@ -163,6 +169,7 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
         }
         let opts = stride::EndpointConfig {
             proto,
+            read_delay_slack_ns: (a.read_delay_slack > 0).then_some(a.read_delay_slack),
             ..stride::EndpointConfig::default()
         };
         let ep = match Endpoint::bind_with(a.listen, opts) {

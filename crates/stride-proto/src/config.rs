@@ -85,6 +85,10 @@ pub struct Config {
     pub recv_buffer: usize,
     /// Pacing bucket depth: bytes that may leave back to back after an idle period.
     pub burst_bytes: u32,
+    /// Pacing quantum: the bucket holds at least this long at the current rate (bounded by
+    /// [`crate::conn::PACING_QUANTUM_MAX_BYTES`]), so a software sender that runs in turns
+    /// of up to this long keeps its rate (0: `burst_bytes` alone, the protocol's behaviour).
+    pub burst_min_ns: u64,
     /// Congestion controller.
     pub cc: CcConfig,
     /// STT echo choice.
@@ -131,6 +135,7 @@ impl Config {
             send_buffer: 4 << 20,
             recv_buffer: 4 << 20,
             burst_bytes: 16 * 1024,
+            burst_min_ns: 0,
             cc: CcConfig::stride(StrideParams::for_line_rate(line)),
             echo: EchoPolicy::Last,
             recovery: Recovery::Selective,

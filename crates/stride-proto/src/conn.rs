@@ -80,6 +80,10 @@ pub enum State {
     Closed(CloseReason),
 }
 
+/// Largest pacing quantum in bytes (`Config::burst_min_ns` is capped at this much at the
+/// current rate): one UDP GSO message.
+pub const PACING_QUANTUM_MAX_BYTES: u64 = 65_536;
+
 /// One connection.
 pub struct Connection {
     cfg: Config,
@@ -378,9 +382,16 @@ impl Connection {
             self.cc_rate = r;
             // One division per rate change, never per packet: ns per byte in 2^-20 units.
             self.ns_per_byte_fp = (1u64 << (2 * RATE_FRAC_BITS)) / u64::from(r.max(1));
-            self.burst_ns =
-                (u64::from(self.cfg.burst_bytes) * self.ns_per_byte_fp) >> RATE_FRAC_BITS;
+            self.burst_ns = self.bucket_ns();
         }
+    }
+
+    /// The pacing bucket in time at the current rate: `burst_bytes`, or the pacing quantum
+    /// (`burst_min_ns`, at most [`PACING_QUANTUM_MAX_BYTES`] at this rate) when that is longer.
+    fn bucket_ns(&self) -> u64 {
+        let at_rate = |bytes: u64| (bytes * self.ns_per_byte_fp) >> RATE_FRAC_BITS;
+        let quantum = self.cfg.burst_min_ns.min(at_rate(PACING_QUANTUM_MAX_BYTES));
+        at_rate(u64::from(self.cfg.burst_bytes)).max(quantum)
     }
 
     fn close_with(&mut self, reason: CloseReason) {

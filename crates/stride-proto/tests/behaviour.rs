@@ -544,3 +544,33 @@ fn selective_receiver_holds_a_fin_that_arrives_beyond_a_gap() {
     );
     assert!(s.nacks_sent >= 1);
 }
+/// The pacing quantum (`Config::burst_min_ns`): a sender pinned at 10 Gbit/s that was kept
+/// from sending for 100 µs may then send 50 µs of its rate at once (62.5 kB, ~43 datagrams),
+/// not only `burst_bytes` (8 KiB, ~6); without the quantum (0, the protocol's default) the
+/// bucket is `burst_bytes` alone.
+#[test]
+fn the_pacing_quantum_bounds_the_catch_up_after_a_stall() {
+    for (quantum, lo, hi) in [(0u64, 5, 7), (50_000, 42, 45)] {
+        let cfg = Config {
+            cc: stride_proto::cc::CcConfig::fixed(stride_proto::cc::rate_from_gbps(10.0)),
+            burst_bytes: 8192,
+            burst_min_ns: quantum,
+            ..Config::default()
+        };
+        let mut p = Pair::new(cfg);
+        p.run(100_000, &mut nodrop);
+        p.c.write(p.ch, &vec![7u8; 4 << 20]).unwrap();
+        // Paced sending with ACKs flowing, then the caller stalls for 100 µs.
+        p.run(p.now + 300_000, &mut nodrop);
+        let mut buf = vec![0u8; 2048];
+        let mut n = 0;
+        p.c.handle_timeout(p.now + 100_000);
+        while p.c.poll_transmit(p.now + 100_000, &mut buf).is_some() {
+            n += 1;
+        }
+        assert!(
+            (lo..=hi).contains(&n),
+            "quantum {quantum}: {n} datagrams after the stall"
+        );
+    }
+}

@@ -4,8 +4,10 @@
 //!
 //! The sans-IO [`stride_proto::Endpoint`] lives in a [`Mutex`] shared by the driver and the
 //! application handles ([`Endpoint`], [`Stream`]). Application calls (from tokio tasks) lock it,
-//! act (write, read, close) and wake the driver through an eventfd; the driver wakes application
+//! act (write, read, close) and wake the driver through an eventfd, written only while the
+//! driver sleeps (a running driver checks a flag before it sleeps); the driver wakes application
 //! tasks through the `Waker`s they left in per-connection slots when the core reports events.
+//! [`Endpoint::bind_shards`] puts several endpoints (sockets, driver threads) on one address.
 //!
 //! The driver is one dedicated OS thread that owns the socket (not a tokio task: it must wait
 //! for deadlines far below tokio's 1 ms timer tick). Its loop: receive a batch (`recvmmsg`,
@@ -29,6 +31,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -54,6 +57,19 @@ pub const RX_DEFER_NS: u64 = 150_000;
 pub const MAX_WAIT_NS: u64 = 50_000_000;
 /// Socket buffer size requested each way.
 pub const SOCKET_BUFFER: usize = 4 << 20;
+/// Receive buffer size requested (the kernel doubles it for its bookkeeping): a receiver that
+/// many senders reach at once needs room for their first bursts while their controllers learn
+/// of the queue (issue 12: 200 senders overflowed 4 MiB by hundreds of thousands of
+/// datagrams). Memory is only used while datagrams wait in it.
+pub const RECV_BUFFER: usize = 16 << 20;
+/// How long a datagram may wait in the socket's receive queue (between the kernel's receive
+/// stamp and the driver's read) before the wait counts as delay: a receive stamp is the
+/// kernel's stamp plus the wait beyond this. Waits below it are this host's ordinary
+/// scheduling (a sleeping driver wakes in ~50 µs on a busy VM, and it defers reads by up to
+/// [`RX_DEFER_NS`] on purpose), which must not add noise to STT; a receiver that falls behind
+/// its senders (many senders, a starved core) queues for milliseconds, and that wait is the
+/// congestion the senders' controllers must see, since the kernel's stamp alone hides it.
+pub const READ_DELAY_SLACK_NS: u64 = 250_000;
 
 /// Driver-level counters (next to the core's [`EndpointStats`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -68,6 +84,9 @@ pub struct IoStats {
     pub tx_calls: u64,
     /// Received messages that carried a kernel timestamp.
     pub kernel_rx_stamps: u64,
+    /// Received messages that waited in the socket queue longer than the read-delay slack
+    /// (their receive stamp was moved later; see [`READ_DELAY_SLACK_NS`]).
+    pub late_reads: u64,
     /// Received messages that carried more than one datagram (UDP GRO).
     pub gro_messages: u64,
     /// Datagrams dropped for being too long.
@@ -76,6 +95,9 @@ pub struct IoStats {
     pub send_errors: u64,
     /// Datagrams an application thread sent itself after a small write (see [`Stream`]).
     pub direct_sends: u64,
+    /// Datagrams the kernel dropped at the socket because its receive buffer was full
+    /// (`SO_RXQ_OVFL`; stays 0 when the kernel does not report it).
+    pub rx_overflow: u64,
 }
 
 /// What the socket ended up with.
@@ -220,6 +242,11 @@ struct Shared {
     /// The socket (owned by the driver thread, which outlives every handle).
     sock_fd: RawFd,
     info: SocketInfo,
+    /// Set by [`Shared::wake`]: something changed that the driver has not looked at yet.
+    notified: AtomicBool,
+    /// The driver is in (or about to enter) `ppoll`: only then does a wake-up cost an eventfd
+    /// write. A driver that is running looks at `notified` before it sleeps.
+    sleeping: AtomicBool,
 }
 
 impl Drop for Shared {
@@ -230,8 +257,14 @@ impl Drop for Shared {
 }
 
 impl Shared {
-    /// Wakes the driver thread (an eventfd write).
+    /// Tells the driver that something changed; wakes it (an eventfd write) only when it
+    /// sleeps. The two flags pair up (sequentially consistent) so that either the driver sees
+    /// `notified` before it sleeps or this call sees `sleeping` and writes.
     fn wake(&self) {
+        self.notified.store(true, Ordering::SeqCst);
+        if !self.sleeping.load(Ordering::SeqCst) {
+            return;
+        }
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd.
         unsafe { libc::write(self.efd, &one as *const u64 as *const libc::c_void, 8) };
@@ -252,6 +285,8 @@ pub const HOST_NORM_SHIFT: u8 = 19;
 pub const HOST_BURST_BYTES: u32 = 8 * 1024;
 /// Host-stack pacing bucket depth in time at the line rate, at least (see [`host_config`]).
 pub const HOST_BURST_NS: u64 = 10_000;
+/// Host-stack pacing quantum (see [`host_config`]).
+pub const HOST_PACING_QUANTUM_NS: u64 = 50_000;
 /// Host-stack floor of the retransmission timeout (see [`host_config`]).
 pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 
@@ -279,12 +314,20 @@ pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 ///   to back at a bottleneck of the sender's rate is that much queue (16 KiB = 131 µs at
 ///   1 Gbit/s; 8 KiB took the demo's p99 from 74–98 to 66 µs). At high line rates the bucket
 ///   must still cover the driver's turnaround between two sends, or pacing caps the rate (a
-///   flat 8 KiB cost a quarter of the loopback goodput at a 40 Gbit/s line).
+///   flat 8 KiB cost a quarter of the loopback goodput at a 40 Gbit/s line);
+/// - the bucket also holds at least [`HOST_PACING_QUANTUM_NS`] (50 µs) at the *current* rate,
+///   capped at one GSO message (64 KiB): a driver turn (send a batch, yield, look again) on a
+///   shared core often takes longer than 10 µs, and every µs beyond the bucket is rate lost
+///   for good (a sender pinned at 5 and 10 Gbit/s delivered 0.57 and 0.49 of its rate with
+///   the 8 KiB / 10 µs bucket). At rates of 1.3 Gbit/s and below 8 KiB is the larger, so the
+///   1 Gbit/s relay figures keep their bucket; a 10 Gbit/s sender slowed by its controller
+///   to 1 Gbit/s has a 65 µs (8 KiB) bucket, not 50 µs at its line rate.
 pub fn host_config(line_bps: u64) -> Config {
     let mut c = Config::for_line_rate_gbps(line_bps as f64 / 1e9);
     c.min_rto_ns = HOST_MIN_RTO_NS;
     let line_burst = (line_bps / 8).saturating_mul(HOST_BURST_NS) / 1_000_000_000;
     c.burst_bytes = HOST_BURST_BYTES.max(line_burst.min(1 << 20) as u32);
+    c.burst_min_ns = HOST_PACING_QUANTUM_NS;
     if let Some(p) = c.cc.params_mut::<stride_proto::cc::StrideParams>() {
         p.t_low = HOST_T_LOW_NS;
         p.t_high = HOST_T_HIGH_NS;
@@ -323,6 +366,18 @@ pub struct EndpointConfig {
     /// Ask for UDP GRO on receive (one system call and one kernel traversal per run of up to
     /// 64 KiB of datagrams from one sender); off when the kernel refuses.
     pub gro: bool,
+    /// Receive buffer size requested ([`RECV_BUFFER`]); the send buffer is `socket_buffer`.
+    pub recv_buffer: usize,
+    /// The read delay the receive stamp ignores (e.g. [`READ_DELAY_SLACK_NS`]); the wait in
+    /// the socket queue beyond it is added to the kernel's stamp, so a receiver that falls
+    /// behind shows in its senders' STT. None (the default): the kernel's stamp alone, the
+    /// socket queue invisible to STT. Off by default because at high rates the driver's own
+    /// batch turnaround (8 GRO messages of 64 KiB are ~280 µs at 15 Gbit/s) reaches the slack
+    /// and would cap a single fast flow; `stride recv` turns it on (250 µs) for many senders into one receiver.
+    pub read_delay_slack_ns: Option<u64>,
+    /// Bind with `SO_REUSEPORT`, so that several endpoints (each its own socket and driver
+    /// thread) share one address; see [`Endpoint::bind_shards`].
+    pub reuse_port: bool,
 }
 
 impl Default for EndpointConfig {
@@ -334,6 +389,9 @@ impl Default for EndpointConfig {
             kernel_timestamps: true,
             spin_ns: SPIN_NS,
             gro: true,
+            recv_buffer: RECV_BUFFER,
+            read_delay_slack_ns: None,
+            reuse_port: false,
         }
     }
 }
@@ -398,12 +456,16 @@ impl Endpoint {
         if addr.is_ipv6() {
             let _ = sock.set_only_v6(false);
         }
-        sys::set_buffers(&sock, opts.socket_buffer);
+        sys::set_buffers(&sock, opts.socket_buffer, opts.recv_buffer);
+        if opts.reuse_port {
+            sock.set_reuse_port(true)?;
+        }
         sock.set_nonblocking(true)?;
         sock.bind(&addr.into())?;
         let fd = sock.as_raw_fd();
         let kernel_timestamps = opts.kernel_timestamps && sys::enable_rx_timestamps(fd);
         let gro = opts.gro && sys::enable_gro(fd);
+        let _ = sys::enable_rxq_ovfl(fd);
         // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
         // leaves both off; CE then never reaches the controllers.
         let _ = sys::enable_ecn(fd, addr.is_ipv6());
@@ -424,6 +486,7 @@ impl Endpoint {
             return Err(Error::Io(std::io::Error::last_os_error()));
         }
         let spin_ns = opts.spin_ns;
+        let slack = opts.read_delay_slack_ns;
         let mut opts = opts;
         opts.proto.max_connections =
             connection_limit(opts.proto.max_connections, sys::mem_available());
@@ -446,17 +509,72 @@ impl Endpoint {
             efd,
             sock_fd: fd,
             info,
+            notified: AtomicBool::new(false),
+            sleeping: AtomicBool::new(false),
         });
         let guard = Arc::new(HandleGuard(shared.clone()));
         let weak = Arc::downgrade(&guard);
         let s2 = shared.clone();
         std::thread::Builder::new()
             .name("stride-driver".into())
-            .spawn(move || drive(s2, udp, weak, spin_ns))?;
+            .spawn(move || drive(s2, udp, weak, spin_ns, slack))?;
         Ok(Endpoint {
             shared,
             _guard: guard,
         })
+    }
+
+    /// Binds `n` endpoints (at least 1) to one address with `SO_REUSEPORT`: `n` sockets and
+    /// `n` driver threads, so that connections are served on more than one core. The kernel
+    /// spreads incoming datagrams over the sockets by a hash of the 4-tuple, so every datagram
+    /// of a connection (its handshake included) reaches the same shard, whose core owns it;
+    /// replies leave from that shard's socket, which has the same local address. Each shard
+    /// has its own connection identifiers and cookie secret (a cookie is checked by the shard
+    /// that issued it, since the handshake's datagrams share a 4-tuple). Accept from all of
+    /// them with [`Endpoint::accept_any`]. With port 0 the first shard picks the port and the
+    /// others join it.
+    pub fn bind_shards(addr: SocketAddr, opts: EndpointConfig, n: usize) -> Result<Vec<Endpoint>> {
+        let mut opts = opts;
+        opts.reuse_port = true;
+        let first = Endpoint::bind_with(addr, opts.clone())?;
+        let at = first.local_addr();
+        let mut all = vec![first];
+        for _ in 1..n.max(1) {
+            all.push(Endpoint::bind_with(at, opts.clone())?);
+        }
+        Ok(all)
+    }
+
+    /// Waits for the next incoming connection on any of `eps` (the shards of
+    /// [`Endpoint::bind_shards`], or any endpoints); fails once every one is closed.
+    pub async fn accept_any(eps: &[Endpoint]) -> Result<Stream> {
+        let (i, h, remote) = std::future::poll_fn(|cx| {
+            let mut gone = 0;
+            for (i, ep) in eps.iter().enumerate() {
+                let mut st = ep.shared.lock();
+                if st.driver_gone {
+                    gone += 1;
+                    continue;
+                }
+                if let Some(h) = st.accept_q.pop_front() {
+                    let remote = st
+                        .ep
+                        .remote(h)
+                        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+                    return Poll::Ready(Ok((i, h, remote)));
+                }
+                if !st.accept_wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    st.accept_wakers.push(cx.waker().clone());
+                }
+            }
+            if gone == eps.len() {
+                return Poll::Ready(Err(Error::EndpointClosed));
+            }
+            Poll::Pending
+        })
+        .await?;
+        let ep = &eps[i];
+        Ok(Stream::new(ep.shared.clone(), ep._guard.clone(), h, remote))
     }
 
     /// The bound address.
@@ -855,6 +973,7 @@ fn drive(
     sock: std::net::UdpSocket,
     handles: std::sync::Weak<HandleGuard>,
     spin_ns: u64,
+    slack: Option<u64>,
 ) {
     // SAFETY: changes only this thread's timer slack (1 µs), so short ppoll waits are precise.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
@@ -877,6 +996,7 @@ fn drive(
                     let mut st = shared.lock();
                     st.io.rx_calls += 1;
                     st.io.truncated = rx.truncated;
+                    st.io.rx_overflow = rx.overflow;
                     for i in 0..n {
                         let r = rx.got[i];
                         if r.len == 0 {
@@ -890,7 +1010,13 @@ fn drive(
                         let now = match r.kernel_ts {
                             Some(t) => {
                                 st.io.kernel_rx_stamps += 1;
-                                t
+                                match slack {
+                                    Some(s) if fallback_now.saturating_sub(t) > s => {
+                                        st.io.late_reads += 1;
+                                        fallback_now - s
+                                    }
+                                    _ => t,
+                                }
                             }
                             None => fallback_now,
                         };
@@ -909,7 +1035,9 @@ fn drive(
                 Err(_) => break, // WouldBlock, or an ICMP error reported on the socket
             }
         }
-        // 2. Timers and transmissions.
+        // 2. Timers and transmissions. Whatever the application changed before this point is
+        // seen under the lock below; a later change sets `notified` again.
+        shared.notified.store(false, Ordering::SeqCst);
         let deadline;
         let exit;
         {
@@ -995,8 +1123,14 @@ fn drive(
             tv_sec: (wait / 1_000_000_000) as libc::time_t,
             tv_nsec: (wait % 1_000_000_000) as libc::c_long,
         };
+        shared.sleeping.store(true, Ordering::SeqCst);
+        if shared.notified.load(Ordering::SeqCst) {
+            shared.sleeping.store(false, Ordering::SeqCst);
+            continue;
+        }
         // SAFETY: two live pollfds.
         unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        shared.sleeping.store(false, Ordering::SeqCst);
         if fds[1].revents & libc::POLLIN != 0 {
             let mut v = 0u64;
             // SAFETY: reads 8 bytes into a live u64 (resets the eventfd counter).

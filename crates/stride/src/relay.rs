@@ -143,7 +143,11 @@ impl Relay {
             socket2::Type::DGRAM,
             None,
         )?;
-        sys::set_buffers(&sock, crate::endpoint::SOCKET_BUFFER);
+        sys::set_buffers(
+            &sock,
+            crate::endpoint::SOCKET_BUFFER,
+            crate::endpoint::SOCKET_BUFFER,
+        );
         sock.bind(&cfg.listen.into())?;
         sock.set_nonblocking(true)?;
         let sock: UdpSocket = sock.into();
@@ -312,7 +316,11 @@ fn run(
                             };
                             let _ = u.set_nonblocking(true);
                             let s2 = socket2::SockRef::from(&u);
-                            sys::set_buffers(&s2, crate::endpoint::SOCKET_BUFFER);
+                            sys::set_buffers(
+                                &s2,
+                                crate::endpoint::SOCKET_BUFFER,
+                                crate::endpoint::SOCKET_BUFFER,
+                            );
                             ups.push((u, r.from));
                             by_client.insert(r.from, ups.len() - 1);
                             st.sessions += 1;

@@ -62,17 +62,18 @@ fn setsockopt_int(fd: RawFd, level: i32, name: i32, val: i32) -> io::Result<()> 
     }
 }
 
-/// Asks for socket buffers of `bytes` each way: first with the `*FORCE` options (root may exceed
-/// `net.core.rmem_max`), then with the ordinary ones.
-pub fn set_buffers(sock: &socket2::Socket, bytes: usize) {
+/// Asks for a send buffer of `send` and a receive buffer of `recv` bytes: first with the
+/// `*FORCE` options (root may exceed `net.core.rmem_max`), then with the ordinary ones.
+pub fn set_buffers(sock: &socket2::Socket, send: usize, recv: usize) {
     use std::os::fd::AsRawFd;
     let fd = sock.as_raw_fd();
-    let v = bytes.min(i32::MAX as usize) as i32;
+    let v = recv.min(i32::MAX as usize) as i32;
     if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
-        let _ = sock.set_recv_buffer_size(bytes);
+        let _ = sock.set_recv_buffer_size(recv);
     }
+    let v = send.min(i32::MAX as usize) as i32;
     if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
-        let _ = sock.set_send_buffer_size(bytes);
+        let _ = sock.set_send_buffer_size(send);
     }
 }
 
@@ -87,6 +88,12 @@ pub const GRO_BATCH: usize = 8;
 /// their segment size in a control message. False when the kernel refuses.
 pub fn enable_gro(fd: RawFd) -> bool {
     setsockopt_int(fd, libc::SOL_UDP, UDP_GRO, 1).is_ok()
+}
+
+/// Asks the kernel to report with every received datagram how many datagrams it has dropped
+/// at this socket so far for lack of buffer room (`SO_RXQ_OVFL`); false when it refuses.
+pub fn enable_rxq_ovfl(fd: RawFd) -> bool {
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1).is_ok()
 }
 
 /// Turns on kernel receive timestamps; false when the kernel refuses.
@@ -244,6 +251,9 @@ pub struct RxBatch {
     pub got: Vec<Received>,
     /// Datagrams dropped because they did not fit in [`DATAGRAM_ROOM`].
     pub truncated: u64,
+    /// The kernel's count of datagrams dropped at this socket because its receive buffer was
+    /// full (`SO_RXQ_OVFL`, the latest value seen; 0 when the option is off).
+    pub overflow: u64,
 }
 
 impl Default for RxBatch {
@@ -275,6 +285,7 @@ impl RxBatch {
             hdrs: vec![unsafe { zeroed() }; slots],
             got: Vec::with_capacity(slots),
             truncated: 0,
+            overflow: 0,
         }
     }
 
@@ -388,6 +399,13 @@ impl RxBatch {
                     {
                         let t = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const i32);
                         ecn = (t & 3) as u8;
+                    } else if (*c).cmsg_level == libc::SOL_SOCKET
+                        && (*c).cmsg_type == libc::SO_RXQ_OVFL
+                    {
+                        let d = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const u32);
+                        // A 32-bit counter that wraps: keep the largest in a 64-bit total.
+                        let low = self.overflow as u32;
+                        self.overflow += u64::from(d.wrapping_sub(low));
                     } else if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == UDP_GRO {
                         let s = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const i32);
                         if s > 0 {
@@ -672,6 +690,43 @@ mod clock_tests {
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
+
+    /// Datagrams the kernel drops at a full socket are counted (`SO_RXQ_OVFL`) and reported
+    /// with the next datagram read.
+    #[test]
+    fn socket_overflow_is_counted() {
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let fd = rx.as_raw_fd();
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 4096).unwrap();
+        assert!(enable_rxq_ovfl(fd));
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dst = rx.local_addr().unwrap();
+        for _ in 0..200 {
+            tx.send_to(&[7u8; 1000], dst).unwrap();
+        }
+        let mut batch = RxBatch::new();
+        let mut got = 0;
+        while let Ok(n) = batch.recv(fd) {
+            got += n;
+        }
+        assert!(
+            got > 0 && got < 200,
+            "{got} of 200 arrived: the buffer did not overflow"
+        );
+        // The count rides on datagrams queued after the drops.
+        tx.send_to(&[8u8; 10], dst).unwrap();
+        let mut late = 0;
+        for _ in 0..1000 {
+            if let Ok(n) = batch.recv(fd) {
+                late += n;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(late, 1);
+        assert_eq!(batch.overflow, 200 - got as u64);
+    }
 
     /// The ECN bits a loopback datagram carries reach the receiver (ECT(0) from a socket with
     /// [`enable_ecn`], CE from one that sets its TOS to CE).

@@ -191,3 +191,65 @@ async fn small_writes_are_sent_directly_and_stay_in_order() {
     assert!(server_io.direct_sends >= 150, "server: {server_io:?}");
     assert_eq!(io.send_errors, 0, "{io:?}");
 }
+
+/// Shards bound with SO_REUSEPORT share one address, each connection stays on the shard the
+/// kernel hashed it to (its handshake and data complete there), and connections from many
+/// source ports spread over more than one shard (so more than one driver thread works).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_endpoints_share_an_address_and_spread_connections() {
+    let shards =
+        Endpoint::bind_shards("127.0.0.1:0".parse().unwrap(), Default::default(), 2).unwrap();
+    assert_eq!(shards.len(), 2);
+    let addr = shards[0].local_addr();
+    assert_eq!(shards[1].local_addr(), addr);
+    const N: usize = 16;
+    let srv = {
+        let shards = shards.clone();
+        tokio::spawn(async move {
+            let mut tasks = Vec::new();
+            for _ in 0..N {
+                let mut s = Endpoint::accept_any(&shards).await.unwrap();
+                tasks.push(tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    s.read_to_end(&mut got).await.unwrap();
+                    s.write_all(&got[..8]).await.unwrap();
+                    s.shutdown().await.unwrap();
+                    got
+                }));
+            }
+            let mut all = Vec::new();
+            for t in tasks {
+                all.push(t.await.unwrap());
+            }
+            all
+        })
+    };
+    let mut clients = Vec::new();
+    for i in 0..N {
+        let c = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut s = c.connect(addr).await.unwrap();
+        s.write_all(&pattern(50_000, i as u8)).await.unwrap();
+        s.shutdown().await.unwrap();
+        clients.push((c, s));
+    }
+    let accepted: Vec<u64> = shards.iter().map(|e| e.stats().accepted).collect();
+    for (i, (_, s)) in clients.iter_mut().enumerate() {
+        let mut back = Vec::new();
+        s.read_to_end(&mut back).await.unwrap();
+        assert_eq!(
+            back,
+            pattern(50_000, i as u8)[..8],
+            "echo of connection {i}"
+        );
+    }
+    let mut got = srv.await.unwrap();
+    got.sort();
+    let mut want: Vec<Vec<u8>> = (0..N).map(|i| pattern(50_000, i as u8)).collect();
+    want.sort();
+    assert!(got == want, "a stream differs");
+    assert_eq!(accepted.iter().sum::<u64>(), N as u64, "{accepted:?}");
+    assert!(
+        accepted.iter().all(|&a| a > 0),
+        "one shard took every connection: {accepted:?}"
+    );
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Interleaved A/B of `stride` binaries on one `stride perf` row (docs/results.md, issue 17).
+
+  python3 bench/ab.py BIN_A,BIN_B[,...] REPS MODE
+
+MODE: `bulk` (1 GB at a 40 Gbit/s line, prints Gbit/s), `rr` (3000 64-byte round trips,
+prints the p50 in ns) or a pinned rate such as `10gbit` (2 s, prints Gbit/s). Each binary
+talks to its own `stride perf server`; rounds alternate the binaries; prints each binary's
+median and runs.
+"""
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+
+def port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    bins = sys.argv[1].split(",")
+    reps, mode = int(sys.argv[2]), sys.argv[3]
+    res = {b: [] for b in bins}
+    srv = {}
+    for b in bins:
+        p = port()
+        srv[b] = (p, subprocess.Popen([b, "perf", "server", "--listen", f"127.0.0.1:{p}"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    time.sleep(0.5)
+    try:
+        for _ in range(reps):
+            for b in bins:
+                if mode == "bulk":
+                    args = ["--bytes", "1GB", "--line-rate", "40gbit"]
+                elif mode == "rr":
+                    args = ["--rr", "3000"]
+                else:
+                    args = ["--time", "2s", "--pin-rate", "--line-rate", mode]
+                out = subprocess.run([b, "perf", "client", "--to", f"127.0.0.1:{srv[b][0]}",
+                                      *args, "--json"], capture_output=True, text=True).stdout
+                j = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+                res[b].append(j.get("goodput_gbps", j.get("rtt_p50_ns")))
+    finally:
+        for b in bins:
+            srv[b][1].kill()
+    for b in bins:
+        print(b, "median", statistics.median(res[b]), [round(x, 2) for x in res[b]])
+
+
+if __name__ == "__main__":
+    main()
