@@ -49,8 +49,8 @@ enum SimCmd {
     Compare {
         /// Scenario file (TOML).
         scenario: PathBuf,
-        /// Comma-separated transports (the simulator's registry): stride, dctcp, vegas,
-        /// newreno, aimd, timely, dcqcn, swift; `all` for every one.
+        /// Comma-separated transports (the simulator's registry): stride, stride-paper, dctcp,
+        /// vegas, newreno, aimd, timely, dcqcn, swift; `all` for every one.
         #[arg(long, value_delimiter = ',', default_value = "stride,dctcp,vegas")]
         cc: Vec<String>,
         /// Output directory.

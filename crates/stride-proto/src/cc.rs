@@ -372,6 +372,11 @@ pub struct StrideParams {
     /// path; not yet in `hw/rtl/stride_cc.v`, hence off by default.
     #[cfg_attr(feature = "serde", serde(default))]
     pub step_shift: u8,
+    /// Faster first reaction: the first sample after a handshake-seeded minimum (`hs_min`)
+    /// that is at or above `t_high` cuts `rate >> first_md_shift` instead of
+    /// `rate >> md_shift` (0: off). Per-sample path; not in the RTL, off by default.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub first_md_shift: u8,
 }
 
 impl StrideParams {
@@ -397,6 +402,7 @@ impl StrideParams {
             hs_min: true,
             hai_after: 0,
             step_shift: 0,
+            first_md_shift: 0,
         }
     }
 
@@ -413,6 +419,7 @@ impl StrideParams {
             hs_min: false,
             hai_after: 0,
             step_shift: 0,
+            first_md_shift: 0,
             ..self
         }
     }
@@ -441,6 +448,7 @@ impl StrideParams {
             hs_min: false,
             hai_after: 0,
             step_shift: 0,
+            first_md_shift: 0,
         }
     }
 
@@ -475,6 +483,9 @@ impl StrideParams {
         }
         if self.min_window == 0 {
             return Err(("min_window", "must be at least 1"));
+        }
+        if self.first_md_shift > 31 {
+            return Err(("first_md_shift", "must be at most 31"));
         }
         if self.step_shift > 31 {
             return Err(("step_shift", "must be at most 31"));
@@ -533,6 +544,10 @@ pub struct Stride {
     branch: Branch,
     /// Consecutive "low" samples (hyper-active increase).
     low_run: u16,
+    /// The handshake seeded the minimum and no sample has come since.
+    seeded: bool,
+    /// The sample being processed is the first after the seed.
+    first: bool,
 }
 
 /// `(a - b)` on the mod-2^32 clock, read as a signed distance.
@@ -561,6 +576,8 @@ impl Stride {
             init: false,
             branch: Branch::None,
             low_run: 0,
+            seeded: false,
+            first: false,
         }
     }
 
@@ -624,6 +641,8 @@ impl Stride {
             self.count = 0;
         }
         // Line 4: dSTT = (1-a) dSTT + a (new - old) = dSTT + ((new - old - dSTT) >> i).
+        self.first = self.seeded;
+        self.seeded = false;
         let diff = wdiff(s, self.stt_old).clamp(-D_LIMIT, D_LIMIT - 1);
         self.d += (diff - self.d) >> self.p.alpha_shift;
         self.stt_old = s;
@@ -660,7 +679,11 @@ impl Stride {
         }
         self.low_run = 0;
         if qd >= self.p.t_high as i32 {
-            self.rate -= self.rate >> self.p.md_shift;
+            if self.first && self.p.first_md_shift != 0 {
+                self.rate -= self.rate >> self.p.first_md_shift;
+            } else {
+                self.rate -= self.rate >> self.p.md_shift;
+            }
             self.branch = Branch::High;
         } else if self.d <= 0 {
             let mut inc = self.p.wbeta;
@@ -703,6 +726,7 @@ impl Stride {
             self.min_prev = s;
             self.d = 0;
             self.count = 0;
+            self.seeded = true;
         }
         if let (true, Some(g)) = (self.p.grant, grant_shift) {
             let cap = self.p.rate_max >> g.min(31);
@@ -758,6 +782,7 @@ const STRIDE_KEYS: &[&str] = &[
     "hs_min",
     "hai_after",
     "step_shift",
+    "first_md_shift",
 ];
 
 // By hand rather than `factory_params!`: the name follows the switches (every mechanism off
@@ -793,6 +818,7 @@ impl ControllerFactory for StrideParams {
             "hs_min" => self.hs_min = parse_switch(key, value)?,
             "hai_after" => self.hai_after = parse_param(key, value)?,
             "step_shift" => self.step_shift = parse_param(key, value)?,
+            "first_md_shift" => self.first_md_shift = parse_param(key, value)?,
             _ => {
                 return Err(format!(
                     "{key}: not a parameter of {}; it has: {}",
@@ -821,6 +847,7 @@ impl ControllerFactory for StrideParams {
             p.hs_min.to_string(),
             p.hai_after.to_string(),
             p.step_shift.to_string(),
+            p.first_md_shift.to_string(),
         ];
         STRIDE_KEYS.iter().copied().zip(v).collect()
     }
@@ -1188,6 +1215,24 @@ mod tests {
         c.on_sample(1);
         c.on_sample(1);
         assert_eq!(c.rate(), u32::MAX);
+    }
+
+    #[test]
+    fn first_sample_after_the_seed_cuts_harder() {
+        let mut p = params();
+        p.hs_min = true;
+        p.first_md_shift = 1;
+        let mut c = Stride::new(p);
+        c.handshake(Some(40_000), None); // seed 41_000
+        c.on_sample(51_000); // qd 10_000 >= t_high, first sample: halve
+        assert_eq!((c.branch(), c.rate()), (Branch::High, 40_000));
+        c.on_sample(61_000); // later samples: 1/8
+        assert_eq!(c.rate(), 35_000);
+        // Without a seed the switch does nothing.
+        let mut c = Stride::new(p);
+        c.on_sample(41_000);
+        c.on_sample(51_000);
+        assert_eq!(c.rate(), 80_100 - (80_100 >> 3));
     }
 
     #[test]

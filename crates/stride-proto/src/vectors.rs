@@ -127,6 +127,7 @@ pub fn random_params(rng: &mut SplitMix) -> StrideParams {
         hs_min: false,
         hai_after: 0,
         step_shift: 0,
+        first_md_shift: 0,
     }
 }
 

@@ -264,6 +264,8 @@ pub struct StrideCfg {
     pub hai_after: Option<u16>,
     /// Mechanism (issue 12): increase steps at most rate >> step_shift (0: off).
     pub step_shift: Option<u8>,
+    /// Mechanism (issue 12): first-sample cut shift after a seeded minimum (0: off).
+    pub first_md_shift: Option<u8>,
     /// Mechanism switch (issue 12): an RTT sample from the handshake.
     pub handshake_rtt: Option<bool>,
 }
@@ -714,6 +716,9 @@ impl Scenario {
         }
         if let Some(v) = s.step_shift {
             p.step_shift = v;
+        }
+        if let Some(v) = s.first_md_shift {
+            p.first_md_shift = v;
         }
         if let Some(f) = s.start_fraction {
             if !(f > 0.0 && f <= 1.0) {
