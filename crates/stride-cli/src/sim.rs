@@ -270,6 +270,7 @@ fn capture_tap(c: SimCapture) -> stride_sim::engine::PortTap {
         let Payload::Stride {
             header,
             payload_len,
+            ctrl,
         } = &p.payload
         else {
             return;
@@ -279,7 +280,10 @@ fn capture_tap(c: SimCapture) -> stride_sim::engine::PortTap {
         let src = std::net::SocketAddr::from((ip(p.src), sport));
         let dst = std::net::SocketAddr::from((ip(p.dst), 7000));
         let mut d = header.to_vec();
-        d.resize(header.len() + usize::from(*payload_len), 0);
+        match ctrl {
+            Some(c) => d.extend_from_slice(c),
+            None => d.resize(header.len() + usize::from(*payload_len), 0),
+        }
         let mut g = c.lock().unwrap_or_else(|e| e.into_inner());
         if g.1.is_none() {
             let ecn = if p.ce { 3 } else { u8::from(p.ect) << 1 };

@@ -61,6 +61,10 @@ pub struct Config {
     pub delayed_ack_ns: u64,
     /// While a gap persists, repeat its NACK after this long.
     pub nack_retry_ns: u64,
+    /// Selective recovery: while segments are held and more arrive beyond the holes, repeat
+    /// the NACK after this long instead of `nack_retry_ns` (a lost resend is then asked for
+    /// again within a few round trips, not after half a millisecond). Default 50 us.
+    pub nack_repeat_ns: u64,
     /// Retransmission timeout before any RTT sample (also the SYN timeout).
     pub initial_rto_ns: u64,
     /// Lower bound of the retransmission timeout.
@@ -125,6 +129,7 @@ impl Config {
             ack_interval: 64 * 1024,
             delayed_ack_ns: 50_000,
             nack_retry_ns: 500_000,
+            nack_repeat_ns: 50_000,
             initial_rto_ns: 20_000_000,
             min_rto_ns: 1_000_000,
             max_rto_ns: 1_000_000_000,

@@ -169,6 +169,8 @@ pub struct Connection {
     nack_seq: u32,
     nack_at: Option<u64>,
     ooo_since_nack: bool,
+    /// Selective: segments were kept beyond the holes since the last NACK timer expiry.
+    ooo_arrived: bool,
     last_adv_window: u32,
     syn_due: bool,
     /// CE-marked DATA packets received, mod 2^16 (echoed in every ACK).
@@ -253,6 +255,7 @@ impl Connection {
             nack_seq: 0,
             nack_at: None,
             ooo_since_nack: false,
+            ooo_arrived: false,
             last_adv_window: 0,
             syn_due: is_client,
             ce_received: 0,
@@ -538,9 +541,15 @@ impl Connection {
             if !self.ooo.is_empty() || self.ooo_fin.is_some() {
                 // Selective: repeat the missing ranges while any remain (a resend may have
                 // been lost too, and at the tail no later arrival would ask again); the
-                // sender resends a range at most once per round trip.
+                // sender resends a range at most once per round trip. Soon while segments
+                // keep arriving beyond the holes, slowly at a tail.
                 self.nack_now = true;
-                self.nack_at = Some(now + self.cfg.nack_retry_ns);
+                let wait = if std::mem::take(&mut self.ooo_arrived) {
+                    self.cfg.nack_repeat_ns
+                } else {
+                    self.cfg.nack_retry_ns
+                };
+                self.nack_at = Some(now + wait);
             } else if self.rcv_nxt == self.nack_seq && self.ooo_since_nack {
                 self.nack_now = true;
             }
@@ -941,7 +950,10 @@ impl Connection {
         // Once per round trip, whatever `ack` says: selective NACKs come per new hole and
         // `ack` moves as each first hole fills, so the per-gap rule of go-back-N would cut the
         // rate once per loss (measured: 5 % loss then held a 1 Gbit/s path at ~10 %).
-        let recent = now.saturating_sub(self.last_gbn_at) < self.srtt.max(self.cfg.delayed_ack_ns);
+        // A repeat for the same first hole (its resend lost or still in flight) does not cut
+        // again: the first NACK for it did.
+        let recent = now.saturating_sub(self.last_gbn_at) < self.srtt.max(self.cfg.delayed_ack_ns)
+            || a == self.last_gbn_seq;
         if !recent {
             self.last_gbn_seq = a;
             self.last_gbn_at = now;
@@ -1121,6 +1133,7 @@ impl Connection {
             return;
         }
         self.stats.out_of_order_kept += 1;
+        self.ooo_arrived = true;
         self.ooo_bytes += added;
         self.stats.out_of_order_bytes_max =
             self.stats.out_of_order_bytes_max.max(self.ooo_bytes as u64);
@@ -1129,8 +1142,9 @@ impl Connection {
             self.nack_seq = self.rcv_nxt;
             self.nack_now = true;
             self.ooo_since_nack = false;
+            self.ooo_arrived = false;
             if self.nack_at.is_none() {
-                self.nack_at = Some(now + self.cfg.nack_retry_ns);
+                self.nack_at = Some(now + self.cfg.nack_repeat_ns.min(self.cfg.nack_retry_ns));
             }
         } else {
             self.on_gap(now);

@@ -13,14 +13,18 @@ pub const WIRE_OVERHEAD: u32 = 18 + 20 + 8 + 20;
 #[derive(Clone, Debug)]
 pub enum Payload {
     /// A STRIDE datagram as stride-proto emitted it: the 32-byte header, and the payload's
-    /// length. The simulator's senders write only zero bytes, so the payload is `payload_len`
-    /// zeros and the receiving host rebuilds the identical datagram without carrying (or
-    /// allocating) it per packet.
+    /// length. The simulator's senders write only zero bytes, so a DATA payload is
+    /// `payload_len` zeros and the receiving host rebuilds the identical datagram without
+    /// carrying (or allocating) it per packet. A control packet's payload (a selective NACK's
+    /// missing ranges) is carried in `ctrl`.
     Stride {
         /// The header bytes.
         header: [u8; stride_proto::wire::HEADER_LEN],
-        /// Payload bytes (all zero).
+        /// Payload bytes (all zero unless `ctrl` holds them).
         payload_len: u16,
+        /// The payload of a packet without DATA (e.g. a selective NACK's ranges); `None` for
+        /// DATA and for packets without payload.
+        ctrl: Option<Box<[u8]>>,
     },
     /// A TCP segment of the packet-level TCP models.
     Tcp(crate::tcp::Segment),

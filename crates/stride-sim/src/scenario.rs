@@ -268,6 +268,8 @@ pub struct StrideCfg {
     pub first_md_shift: Option<u8>,
     /// Mechanism switch (issue 12): an RTT sample from the handshake.
     pub handshake_rtt: Option<bool>,
+    /// Loss recovery (issue 12): `selective` (default) or `go-back-n` (the paper's).
+    pub recovery: Option<String>,
 }
 
 /// TCP section (every field optional).
@@ -753,6 +755,11 @@ impl Scenario {
         }
         if let Some(v) = s.handshake_rtt {
             cfg.handshake_rtt = v;
+        }
+        if let Some(v) = &s.recovery {
+            cfg.recovery = v
+                .parse()
+                .map_err(|e| ScenarioError(format!("field `stride.recovery`: {e}")))?;
         }
         // The sender holds real bytes; the core's 4 MiB default times a thousand concurrent
         // flows is gigabytes. 400 µs at the line rate covers the fabric RTT with full queues

@@ -174,10 +174,16 @@ impl HostStack for StrideHost {
         if let Payload::Stride {
             header,
             payload_len,
+            ctrl,
         } = &pkt.payload
         {
             self.rx[..HEADER_LEN].copy_from_slice(header);
             let len = HEADER_LEN + usize::from(*payload_len);
+            // The buffer's payload area is kept zero: a control payload is written in and
+            // cleared again after the endpoint has read it.
+            if let Some(c) = ctrl {
+                self.rx[HEADER_LEN..len].copy_from_slice(c);
+            }
             if let Some(stack) = pkt.int.as_deref() {
                 if stack.echo {
                     // The sender: the records the path wrote on our data, before the ACK.
@@ -207,6 +213,9 @@ impl HostStack for StrideHost {
             }
             self.ep
                 .handle_ecn(ctx.now, host_addr(pkt.src), &self.rx[..len], pkt.ce);
+            if ctrl.is_some() {
+                self.rx[HEADER_LEN..len].fill(0);
+            }
             self.events(ctx);
         } else if let Payload::QcnFeedback { fb, flow_dst, .. } = &pkt.payload {
             // The reaction point: this host's connections sending to the sampled packet's
@@ -239,10 +248,12 @@ impl HostStack for StrideHost {
                 ^ u32::from_be_bytes([d[8], d[9], d[10], d[11]]),
         );
         debug_assert!(t.len >= HEADER_LEN);
+        let is_data = d[1] & stride_proto::wire::Flags::DATA.bits() != 0;
         debug_assert!(
-            d[HEADER_LEN..].iter().all(|&b| b == 0),
-            "simulated payloads are zeros, rebuilt on receipt"
+            !is_data || d[HEADER_LEN..].iter().all(|&b| b == 0),
+            "simulated DATA payloads are zeros, rebuilt on receipt"
         );
+        let ctrl = (!is_data && t.len > HEADER_LEN).then(|| Box::from(&d[HEADER_LEN..]));
         let mut header = [0u8; HEADER_LEN];
         header.copy_from_slice(&d[..HEADER_LEN]);
         let int = if !self.int {
@@ -265,6 +276,7 @@ impl HostStack for StrideHost {
             payload: Payload::Stride {
                 header,
                 payload_len: (t.len - HEADER_LEN) as u16,
+                ctrl,
             },
             int,
         })
