@@ -200,8 +200,16 @@ module stride_rx_parser #(
     // cycles after beat 4 (used from beat 8 on: frames shorter than that are truncated)
     reg  is_other_r, ip_hdr_bad_r;
     wire is_other   = is_other_r;
-    wire too_short  = frame_bytes < 16'd74 || udp_len < 16'd40 || frame_bytes < ip_total_p14;
-    wire ip_bad     = ip_hdr_bad_r || frame_bytes != ip_total_p14;
+    // frame_bytes against the IPv4 length, with the carry chains on flip-flops only: the full-beat
+    // case compares nbytes + 8, the partial case the beat count (high bits) and lane count apart
+    wire fb_hi_lt = nbytes[15:3] < ip_total_p14[15:3];
+    wire fb_hi_eq = nbytes[15:3] == ip_total_p14[15:3];
+    wire fb_lt_ip = keep_n[3] ? nbytes_p8 < ip_total_p14 :
+                    fb_hi_lt || (fb_hi_eq && keep_n[2:0] < ip_total_p14[2:0]);
+    wire fb_eq_ip = keep_n[3] ? nbytes_p8 == ip_total_p14 :
+                    fb_hi_eq && keep_n[2:0] == ip_total_p14[2:0];
+    wire too_short  = frame_bytes < 16'd74 || udp_len < 16'd40 || fb_lt_ip;
+    wire ip_bad     = ip_hdr_bad_r || !fb_eq_ip;
     wire len_bad    = payload_len != udp_len_m40 || (flags[5] != (payload_len != 16'd0));
     // early: known from the header beats, before any payload leaves (suppresses the payload)
     reg  early_drop;
