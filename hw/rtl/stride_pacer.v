@@ -31,7 +31,7 @@ module stride_pacer #(
         end
     endgenerate
 
-    localparam [39:0] CAP = BURST_BYTES <<< 20;
+    localparam [39:0] CAP = 40'd1048576 * BURST_BYTES;   // BURST_BYTES << 20, 40 bits wide
     reg  signed [39:0] credit;
     wire signed [39:0] add    = $signed({4'd0, rate, 4'd0} >> (4 - CLK_NS_LOG2));
     wire signed [39:0] filled = credit + add;

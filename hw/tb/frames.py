@@ -30,7 +30,8 @@ def csum16(data):
 def build_frame(header, payload, ip_src=0x0A000001, ip_dst=0x0A000002, sport=40000, dport=PORT,
                 tos=0, ethertype=0x0800, proto=17, ver_ihl=0x45, frag=0, ip_len_delta=0,
                 udp_len_delta=0, ip_csum_xor=0, udp_csum_xor=0, udp_csum_zero=False,
-                flip_byte=None, dst_mac=b"\x02\0\0\0\0\x02", src_mac=b"\x02\0\0\0\0\x01"):
+                flip_byte=None, ip_id=0x1234, ttl=64, dst_mac=b"\x02\0\0\0\0\x02",
+                src_mac=b"\x02\0\0\0\0\x01"):
     udp_payload = header + payload
     udp_len = 8 + len(udp_payload) + udp_len_delta
     ip_total = 20 + 8 + len(udp_payload) + ip_len_delta
@@ -42,7 +43,7 @@ def build_frame(header, payload, ip_src=0x0A000001, ip_dst=0x0A000002, sport=400
         c = 0
     c ^= udp_csum_xor
     udp = udp[:6] + struct.pack(">H", c) + udp[8:]
-    ip = struct.pack(">BBHHHBBHII", ver_ihl, tos, ip_total, 0x1234, frag, 64, proto, 0, ip_src,
+    ip = struct.pack(">BBHHHBBHII", ver_ihl, tos, ip_total, ip_id, frag, ttl, proto, 0, ip_src,
                      ip_dst)
     ip = ip[:10] + struct.pack(">H", csum16(ip) ^ ip_csum_xor) + ip[12:]
     frame = bytearray(dst_mac + src_mac + struct.pack(">H", ethertype) + ip + udp)

@@ -1,0 +1,54 @@
+// First-word-fall-through FIFO: 2^DEPTH_LOG2 entries in an array written like a RAM (one
+// registered read port, so Yosys may map it to block RAM for deep queues), plus an output
+// register: `out_valid`/`out_data` show the head, `pop` takes it (only while out_valid).
+// `push` while `full` is ignored and counted by the user (`full` is exact). Entries: 2^DEPTH_LOG2
+// in the array + 1 in the output register.
+`timescale 1ns / 1ps
+`default_nettype none
+
+module stride_fifo #(
+    parameter integer WIDTH = 8,
+    parameter integer DEPTH_LOG2 = 2
+) (
+    input  wire             clk,
+    input  wire             rst,
+    input  wire             push,
+    input  wire [WIDTH-1:0] in_data,
+    output wire             full,
+    input  wire             pop,
+    output reg              out_valid,
+    output reg  [WIDTH-1:0] out_data
+);
+    generate
+        if (WIDTH < 1) begin : bad_width
+            parameter_WIDTH_must_be_positive error_instance();
+        end
+        if (DEPTH_LOG2 < 1 || DEPTH_LOG2 > 16) begin : bad_depth
+            parameter_DEPTH_LOG2_must_be_1_to_16 error_instance();
+        end
+    endgenerate
+
+    localparam integer D = 1 << DEPTH_LOG2;
+    reg [WIDTH-1:0] mem [0:D-1];
+    reg [DEPTH_LOG2:0] wp, rp;
+    wire [DEPTH_LOG2:0] used = wp - rp;
+    wire mem_empty = used == 0;
+    assign full = used[DEPTH_LOG2];
+    wire do_push = push && !full;
+    wire load = !mem_empty && (!out_valid || pop);
+
+    always @(posedge clk) begin
+        if (do_push) mem[wp[DEPTH_LOG2-1:0]] <= in_data;
+        if (load) out_data <= mem[rp[DEPTH_LOG2-1:0]];
+        if (rst) begin
+            wp <= 0; rp <= 0; out_valid <= 1'b0;
+        end else begin
+            if (do_push) wp <= wp + 1'b1;
+            if (load) rp <= rp + 1'b1;
+            if (load) out_valid <= 1'b1;
+            else if (pop) out_valid <= 1'b0;
+        end
+    end
+endmodule
+
+`default_nettype wire

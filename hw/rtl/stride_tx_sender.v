@@ -1,0 +1,610 @@
+// STRIDE sender: per-connection send state for N connections (docs/spec.md §6.1-6.2, §6.5-6.6),
+// a packet buffer with go-back-N resends, stride_cc + stride_pacer driving departures, and the
+// packet descriptors (DATA, ACK, NACK) for stride_tx_builder.
+//
+// Division of work (docs/spec.md §13): host software installs a connection over the control
+// port (op 1; op 2 removes it, op 0 reads una/nxt/end back) after its handshake, writes the
+// stream bytes into the connection's ring in the packet buffer (wr_*: word wr_addr of context
+// wr_ctx's ring of 2^BUF_LOG2 bytes; byte (seq - iss) mod 2^BUF_LOG2 of the stream is at ring
+// byte ((seq - iss) mod 2^BUF_LOG2), iss = ctl_snd_nxt at install), and rings the doorbell with
+// the new end of its stream (db_end). A doorbell is refused (cnt_db_err) if it moves `end`
+// backwards, beyond snd_una + 2^BUF_LOG2 (bytes not yet acknowledged would be overwritten), or
+// if the current end is not a multiple of 8 bytes from iss (the packet buffer is read in whole
+// 64-bit words, so every packet but a stream's last starts on a word: MAX_PAYLOAD is a multiple
+// of 8). una_valid/una_ctx/una report every advance of snd_una (ring space freed).
+//
+// Record per connection (a table of N entries in block RAM, stride_ctx_ram): cid, peer cid,
+// peer IPv4 address and UDP port, iss, snd_una, snd_nxt, snd_max, end, the peer's window, the
+// ack / ce_count to carry in DATA (the receive side's latest ACK), the retransmission timer
+// (deadline, back-off), the last go-back-N NACK (ack, time), the last STT sample, and whether
+// the connection is in the ready queue. One op per 2 cycles (read the record, then compute and
+// write it back, with forwarding of the record just written), chosen in this order: a packet
+// with ACK from the peer (snd_*, from stride_rx_engine), an ACK/NACK request of the receive side
+// (ack_*), a control op, a doorbell, a departure, the timer scanner.
+//
+// Departures: connections with bytes to send (snd_nxt < end, inside the peer's window) wait in
+// a ready queue (FIFO of context indices, each at most once); a departure op takes the head,
+// sends min(MAX_PAYLOAD, end - snd_nxt, window room) bytes from snd_nxt (PSH when that reaches
+// end) and puts the connection back at the tail if more remains: round robin among senders.
+// A departure waits for the pacer of the head's rate lane (its credit >= 0) and for room in
+// the descriptor and payload queues; DATA, ACK and NACK leave through one descriptor queue in
+// the order the ops produce them.
+//
+// Rate control (simpler choice, hw/README.md): stride_cc holds CONTEXTS = 2 controllers and its
+// state cannot be loaded or saved from outside, so the sender has two rate lanes: connection
+// context i uses controller and pacer lane i mod 2. With N <= 2 every connection has its own
+// controller and pacer, exactly spec §8-9; with more, the connections of a lane share one rate.
+// Events: an STT sample for a pure ACK that acknowledges new data (its echo_stt), the NACK
+// reaction for a go-back-N NACK, the timeout reaction for an RTO expiry, a context reset at
+// install. The pacer (stride_pacer, per lane) is charged payload + PACE_OVERHEAD bytes per DATA;
+// ACK and NACK are not paced (spec §9). The pacer adds rate << PACE_CLK_NS_LOG2 per clock; for a
+// clock period that is not a power of two ns, the rate is first scaled by PACE_SCALE_Q12/4096
+// (shift-and-add of a constant: e.g. 6554 for 6.4 ns with PACE_CLK_NS_LOG2 = 2).
+//
+// Go-back-N (spec §6.5): a NACK with snd_una <= ack < snd_nxt sets snd_nxt = ack, unless a NACK
+// for the same ack did so less than NACK_HOLD_NS ago (a fixed floor for spec's
+// max(srtt, delayed_ack): no RTT estimator here). The retransmission timer (spec §6.6, simpler
+// form): a fixed RTO_NS doubled per expiry up to RTO_NS << RTO_MAX_SHIFT, reset by progress; on
+// expiry snd_nxt = snd_una. No give-up: host software removes a connection it abandons.
+`timescale 1ns / 1ps
+`default_nettype none
+
+module stride_tx_sender #(
+    parameter integer N = 64,
+    parameter integer BUF_LOG2 = 14,
+    parameter integer MAX_PAYLOAD = 1440,
+    parameter integer RTO_NS = 1000000,
+    parameter integer RTO_MAX_SHIFT = 6,
+    parameter integer NACK_HOLD_NS = 50000,
+    parameter integer PACE_CLK_NS_LOG2 = 2,
+    parameter integer PACE_SCALE_Q12 = 4096,
+    parameter integer PACE_OVERHEAD = 74,
+    parameter integer BURST_BYTES = 16384,
+    parameter integer ALPHA_SHIFT = 3,
+    parameter integer MD_SHIFT = 3,
+    parameter integer NORM_SHIFT = 13
+) (
+    input  wire        clk,
+    input  wire        rst,
+    input  wire [31:0] now,
+    input  wire [15:0] cfg_window,      // our receive window, KiB, sent in every packet
+    input  wire [31:0] cfg_beta,
+    input  wire [31:0] cfg_wbeta,
+    input  wire [31:0] cfg_t_low,
+    input  wire [31:0] cfg_t_high,
+    input  wire [31:0] cfg_rate_min,
+    input  wire [31:0] cfg_rate_max,
+    input  wire [31:0] cfg_rate_init,
+    input  wire [15:0] cfg_min_window,
+
+    // control port: op 1 install, 2 remove, 0 read
+    input  wire        ctl_valid,
+    output wire        ctl_ready,
+    input  wire [1:0]  ctl_op,
+    input  wire [15:0] ctl_ctx,
+    input  wire [31:0] ctl_cid,
+    input  wire [31:0] ctl_peer_cid,
+    input  wire [31:0] ctl_peer_ip,
+    input  wire [15:0] ctl_peer_port,
+    input  wire [31:0] ctl_snd_nxt,     // our first stream byte (ISN + 1)
+    input  wire [31:0] ctl_rcv_nxt,     // the peer's next byte (the ack DATA carries)
+    input  wire [15:0] ctl_peer_window, // KiB, from the handshake
+    output reg         ctl_rd_valid,
+    output reg         ctl_rd_installed,
+    output reg  [31:0] ctl_rd_una,
+    output reg  [31:0] ctl_rd_nxt,
+    output reg  [31:0] ctl_rd_end,
+
+    // packet buffer writes and doorbells (host software)
+    input  wire        wr_valid,
+    input  wire [15:0] wr_ctx,
+    input  wire [BUF_LOG2-4:0] wr_addr,
+    input  wire [63:0] wr_data,
+    input  wire        db_valid,
+    output wire        db_ready,
+    input  wire [15:0] db_ctx,
+    input  wire [31:0] db_end,
+    output reg         una_valid,
+    output reg  [15:0] una_ctx,
+    output reg  [31:0] una,
+
+    // from stride_rx_engine: packets with ACK, and ACK/NACK requests
+    input  wire        snd_valid,
+    input  wire [15:0] snd_ctx,
+    input  wire [7:0]  snd_flags,
+    input  wire [31:0] snd_ack,
+    input  wire [15:0] snd_window,
+    input  wire [31:0] snd_echo_stt,
+    input  wire        ack_valid,
+    input  wire        ack_nack,
+    input  wire [15:0] ack_ctx,
+    input  wire [31:0] ack_ack,
+    input  wire [31:0] ack_echo_stt,
+    input  wire [15:0] ack_ce_count,
+
+    // to stride_tx_builder
+    output wire        d_valid,
+    input  wire        d_ready,
+    output wire [7:0]  d_flags,
+    output wire [15:0] d_len,
+    output wire [31:0] d_dst_cid,
+    output wire [31:0] d_src_cid,
+    output wire [31:0] d_seq,
+    output wire [31:0] d_ack,
+    output wire [31:0] d_echo_stt,
+    output wire [15:0] d_window,
+    output wire [15:0] d_ce_count,
+    output wire [31:0] d_peer_ip,
+    output wire [15:0] d_peer_port,
+    output wire [63:0] m_axis_tdata,
+    output wire [7:0]  m_axis_tkeep,
+    output wire        m_axis_tvalid,
+    input  wire        m_axis_tready,
+    output wire        m_axis_tlast,
+
+    output reg  [31:0] rate0,           // the two lanes' rates (stride_cc), for tests
+    output reg  [31:0] rate1,
+    output reg  [31:0] cnt_data,        // DATA descriptors (first sends and resends)
+    output reg  [31:0] cnt_resent,      // DATA descriptors below snd_max (resends)
+    output reg  [31:0] cnt_ctl_pkts,    // ACK and NACK descriptors
+    output reg  [31:0] cnt_gbn_nack,    // go-back-N on NACK
+    output reg  [31:0] cnt_nack_held,   // repeated NACKs within NACK_HOLD_NS
+    output reg  [31:0] cnt_rto,         // retransmission timer expiries
+    output reg  [31:0] cnt_db_err,      // refused doorbells
+    output reg  [31:0] cnt_overrun      // inputs lost to a full queue (never, by the op rate)
+);
+    localparam integer AW = (N <= 2) ? 1 : $clog2(N);
+    localparam integer RW = BUF_LOG2 - 3;             // ring words, log2
+    localparam integer LAST_I = N - 1;
+    localparam [AW-1:0] LAST = LAST_I[AW-1:0];
+    localparam [31:0] RING = 32'd1 << BUF_LOG2;
+    localparam [31:0] RTO = RTO_NS, HOLD = NACK_HOLD_NS;
+    localparam integer MAXP_I = MAX_PAYLOAD, OVH_I = PACE_OVERHEAD;
+    localparam [15:0] MAXP = MAXP_I[15:0];
+    localparam [15:0] OVH = OVH_I[15:0];
+    generate
+        if (N < 1 || N > 1024) begin : bad_n
+            parameter_N_must_be_1_to_1024 error_instance();
+        end
+        if (BUF_LOG2 < 11 || BUF_LOG2 > 24) begin : bad_buf
+            parameter_BUF_LOG2_must_be_11_to_24 error_instance();
+        end
+        if (MAX_PAYLOAD < 8 || MAX_PAYLOAD > 8952 || MAX_PAYLOAD % 8 != 0 ||
+            MAX_PAYLOAD > (1 << BUF_LOG2)) begin : bad_payload
+            parameter_MAX_PAYLOAD_must_be_a_multiple_of_8_up_to_8952_and_the_ring error_instance();
+        end
+        if (RTO_NS < 1 || RTO_MAX_SHIFT < 0 || RTO_MAX_SHIFT > 7 ||
+            (RTO_NS << RTO_MAX_SHIFT) >= (1 << 30)) begin : bad_rto
+            parameter_RTO_NS_shifted_must_stay_below_2pow30 error_instance();
+        end
+        if (NACK_HOLD_NS < 0 || NACK_HOLD_NS >= (1 << 30)) begin : bad_hold
+            parameter_NACK_HOLD_NS_must_be_0_to_2pow30 error_instance();
+        end
+        if (PACE_SCALE_Q12 < 1 || PACE_SCALE_Q12 > 65535) begin : bad_scale
+            parameter_PACE_SCALE_Q12_must_be_1_to_65535 error_instance();
+        end
+        if (PACE_OVERHEAD < 0 || PACE_OVERHEAD > 1024) begin : bad_overhead
+            parameter_PACE_OVERHEAD_must_be_0_to_1024 error_instance();
+        end
+    endgenerate
+
+    function lt32;                      // a < b on the circle mod 2^32 (spec §1)
+        input [31:0] a, b;
+        reg [31:0] d;
+        begin
+            d = a - b;
+            lt32 = d[31];
+        end
+    endfunction
+
+    // ---- record layout
+    localparam integer R_VALID = 0, R_CID = 1, R_PCID = 33, R_PIP = 65, R_PPORT = 97,
+                       R_ISS = 113, R_UNA = 145, R_NXT = 177, R_MAX = 209, R_END = 241,
+                       R_WND = 273, R_RACK = 305, R_RCE = 337, R_RTON = 353, R_RTDL = 354,
+                       R_RTSH = 386, R_NKON = 389, R_NKACK = 390, R_NKT = 422, R_INQ = 454,
+                       R_STT = 455, W = 487;
+
+    // ---- input queues (the receive engine's pulses have no back-pressure)
+    localparam integer SQW = 16 + 8 + 32 + 16 + 32;
+    wire           sq_full, sq_v;
+    wire [SQW-1:0] sq_q;
+    reg            sq_pop;
+    stride_fifo #(.WIDTH(SQW), .DEPTH_LOG2(3)) snd_q (
+        .clk(clk), .rst(rst), .push(snd_valid),
+        .in_data({snd_ctx, snd_flags, snd_ack, snd_window, snd_echo_stt}), .full(sq_full),
+        .pop(sq_pop), .out_valid(sq_v), .out_data(sq_q));
+    localparam integer AQW = 16 + 1 + 32 + 32 + 16;
+    wire           aq_full, aq_v;
+    wire [AQW-1:0] aq_q;
+    reg            aq_pop;
+    stride_fifo #(.WIDTH(AQW), .DEPTH_LOG2(3)) ack_q (
+        .clk(clk), .rst(rst), .push(ack_valid),
+        .in_data({ack_ctx, ack_nack, ack_ack, ack_echo_stt, ack_ce_count}), .full(aq_full),
+        .pop(aq_pop), .out_valid(aq_v), .out_data(aq_q));
+
+    // ---- ready queue of context indices
+    wire          rq_full, rq_v;
+    wire [AW-1:0] rq_q;
+    reg           rq_push, rq_pop;
+    reg  [AW-1:0] rq_in;
+    stride_fifo #(.WIDTH(AW), .DEPTH_LOG2(AW)) ready_q (
+        .clk(clk), .rst(rst), .push(rq_push), .in_data(rq_in), .full(rq_full),
+        .pop(rq_pop), .out_valid(rq_v), .out_data(rq_q));
+
+    // ---- descriptor queue (to the builder) and payload jobs (to the reader)
+    localparam integer DW = 8 + 16 + 32 * 6 + 16 + 16 + 16;
+    wire          dq_full;
+    reg           dq_push;
+    reg  [DW-1:0] dq_in;
+    wire [DW-1:0] dq_q;
+    stride_fifo #(.WIDTH(DW), .DEPTH_LOG2(2)) desc_q (
+        .clk(clk), .rst(rst), .push(dq_push), .in_data(dq_in), .full(dq_full),
+        .pop(d_valid && d_ready), .out_valid(d_valid), .out_data(dq_q));
+    assign {d_flags, d_len, d_dst_cid, d_src_cid, d_seq, d_ack, d_echo_stt, d_peer_ip,
+            d_window, d_ce_count, d_peer_port} = dq_q;
+
+    localparam integer JW = AW + RW + 12 + 8;         // ctx, first word, words, last tkeep
+    wire          jq_full, jq_v;
+    reg           jq_push;
+    reg  [JW-1:0] jq_in;
+    wire [JW-1:0] jq_q;
+    wire          jq_pop;
+    stride_fifo #(.WIDTH(JW), .DEPTH_LOG2(2)) job_q (
+        .clk(clk), .rst(rst), .push(jq_push), .in_data(jq_in), .full(jq_full),
+        .pop(jq_pop), .out_valid(jq_v), .out_data(jq_q));
+
+    // ---- rate control: stride_cc (two contexts = two lanes) and a pacer per lane
+    localparam integer CEW = 1 + 2 + 32;
+    wire           ce_full, ce_v;
+    wire [CEW-1:0] ce_q;
+    reg            ce_push;
+    reg  [CEW-1:0] ce_in;
+    wire           cc_slot, cc_ready, cc_out_valid, cc_out_ctx;
+    wire [31:0]    cc_rate;
+    stride_fifo #(.WIDTH(CEW), .DEPTH_LOG2(3)) cc_q (
+        .clk(clk), .rst(rst), .push(ce_push), .in_data(ce_in), .full(ce_full),
+        .pop(ce_v && cc_ready), .out_valid(ce_v), .out_data(ce_q));
+    /* verilator lint_off PINCONNECTEMPTY */
+    stride_cc #(.ALPHA_SHIFT(ALPHA_SHIFT), .MD_SHIFT(MD_SHIFT), .NORM_SHIFT(NORM_SHIFT),
+                .STATE_OUT(0), .CONTEXTS(2)) cc (
+        .clk(clk), .rst(rst),
+        .cfg_beta(cfg_beta), .cfg_wbeta(cfg_wbeta), .cfg_t_low(cfg_t_low),
+        .cfg_t_high(cfg_t_high), .cfg_rate_min(cfg_rate_min), .cfg_rate_max(cfg_rate_max),
+        .cfg_rate_init(cfg_rate_init), .cfg_min_window(cfg_min_window),
+        .in_slot(cc_slot), .in_valid(ce_v), .in_ready(cc_ready), .in_ctx(ce_q[34]),
+        .in_event(ce_q[33:32]), .in_stt(ce_q[31:0]),
+        .out_valid(cc_out_valid), .out_ctx(cc_out_ctx), .out_rate(cc_rate),
+        .out_d(), .out_stt_old(), .out_min_cur(), .out_min_prev(), .out_count(), .out_branch()
+    );
+    /* verilator lint_on PINCONNECTEMPTY */
+
+    // rate * PACE_SCALE_Q12 / 4096 by shifts and adds of the constant's bits
+    function [31:0] scale;
+        input [31:0] r;
+        reg [47:0] acc;
+        integer i;
+        begin
+            acc = 48'd0;
+            for (i = 0; i < 16; i = i + 1)
+                if (((PACE_SCALE_Q12 >> i) & 1) != 0) acc = acc + ({16'd0, r} << i);
+            scale = (acc[47:44] != 4'd0) ? 32'hffffffff : acc[43:12];
+        end
+    endfunction
+    reg  [31:0] prate0, prate1;
+    always @(posedge clk) begin
+        if (rst) begin
+            rate0 <= cfg_rate_init; rate1 <= cfg_rate_init;
+        end else if (cc_out_valid) begin
+            if (cc_out_ctx) rate1 <= cc_rate; else rate0 <= cc_rate;
+        end
+        prate0 <= scale(rate0);
+        prate1 <= scale(rate1);
+    end
+    wire [39:0] credit0, credit1;
+    reg         pace_req0, pace_req1;
+    reg  [15:0] pace_len;
+    /* verilator lint_off PINCONNECTEMPTY */
+    stride_pacer #(.CLK_NS_LOG2(PACE_CLK_NS_LOG2), .BURST_BYTES(BURST_BYTES)) pacer0 (
+        .clk(clk), .rst(rst), .rate(prate0), .req_valid(pace_req0), .req_len(pace_len),
+        .req_ready(), .credit_out(credit0));
+    stride_pacer #(.CLK_NS_LOG2(PACE_CLK_NS_LOG2), .BURST_BYTES(BURST_BYTES)) pacer1 (
+        .clk(clk), .rst(rst), .rate(prate1), .req_valid(pace_req1), .req_len(pace_len),
+        .req_ready(), .credit_out(credit1));
+    /* verilator lint_on PINCONNECTEMPTY */
+    wire head_lane = (N > 1) ? rq_q[0] : 1'b0;
+    wire head_paced = head_lane ? !credit1[39] : !credit0[39];
+
+    // ---- packet buffer: N rings of 2^RW words
+    wire [AW+RW-1:0] pb_raddr;
+    wire [63:0]      pb_q;
+    wire [AW-1:0]    wr_idx = wr_ctx[AW-1:0];
+    stride_ctx_ram #(.DEPTH(N << RW), .AW(AW + RW), .WIDTH(64)) pbuf (
+        .clk(clk), .rd_addr(pb_raddr), .rd_data(pb_q),
+        .wr_en(wr_valid && {16'd0, wr_ctx} < N), .wr_addr({wr_idx, wr_addr}),
+        .wr_data(wr_data));
+
+    // ---- payload reader: one word per clock into a 4-entry output queue (credit-based)
+    reg  [AW-1:0] rd_ctx;
+    reg  [RW-1:0] rd_word;
+    reg  [11:0]   rd_left;            // words still to read of the current job
+    reg  [7:0]    rd_lastkeep;
+    reg           rd_busy;
+    reg  [2:0]    inflight;           // words read or in the output queue
+    wire          oq_full, oq_v;
+    wire [72:0]   oq_q;
+    wire          oq_pop = oq_v && m_axis_tready;
+    assign jq_pop = jq_v && !rd_busy;
+    wire          rd_issue = rd_busy && inflight < 3'd4;
+    assign pb_raddr = {rd_ctx, rd_word};
+    reg           rv, rv_last;
+    reg  [7:0]    rv_keep;
+    always @(posedge clk) begin
+        if (rst) begin
+            rd_busy <= 1'b0; rv <= 1'b0; inflight <= 3'd0;
+        end else begin
+            if (jq_pop) begin
+                rd_busy <= 1'b1;
+                {rd_ctx, rd_word, rd_left, rd_lastkeep} <= jq_q;
+            end
+            rv <= rd_issue;
+            rv_last <= rd_left == 12'd1;
+            rv_keep <= (rd_left == 12'd1) ? rd_lastkeep : 8'hff;
+            if (rd_issue) begin
+                rd_word <= rd_word + 1'b1;
+                rd_left <= rd_left - 12'd1;
+                if (rd_left == 12'd1) rd_busy <= 1'b0;
+            end
+            inflight <= inflight + {2'd0, rd_issue} - {2'd0, oq_pop};
+        end
+    end
+    stride_fifo #(.WIDTH(73), .DEPTH_LOG2(2)) out_q (
+        .clk(clk), .rst(rst), .push(rv), .in_data({rv_last, rv_keep, pb_q}), .full(oq_full),
+        .pop(oq_pop), .out_valid(oq_v), .out_data(oq_q));
+    assign m_axis_tvalid = oq_v;
+    assign {m_axis_tlast, m_axis_tkeep, m_axis_tdata} = oq_q;
+
+    // ---- the record table and its op pipeline (as stride_rx_engine's)
+    localparam [2:0] OP_RX = 0, OP_AOUT = 1, OP_CTL = 2, OP_DB = 3, OP_SEND = 4, OP_SCAN = 5;
+    reg           busy;
+    reg  [2:0]    op;
+    reg  [AW-1:0] scan_idx, x_idx;
+    reg           x_ok;
+    reg           clearing;
+    reg  [AW-1:0] clear_idx;
+    wire [AW-1:0] sq_idx = sq_q[SQW-16 +: AW];
+    wire [AW-1:0] aq_idx = aq_q[AQW-16 +: AW];
+    wire [AW-1:0] ctl_idx = ctl_ctx[AW-1:0];
+    wire [AW-1:0] db_idx = db_ctx[AW-1:0];
+    wire idle = !clearing && !busy;
+    wire take_rx   = idle && sq_v;
+    wire take_aout = idle && !take_rx && aq_v && !dq_full;
+    wire take_ctl  = idle && !take_rx && !take_aout && ctl_valid;
+    wire take_db   = idle && !take_rx && !take_aout && !ctl_valid && db_valid;
+    wire take_send = idle && !take_rx && !take_aout && !ctl_valid && !db_valid && rq_v &&
+                     head_paced && !pace_req0 && !pace_req1 && !dq_full && !jq_full;
+    assign ctl_ready = take_ctl;
+    assign db_ready = take_db;
+    wire [AW-1:0] rd_addr = take_rx ? sq_idx : take_aout ? aq_idx : take_ctl ? ctl_idx :
+                            take_db ? db_idx : take_send ? rq_q : scan_idx;
+    function idx_ok;
+        input [15:0] c;
+        idx_ok = {16'd0, c} < N;
+    endfunction
+
+    wire [W-1:0] ram_q;
+    reg          wr_en;
+    reg  [W-1:0] wr_data_r;
+    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W)) table_ (
+        .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
+        .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : x_idx),
+        .wr_data(clearing ? {W{1'b0}} : wr_data_r));
+    reg          byp;
+    reg  [W-1:0] byp_data;
+    wire [W-1:0] rec = byp ? byp_data : ram_q;
+
+    // the op's inputs, captured at IDLE
+    reg  [7:0]  x_flags;
+    reg  [31:0] x_a, x_b, x_c, x_d, x_e;
+    reg  [15:0] x_s, x_t;
+    reg  [1:0]  x_cop;
+    reg         x_nack;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            busy <= 1'b0; op <= OP_SCAN; scan_idx <= 0; x_idx <= 0; x_ok <= 1'b0;
+            clearing <= 1'b1; clear_idx <= 0; wr_en <= 1'b0; byp <= 1'b0;
+            sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rq_push <= 1'b0; dq_push <= 1'b0;
+            jq_push <= 1'b0; ce_push <= 1'b0; pace_req0 <= 1'b0; pace_req1 <= 1'b0;
+            ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
+            cnt_data <= 0; cnt_resent <= 0; cnt_ctl_pkts <= 0; cnt_gbn_nack <= 0;
+            cnt_nack_held <= 0; cnt_rto <= 0; cnt_db_err <= 0; cnt_overrun <= 0;
+        end else begin
+            // queue overruns (the op rate keeps them empty; counted for the tests)
+            if ((snd_valid && sq_full) || (ack_valid && aq_full) || (rq_push && rq_full) ||
+                (ce_push && ce_full))
+                cnt_overrun <= cnt_overrun + 1;
+            sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0;
+            rq_push <= 1'b0; dq_push <= 1'b0; jq_push <= 1'b0; ce_push <= 1'b0;
+            pace_req0 <= 1'b0; pace_req1 <= 1'b0;
+            ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
+            if (clearing) begin
+                clear_idx <= clear_idx + 1'b1;
+                if (clear_idx == LAST) clearing <= 1'b0;
+            end else begin
+                wr_en <= 1'b0;
+                byp <= wr_en && rd_addr == x_idx && !busy;
+                byp_data <= wr_data_r;
+                if (!busy) begin
+                    busy <= 1'b1;
+                    x_idx <= rd_addr;
+                    if (take_rx) begin
+                        op <= OP_RX; x_ok <= idx_ok(sq_q[SQW-1 -: 16]);
+                        {x_flags, x_a, x_s, x_b} <= sq_q[SQW-17:0];
+                    end else if (take_aout) begin
+                        op <= OP_AOUT; x_ok <= idx_ok(aq_q[AQW-1 -: 16]);
+                        {x_nack, x_a, x_b, x_s} <= aq_q[AQW-17:0];
+                    end else if (take_ctl) begin
+                        op <= OP_CTL; x_ok <= idx_ok(ctl_ctx); x_cop <= ctl_op;
+                        x_a <= ctl_cid; x_b <= ctl_peer_cid; x_c <= ctl_peer_ip;
+                        x_s <= ctl_peer_port; x_d <= ctl_snd_nxt; x_e <= ctl_rcv_nxt;
+                        x_t <= ctl_peer_window;
+                    end else if (take_db) begin
+                        op <= OP_DB; x_ok <= idx_ok(db_ctx); x_a <= db_end;
+                    end else if (take_send) begin
+                        op <= OP_SEND; x_ok <= 1'b1;
+                    end else begin
+                        op <= OP_SCAN; x_ok <= 1'b1;
+                        scan_idx <= (scan_idx == LAST) ? {AW{1'b0}} : scan_idx + 1'b1;
+                    end
+                    // the queues' heads are taken now (their next entries show in 1 cycle,
+                    // before the next IDLE)
+                    sq_pop <= take_rx; aq_pop <= take_aout; rq_pop <= take_send;
+                end else begin : exec
+                    reg [W-1:0] nr;
+                    reg        valid, rton, nkon, inq, wr, push_rq;
+                    reg [31:0] una_, nxt, max_, end_, wnd, rack, rtdl, nkack, nkt, stt, iss;
+                    reg [15:0] rce, len;
+                    reg [2:0]  rtsh;
+                    reg [31:0] room, avail, off;
+                    nr = rec;
+                    valid = rec[R_VALID]; iss = rec[R_ISS +: 32];
+                    una_ = rec[R_UNA +: 32]; nxt = rec[R_NXT +: 32]; max_ = rec[R_MAX +: 32];
+                    end_ = rec[R_END +: 32]; wnd = rec[R_WND +: 32]; rack = rec[R_RACK +: 32];
+                    rce = rec[R_RCE +: 16]; rton = rec[R_RTON]; rtdl = rec[R_RTDL +: 32];
+                    rtsh = rec[R_RTSH +: 3]; nkon = rec[R_NKON]; nkack = rec[R_NKACK +: 32];
+                    nkt = rec[R_NKT +: 32]; inq = rec[R_INQ]; stt = rec[R_STT +: 32];
+                    wr = 1'b0; push_rq = 1'b0; len = 16'd0;
+                    busy <= 1'b0;
+                    case (op)
+                        OP_RX: if (x_ok && valid) begin
+                            wr = 1'b1;
+                            wnd = {6'd0, x_s, 10'd0};
+                            // x_a = ack, x_b = echo_stt, x_flags
+                            if (lt32(una_, x_a) && !lt32(max_, x_a)) begin
+                                una_ = x_a;
+                                if (lt32(nxt, x_a)) nxt = x_a;
+                                rtsh = 3'd0;
+                                rton = una_ != max_;
+                                rtdl = now + RTO;
+                                una_valid <= 1'b1; una_ctx <= {{(16 - AW) {1'b0}}, x_idx};
+                                una <= x_a;
+                                if ((x_flags & 8'h7f) == 8'h02) begin
+                                    ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd0, x_b};
+                                    stt = x_b;
+                                end
+                            end
+                            if (x_flags == 8'h06 && !lt32(x_a, una_) && lt32(x_a, nxt)) begin
+                                if (nkon && nkack == x_a && lt32(now, nkt + HOLD)) begin
+                                    cnt_nack_held <= cnt_nack_held + 1;
+                                end else begin
+                                    nxt = x_a; nkon = 1'b1; nkack = x_a; nkt = now;
+                                    cnt_gbn_nack <= cnt_gbn_nack + 1;
+                                    ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd1, 32'd0};
+                                end
+                            end
+                            push_rq = 1'b1;
+                        end
+                        OP_AOUT: if (x_ok && valid) begin
+                            // x_nack, x_a = ack, x_b = echo, x_s = ce_count
+                            wr = 1'b1; rack = x_a; rce = x_s;
+                            dq_push <= 1'b1;
+                            dq_in <= {x_nack ? 8'h06 : 8'h02, 16'd0, rec[R_PCID +: 32],
+                                      rec[R_CID +: 32], max_, x_a, x_b, rec[R_PIP +: 32],
+                                      cfg_window, x_s, rec[R_PPORT +: 16]};
+                            cnt_ctl_pkts <= cnt_ctl_pkts + 1;
+                        end
+                        OP_CTL: begin
+                            ctl_rd_valid <= x_cop == 2'd0;
+                            ctl_rd_installed <= valid && rec[R_CID +: 32] == x_a;
+                            ctl_rd_una <= una_; ctl_rd_nxt <= nxt; ctl_rd_end <= end_;
+                            if (x_cop != 2'd0 && x_ok) begin
+                                wr = 1'b1;
+                                nr = {W{1'b0}};
+                                valid = x_cop == 2'd1;
+                                una_ = x_d; nxt = x_d; max_ = x_d; end_ = x_d; iss = x_d;
+                                wnd = {6'd0, x_t, 10'd0}; rack = x_e; rce = 16'd0;
+                                rton = 1'b0; rtdl = 32'd0; rtsh = 3'd0; nkon = 1'b0;
+                                nkack = 32'd0; nkt = 32'd0; inq = 1'b0; stt = 32'd0;
+                                nr[R_CID +: 32] = x_a; nr[R_PCID +: 32] = x_b;
+                                nr[R_PIP +: 32] = x_c; nr[R_PPORT +: 16] = x_s;
+                                if (x_cop == 2'd1) begin
+                                    ce_push <= 1'b1;
+                                    ce_in <= {x_idx[0] & (N > 1), 2'd3, 32'd0};
+                                end
+                            end
+                        end
+                        OP_DB: if (x_ok && valid) begin
+                            if (lt32(x_a, end_) || (x_a - una_) > RING ||
+                                end_[2:0] != iss[2:0]) begin
+                                cnt_db_err <= cnt_db_err + 1;
+                            end else begin
+                                wr = 1'b1; end_ = x_a; push_rq = 1'b1;
+                            end
+                        end else begin
+                            cnt_db_err <= cnt_db_err + 1;
+                        end
+                        OP_SEND: begin
+                            wr = 1'b1; inq = 1'b0;
+                            room = una_ + wnd - nxt;
+                            avail = end_ - nxt;
+                            if (valid && lt32(nxt, end_) && lt32(nxt, una_ + wnd)) begin
+                                len = (avail < {16'd0, MAXP}) ? avail[15:0] : MAXP;
+                                if ({16'd0, len} > room) len = room[15:0];
+                                off = nxt - iss;
+                                dq_push <= 1'b1;
+                                dq_in <= {(nxt + {16'd0, len} == end_) ? 8'h62 : 8'h22, len,
+                                          rec[R_PCID +: 32], rec[R_CID +: 32], nxt, rack,
+                                          32'd0, rec[R_PIP +: 32], cfg_window, rce,
+                                          rec[R_PPORT +: 16]};
+                                jq_push <= 1'b1;
+                                jq_in <= {x_idx, off[BUF_LOG2-1:3],
+                                          len[14:3] + {11'd0, len[2:0] != 3'd0},
+                                          (len[2:0] == 3'd0) ? 8'hff : ~(8'hff << len[2:0])};
+                                if (x_idx[0] && N > 1) pace_req1 <= 1'b1;
+                                else pace_req0 <= 1'b1;
+                                pace_len <= len + OVH;
+                                cnt_data <= cnt_data + 1;
+                                if (lt32(nxt, max_)) cnt_resent <= cnt_resent + 1;
+                                nxt = nxt + {16'd0, len};
+                                if (lt32(max_, nxt)) max_ = nxt;
+                                if (!rton) begin
+                                    rton = 1'b1; rtdl = now + (RTO << rtsh);
+                                end
+                            end
+                            push_rq = valid;
+                        end
+                        default: if (valid && rton && !lt32(now, rtdl)) begin   // OP_SCAN
+                            wr = 1'b1;
+                            if (una_ == max_) begin
+                                rton = 1'b0;
+                            end else begin
+                                nxt = una_;
+                                if (rtsh != RTO_MAX_SHIFT[2:0]) rtsh = rtsh + 3'd1;
+                                rtdl = now + (RTO << rtsh);
+                                cnt_rto <= cnt_rto + 1;
+                                ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd2, 32'd0};
+                                push_rq = 1'b1;
+                            end
+                        end
+                    endcase
+                    // (re)queue a connection that has something to send
+                    if (push_rq && valid && !inq && lt32(nxt, end_) && lt32(nxt, una_ + wnd)) begin
+                        inq = 1'b1;
+                        rq_push <= 1'b1; rq_in <= x_idx;
+                    end
+                    nr[R_VALID] = valid; nr[R_ISS +: 32] = iss;
+                    nr[R_UNA +: 32] = una_; nr[R_NXT +: 32] = nxt; nr[R_MAX +: 32] = max_;
+                    nr[R_END +: 32] = end_; nr[R_WND +: 32] = wnd; nr[R_RACK +: 32] = rack;
+                    nr[R_RCE +: 16] = rce; nr[R_RTON] = rton; nr[R_RTDL +: 32] = rtdl;
+                    nr[R_RTSH +: 3] = rtsh; nr[R_NKON] = nkon; nr[R_NKACK +: 32] = nkack;
+                    nr[R_NKT +: 32] = nkt; nr[R_INQ] = inq; nr[R_STT +: 32] = stt;
+                    wr_en <= wr;
+                    wr_data_r <= nr;
+                end
+            end
+        end
+    end
+    wire unused = &{1'b0, oq_full, cc_slot};
+endmodule
+
+`default_nettype wire
