@@ -181,6 +181,9 @@ module stride_engine #(
     wire [31:0] rx_rd_rcv, tx_rd_una, tx_rd_nxt, tx_rd_end;
     assign ctl_ready = !cp && ctl_valid;
     reg         got_rx, got_tx, inst_rx, inst_tx, overrun_seen;
+    // the context index: the cid's low log2 N bits (as stride_rx_engine indexes its table)
+    localparam integer AW = (N <= 2) ? 1 : $clog2(N);
+    wire [15:0] cp_ctx = {{(16 - AW) {1'b0}}, cp_cid[AW-1:0]};
 
     wire        ack_valid, ack_nack, snd_valid;
     wire [15:0] ack_ctx, ack_ce, snd_ctx, snd_window, snd_ce;
@@ -229,7 +232,7 @@ module stride_engine #(
         .cfg_t_high(cfg_t_high), .cfg_rate_min(cfg_rate_min), .cfg_rate_max(cfg_rate_max),
         .cfg_rate_init(cfg_rate_init), .cfg_min_window(cfg_min_window),
         .ctl_valid(cp && !cp_tx_done), .ctl_ready(tx_ctl_ready), .ctl_op(cp_op),
-        .ctl_ctx(cp_cid[15:0]), .ctl_cid(cp_cid), .ctl_peer_cid(cp_pcid), .ctl_peer_ip(cp_ip),
+        .ctl_ctx(cp_ctx), .ctl_cid(cp_cid), .ctl_peer_cid(cp_pcid), .ctl_peer_ip(cp_ip),
         .ctl_peer_port(cp_port), .ctl_snd_nxt(cp_snd), .ctl_rcv_nxt(cp_rcv),
         .ctl_peer_window(cp_wnd),
         .ctl_rd_valid(tx_rd_valid), .ctl_rd_installed(tx_rd_inst), .ctl_rd_una(tx_rd_una),

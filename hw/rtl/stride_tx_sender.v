@@ -11,7 +11,11 @@
 // backwards, beyond snd_una + 2^BUF_LOG2 (bytes not yet acknowledged would be overwritten), or
 // if the current end is not a multiple of 8 bytes from iss (the packet buffer is read in whole
 // 64-bit words, so every packet but a stream's last starts on a word: MAX_PAYLOAD is a multiple
-// of 8). una_valid/una_ctx/una report every advance of snd_una (ring space freed).
+// of 8). una_valid/una_ctx/una report every advance of snd_una (ring space freed). A resend
+// already queued (descriptor issued, payload not yet read) when an ACK covers it may carry ring
+// bytes the host has overwritten below the new snd_una: such a packet lies below the peer's
+// rcv_nxt (una <= rcv_nxt), so the receiver discards it as a duplicate (spec §6.3), and any
+// bytes at or above snd_una in it are intact.
 //
 // Record per connection (a table of N entries in block RAM, stride_ctx_ram): cid, peer cid,
 // peer IPv4 address and UDP port, iss, snd_una, snd_nxt, snd_max, end, the peer's window, the
@@ -315,12 +319,14 @@ module stride_tx_sender #(
     wire head_paced = head_lane ? !credit1[39] : !credit0[39];
 
     // ---- packet buffer: N rings of 2^RW words
+    localparam integer PAW = $clog2(N << RW);           // RW with one connection
     wire [AW+RW-1:0] pb_raddr;
     wire [63:0]      pb_q;
     wire [AW-1:0]    wr_idx = wr_ctx[AW-1:0];
-    stride_ctx_ram #(.DEPTH(N << RW), .AW(AW + RW), .WIDTH(64)) pbuf (
-        .clk(clk), .rd_addr(pb_raddr), .rd_data(pb_q),
-        .wr_en(wr_valid && {16'd0, wr_ctx} < N), .wr_addr({wr_idx, wr_addr}),
+    wire [AW+RW-1:0] pb_waddr = {wr_idx, wr_addr};
+    stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64)) pbuf (
+        .clk(clk), .rd_addr(pb_raddr[PAW-1:0]), .rd_data(pb_q),
+        .wr_en(wr_valid && {16'd0, wr_ctx} < N), .wr_addr(pb_waddr[PAW-1:0]),
         .wr_data(wr_data));
 
     // ---- payload reader: one word per clock into a 4-entry output queue (credit-based)
@@ -604,7 +610,7 @@ module stride_tx_sender #(
             end
         end
     end
-    wire unused = &{1'b0, oq_full, cc_slot};
+    wire unused = &{1'b0, oq_full, cc_slot, pb_raddr, pb_waddr};
 endmodule
 
 `default_nettype wire

@@ -1,7 +1,7 @@
-"""The RTL receive path against the Rust core (stride-proto) through the testbench: byte-exact,
-without and with 2 % loss + reordering, under Icarus and Verilator. CI runs 128 KiB per case
-(cocotb drives every beat from Python: 1 MiB takes about 2-3 min per case on a loaded 2-core
-machine); `make -C hw interop` runs the full 1 MiB (INTEROP_BYTES)."""
+"""The whole RTL engine (stride_engine) against the Rust core (stride-proto) through the
+testbench, both directions at once on one connection: byte-exact, without and with 2 % loss +
+reordering, under Icarus and Verilator. CI runs 128 KiB each way per case (cocotb drives and
+reads every beat from Python); `make -C hw interop` runs the full 1 MiB (INTEROP_BYTES)."""
 import os
 import re
 import subprocess
@@ -11,6 +11,8 @@ import pytest
 from common import BUILD, HW, ROOT, RTL, simulators
 
 SIMS = simulators()
+ENGINE_ALL = ["stride_engine", "stride_rx_parser", "stride_rx_engine", "stride_ctx_ram",
+              "stride_tx_sender", "stride_tx_builder", "stride_fifo", "stride_cc", "stride_pacer"]
 
 
 def _wire_version():
@@ -31,13 +33,12 @@ def test_interop_byte_stream(sim, loss):
 
     version = _wire_version()
     run(
-        verilog_sources=[str(HW / "tb" / "interop_top.v")] +
-        [str(RTL / f"{m}.v") for m in ("stride_rx_parser", "stride_rx_engine", "stride_ctx_ram")],
-        toplevel="interop_top",
+        verilog_sources=[str(RTL / f"{m}.v") for m in ENGINE_ALL],
+        toplevel="stride_engine",
         module="cocotb_interop",
         python_search=[str(HW / "tb")],
-        parameters={"N": 64, "VERSION": version},
-        sim_build=str(BUILD / sim / f"interop_v{version}"),
+        parameters={"N": 64, "VERSION": version, "CLK_PS": 8000, "BUF_LOG2": 16},
+        sim_build=str(BUILD / sim / f"interop_engine_v{version}"),
         extra_env={"INTEROP_PEER": str(_peer()), "INTEROP_LOSS": str(loss),
                    "INTEROP_VERSION": str(version), "INTEROP_SEED": "1",
                    "INTEROP_BYTES": os.environ.get("INTEROP_BYTES", str(128 << 10))},

@@ -29,8 +29,49 @@ def test_tx_builder(sim):
 
 
 @pytest.mark.parametrize("sim", SIMS)
-@pytest.mark.parametrize("bad", [{"MAX_PAYLOAD": 4}, {"DATA_WIDTH": 512}], ids=["payload", "width"])
+@pytest.mark.parametrize("bad", [{"MAX_PAYLOAD": 4}], ids=["payload"])
 def test_tx_builder_bad_params_stop_elaboration(sim, bad):
     with pytest.raises(SystemExit):
         _run("stride_tx_builder", "cocotb_tx_builder", sim, bad,
              tag="_bad_" + "_".join(f"{k}{v}" for k, v in bad.items()))
+
+
+SENDER = ["stride_tx_sender", "stride_fifo", "stride_cc", "stride_pacer", "stride_ctx_ram"]
+
+
+# four connections under both simulators, one connection (N = 1: one rate lane) under Icarus
+SENDER_CASES = [(n, sim) for sim in SIMS for n in (1, 4) if n == 4 or sim == "icarus"]
+
+
+@pytest.mark.parametrize("n,sim", SENDER_CASES)
+def test_tx_sender(sim, n):
+    _run("stride_tx_sender", "cocotb_tx_sender", sim,
+         {"N": n, "BUF_LOG2": 13, "RTO_NS": 20000, "NACK_HOLD_NS": 2000,
+          "PACE_CLK_NS_LOG2": 3, "PACE_SCALE_Q12": 4096},
+         {"SENDER_N": str(n), "SENDER_BUF_LOG2": "13"}, SENDER, f"_n{n}")
+
+
+@pytest.mark.parametrize("sim", SIMS)
+@pytest.mark.parametrize("bad", [{"N": 1025}, {"MAX_PAYLOAD": 1441}], ids=["n1025", "payload"])
+def test_tx_sender_bad_params_stop_elaboration(sim, bad):
+    with pytest.raises(SystemExit):
+        _run("stride_tx_sender", "cocotb_tx_sender", sim, bad, {}, SENDER,
+             "_bad_" + "_".join(f"{k}{v}" for k, v in bad.items()))
+
+
+ENGINE_ALL = ["stride_engine", "stride_rx_parser", "stride_rx_engine", "stride_ctx_ram",
+              "stride_tx_sender", "stride_tx_builder", "stride_fifo", "stride_cc", "stride_pacer"]
+
+
+@pytest.mark.parametrize("sim", SIMS)
+def test_engine_line_rate(sim):
+    _run("stride_engine", "cocotb_engine_rate", sim, {"N": 64, "BUF_LOG2": 16, "CLK_PS": 6400},
+         {}, ENGINE_ALL, "_rate")
+
+
+@pytest.mark.parametrize("sim", SIMS)
+@pytest.mark.parametrize("bad", [{"CLK_PS": 500}], ids=["clk"])
+def test_engine_bad_params_stop_elaboration(sim, bad):
+    with pytest.raises(SystemExit):
+        _run("stride_engine", "cocotb_engine_rate", sim, bad, {}, ENGINE_ALL,
+             "_bad_" + "_".join(f"{k}{v}" for k, v in bad.items()))

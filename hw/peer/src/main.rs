@@ -2,8 +2,10 @@
 //!
 //! Two `stride-proto` endpoints, driven over stdin/stdout by the cocotb testbench with the
 //! simulation's clock (the core is sans-IO: time is passed in):
-//! - the **peer**, a client at 10.0.0.1:40000 that connects to the NIC and sends `BYTES` bytes
-//!   of a fixed pattern (`pattern(i)`);
+//! - the **peer**, a client at 10.0.0.1:40000 that connects to the NIC, sends `BYTES` bytes
+//!   of a fixed pattern (`pattern(i)`) and reads what the NIC sends back, which must be
+//!   `reverse_pattern(i)` byte for byte (the program stops with an error naming the first byte
+//!   that differs);
 //! - the **host software** of the NIC, a listener at 10.0.0.2: it runs the handshake (cookies)
 //!   for the packets the engine hands to the host, and reports the accepted connection so the
 //!   testbench can install it in the engine.
@@ -16,7 +18,8 @@
 //! After each command the program runs due timers and answers with the datagrams both endpoints
 //! send now (`p hex` from the peer to the NIC, `h hex` from the host software to the peer),
 //! `accepted` once the host software accepted the connection, and a closing line
-//! `. unacked written next_timer` (`next_timer` -1 when none).
+//! `. unacked written next_timer received` (`next_timer` -1 when none; `received` the bytes the
+//! peer has read from the NIC, all checked).
 use std::io::{self, BufRead, Write};
 use std::net::SocketAddr;
 
@@ -25,6 +28,11 @@ use stride_proto::{Config, ConnHandle, Endpoint, Event};
 /// Byte `i` of the stream the peer sends (the testbench computes the same).
 fn pattern(i: u64) -> u8 {
     (i.wrapping_mul(7) ^ (i >> 8) ^ (i >> 16)) as u8
+}
+
+/// Byte `i` of the stream the NIC sends to the peer (the testbench writes the same).
+fn reverse_pattern(i: u64) -> u8 {
+    (i.wrapping_mul(13) ^ (i >> 9) ^ 0xA5) as u8
 }
 
 fn hex(data: &[u8]) -> String {
@@ -48,6 +56,7 @@ struct Peer {
     written: u64,
     total: u64,
     accepted: bool,
+    received: u64,
 }
 
 const PEER_ADDR: &str = "10.0.0.1:40000";
@@ -66,7 +75,34 @@ impl Peer {
         }
     }
 
-    fn run(&mut self, now: u64, out: &mut impl Write) -> io::Result<()> {
+    /// Reads everything the NIC delivered so far and checks it.
+    fn drain(&mut self) -> Result<(), String> {
+        let Some(h) = self.conn else { return Ok(()) };
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let n = self.peer.read(h, &mut buf).unwrap_or(0);
+            if n == 0 {
+                return Ok(());
+            }
+            for (k, &b) in buf[..n].iter().enumerate() {
+                let i = self.received + k as u64;
+                if b != reverse_pattern(i) {
+                    return Err(format!(
+                        "byte {i} from the NIC is {b:#04x}, expected {:#04x}",
+                        reverse_pattern(i)
+                    ));
+                }
+            }
+            self.received += n as u64;
+        }
+    }
+
+    fn run(&mut self, now: u64, out: &mut impl Write) -> Result<(), String> {
+        self.drain()?;
+        self.emit(now, out).map_err(|e| e.to_string())
+    }
+
+    fn emit(&mut self, now: u64, out: &mut impl Write) -> io::Result<()> {
         for ep in [&mut self.peer, &mut self.host] {
             while ep.next_timer().is_some_and(|t| t <= now) {
                 ep.handle_timeout(now);
@@ -101,7 +137,7 @@ impl Peer {
             .flatten()
             .min()
             .map_or(-1, |t| t as i64);
-        writeln!(out, ". {unacked} {} {next}", self.written)?;
+        writeln!(out, ". {unacked} {} {next} {}", self.written, self.received)?;
         out.flush()
     }
 }
@@ -121,6 +157,7 @@ fn main() -> Result<(), String> {
         written: 0,
         total,
         accepted: false,
+        received: 0,
     };
     let peer_addr: SocketAddr = PEER_ADDR.parse().expect("address");
     let nic_addr: SocketAddr = NIC_ADDR.parse().expect("address");
@@ -152,7 +189,7 @@ fn main() -> Result<(), String> {
             "T" => {}
             _ => return Err(format!("unknown command {cmd:?}")),
         }
-        p.run(now, &mut out).map_err(|e| e.to_string())?;
+        p.run(now, &mut out)?;
     }
     Ok(())
 }
