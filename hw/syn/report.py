@@ -23,6 +23,8 @@ LABEL = {"stride_cc_c1": "stride_cc, CONTEXTS=1", "stride_rx_engine_n1": "stride
          "stride_engine_n1": "stride_engine, N=1", "stride_engine_n64": "stride_engine, N=64",
          "stride_engine_n1024": "stride_engine, N=1024"}
 TARGETS = (os.environ.get("TARGETS") or "ecp5 xilinx arriav").split()
+KEEP_FMAX = (os.environ.get("REPORT_KEEP_FMAX") or "").split()
+OLD_REPORT = REPORT.read_text() if REPORT.exists() else ""
 
 # cell -> column, per target
 # (column, cell pattern, weight): the column sums count * weight over matching cells; "BRAM
@@ -69,6 +71,13 @@ def fmax(mod):
     nofit = OUT / f"{mod}_ecp5_pnr.nofit"
     if nofit.exists():
         return nofit.read_text().strip()
+    if mod in KEEP_FMAX:
+        # REPORT_KEEP_FMAX=MODULE...: place and route not re-run (TIMELY's takes over half an hour
+        # on a loaded machine); the figure is carried over from the report being replaced, marked
+        m = re.search(rf"^\| {re.escape(LABEL.get(mod, mod))} \| ([\d.]+)", OLD_REPORT, re.M)
+        if not m:
+            sys.exit(f"report.py: REPORT_KEEP_FMAX names {mod}, but {REPORT} has no Fmax for it")
+        return f"{m.group(1)} (carried over from the previous report; not re-run)"
     log = OUT / f"{mod}_ecp5_pnr.log"
     if not log.exists():
         sys.exit(f"report.py: no place-and-route log {log}")
