@@ -74,7 +74,8 @@ def fmax(mod):
     if mod in KEEP_FMAX:
         # REPORT_KEEP_FMAX=MODULE...: place and route not re-run (TIMELY's takes over half an hour
         # on a loaded machine); the figure is carried over from the report being replaced, marked
-        m = re.search(rf"^\| {re.escape(LABEL.get(mod, mod))} \| ([\d.]+)", OLD_REPORT, re.M)
+        old_pnr = OLD_REPORT.split("## ECP5 place and route")[-1] if OLD_REPORT else ""
+        m = re.search(rf"^\| {re.escape(LABEL.get(mod, mod))} \| ([\d.]+)", old_pnr, re.M)
         if not m:
             sys.exit(f"report.py: REPORT_KEEP_FMAX names {mod}, but {REPORT} has no Fmax for it")
         return f"{m.group(1)} (carried over from the previous report; not re-run)"
