@@ -24,6 +24,8 @@ LABEL = {"stride_cc_c1": "stride_cc, CONTEXTS=1", "stride_rx_engine_n1": "stride
          "stride_engine_n1024": "stride_engine, N=1024"}
 TARGETS = (os.environ.get("TARGETS") or "ecp5 xilinx arriav").split()
 KEEP_FMAX = (os.environ.get("REPORT_KEEP_FMAX") or "").split()
+# REPORT_NOT_RUN=MODULE:TARGET...: rows written as "not run" (named explicitly, never implied)
+NOT_RUN = set((os.environ.get("REPORT_NOT_RUN") or "").split())
 OLD_REPORT = REPORT.read_text() if REPORT.exists() else ""
 
 # cell -> column, per target
@@ -113,6 +115,9 @@ for t in TARGETS:
     lines += [f"## {t}", "", "| module | " + " | ".join(hdr) + " |", "|---" * (len(hdr) + 1) + "|"]
     for mod in MODULES:
         st = OUT / f"{mod}_{t}.stat"
+        if f"{mod}:{t}" in NOT_RUN:
+            lines.append(f"| {LABEL.get(mod, mod)} | " + " | ".join(["not run"] * len(hdr)) + " |")
+            continue
         if not st.exists():
             sys.exit(f"report.py: no synthesis statistics {st}")
         vals = row(t, cells(st))
@@ -142,6 +147,8 @@ if eng and "arriav" in TARGETS:
     for name, (alus, mem, bram) in PAPER.items():
         lines.append(f"| paper: {name} | {alus} ALUs | {mem} allocated | {bram} |")
     for m in eng:
+        if (m, "arriav") not in table:
+            continue
         v = table[(m, "arriav")]
         lines.append(f"| ours: {LABEL.get(m, m)} | {v[0]} ALUT + {v[1]} carry ALUT = {v[0] + v[1]} "
                      f"| {v[6]} kbit block RAM, {v[7]} MLAB | {v[5]} M10K |")
