@@ -24,7 +24,8 @@ LABEL = {"stride_cc_c1": "stride_cc, CONTEXTS=1", "stride_rx_engine_n1": "stride
          "stride_engine_n1024": "stride_engine, N=1024"}
 TARGETS = (os.environ.get("TARGETS") or "ecp5 xilinx arriav").split()
 KEEP_FMAX = (os.environ.get("REPORT_KEEP_FMAX") or "").split()
-# REPORT_NOT_RUN=MODULE:TARGET...: rows written as "not run" (named explicitly, never implied)
+# REPORT_NOT_RUN=MODULE:TARGET... (or MODULE:fmax): cells written as "not run" (named
+# explicitly, never implied)
 NOT_RUN = set((os.environ.get("REPORT_NOT_RUN") or "").split())
 OLD_REPORT = REPORT.read_text() if REPORT.exists() else ""
 
@@ -70,6 +71,8 @@ def row(target, c):
 def fmax(mod):
     """The Fmax nextpnr reported, or the reason the design does not fit the device (pnr.sh
     writes MODULE_ecp5_pnr.nofit when nextpnr stops on a resource count)."""
+    if f"{mod}:fmax" in NOT_RUN:
+        return "not run"
     nofit = OUT / f"{mod}_ecp5_pnr.nofit"
     if nofit.exists():
         return nofit.read_text().strip()
