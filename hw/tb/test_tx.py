@@ -75,3 +75,9 @@ def test_engine_bad_params_stop_elaboration(sim, bad):
     with pytest.raises(SystemExit):
         _run("stride_engine", "cocotb_engine_rate", sim, bad, {}, ENGINE_ALL,
              "_bad_" + "_".join(f"{k}{v}" for k, v in bad.items()))
+
+
+@pytest.mark.parametrize("sim", SIMS)
+def test_fifo(sim):
+    _run("stride_fifo", "cocotb_fifo", sim, {"WIDTH": 12, "DEPTH_LOG2": 3},
+         {"FIFO_WIDTH": "12", "FIFO_DEPTH_LOG2": "3"}, tag="_w12_d3")
