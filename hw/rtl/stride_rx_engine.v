@@ -11,7 +11,8 @@
 // Inputs: the parser's header descriptor (stride_rx_parser hdr_*; hdr_valid pulses at most every
 // 10 cycles) and `now`, the local clock in ns (mod 2^32), which timestamps reception (STT).
 //
-// Per event (one op takes 2 cycles: read the record, then compute and write it back):
+// Per event (one op takes 5 cycles: read the record, register it, compare, decide, write it
+// back; the outputs of a packet come 5 to 9 cycles after its hdr_valid):
 //   DATA, in order (seq = rcv_nxt): deliver (dlv_accept), rcv_nxt += len, STT = now - tx_ts is
 //        remembered (echo policy `last`), the gap state clears; bytes count towards the ACK.
 //   DATA, old (seq < rcv_nxt): duplicate, not delivered; bytes count towards the ACK.
@@ -26,7 +27,7 @@
 //   echo, tx_ts, NACK and CN flags, ce_count.
 // Timers: a scanner visits one context per free op slot (packets and control first) and acts on
 // the NACK timer (repeat the NACK if rcv_nxt has not moved and out-of-order packets came since)
-// and the delayed-ACK timer. With N contexts a timer fires up to about 2·N cycles late (13 us
+// and the delayed-ACK timer. With N contexts a timer fires up to about 5·N cycles late (33 us
 // at N = 1024 and 156.25 MHz, against delayed_ack = 50 us and nack_retry = 500 us).
 //
 // Outputs are one-cycle pulses without back-pressure (at most one per op); a transmit path
@@ -139,17 +140,27 @@ module stride_rx_engine #(
         end
     endfunction
 
-    // ---- input holding registers
-    reg        hp;                 // a header waits
+    // ---- input holding registers (loaded on hdr_valid, with the sums the op needs precomputed)
+    reg        hp;                 // a header waits to be taken
+    reg        hbusy;              // its op is in flight (the fields must hold until it ends)
     reg [7:0]  h_flags;
     reg [15:0] h_len, h_window, h_ce_count, h_sport;
-    reg [31:0] h_dst, h_seq, h_ack, h_tx_ts, h_echo, h_ip, h_rx_ts;
+    reg [31:0] h_dst, h_seq, h_ack, h_tx_ts, h_echo, h_ip;
     reg        h_ce;
-    assign hdr_overrun = hdr_valid && hp;
+    reg [31:0] h_seq_end, h_seq_end_p1, h_seq_p1, h_stt, h_ndl, h_ddl;
+    reg [17:0] h_ack_thr;          // ACK_BYTES - len (two's complement): acc + len >= ACK_BYTES
+                                   // iff acc >= h_ack_thr
+    assign hdr_overrun = hdr_valid && (hp || hbusy);
 
-    // ---- op pipeline: IDLE picks an op and reads its record, EXEC computes and writes back
+    // ---- op pipeline, one op per 5 cycles (phase ph); ops do not overlap:
+    //   ph 0  pick an op (packet, control, else scanner), read address to the table
+    //   ph 1  table output -> rec_raw (nothing else on the path: block RAM clock-to-out is slow)
+    //   ph 2  C1: compares, sums and deadlines from the record, registered
+    //   ph 3  C2: decisions, outputs and the record to write back, registered
+    //   ph 4  the record is written; the next op's read (ph 0) comes after it, so nothing needs
+    //         forwarding (with 4 phases the write would land with the next read)
     localparam [1:0] OP_PKT = 0, OP_CTL = 1, OP_SCAN = 2;
-    reg         busy;              // EXEC this cycle
+    reg  [2:0]  ph;
     reg  [1:0]  op;
     reg  [AW-1:0] scan_idx;
     wire        pkt_idx_ok = {{(32 - AW) {1'b0}}, h_dst[AW-1:0]} < N;
@@ -158,8 +169,9 @@ module stride_rx_engine #(
     wire [AW-1:0] ctl_idx = ctl_cid[AW-1:0];
     reg         clearing;          // after reset: every record is written with zeros
     reg  [AW-1:0] clear_idx;
-    wire        take_pkt = !clearing && !busy && hp;
-    wire        take_ctl = !clearing && !busy && !hp && ctl_valid;
+    wire        pick     = !clearing && ph == 3'd0;
+    wire        take_pkt = pick && hp;
+    wire        take_ctl = pick && !hp && ctl_valid;
     assign ctl_ready = take_ctl;
     reg  [1:0]  c_op;
     reg  [31:0] c_cid, c_pip, c_rnxt;
@@ -170,21 +182,19 @@ module stride_rx_engine #(
     wire [AW-1:0] rd_addr = take_pkt ? pkt_idx : take_ctl ? ctl_idx : scan_idx;
     wire [W-1:0]  ram_q;
     reg           wr_en;
+    reg  [AW-1:0] wr_addr;
     reg  [W-1:0]  wr_data;
 
-    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W)) table_ (
+    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0)) table_ (
         .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
-        .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : x_idx),
+        .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : wr_addr),
         .wr_data(clearing ? {W{1'b0}} : wr_data)
     );
 
-    // The write of an op lands in the cycle after its EXEC, when the next op's read is issued:
-    // a read of that same address gets the record being written instead of the RAM's old one.
-    reg           byp;
-    reg  [W-1:0]  byp_data;
-    wire [W-1:0]  rec = byp ? byp_data : ram_q;
+    reg  [W-1:0]  rec_raw;
+    wire [W-1:0]  rec = rec_raw;
 
-    // ---- record fields of the op in EXEC
+    // ---- record fields of the op in C1 / C2
     wire        r_valid = rec[R_VALID];
     wire [31:0] r_cid   = rec[R_CID +: 32];
     wire [31:0] r_pip   = rec[R_PIP +: 32];
@@ -199,42 +209,41 @@ module stride_rx_engine #(
     wire [31:0] r_ddl   = rec[R_DDL +: 32];
     wire [15:0] r_ce    = rec[R_CE +: 16];
 
-    wire matched = x_idx_ok && r_valid && r_cid == h_dst && r_pip == h_ip && r_pport == h_sport;
     wire is_data = h_flags[5];
     wire is_fin  = h_flags[3];
     wire is_psh  = h_flags[6];
     wire has_ack = h_flags[1];
     wire handshake_or_rst = h_flags[0] || h_flags[4];
-    wire [31:0] seq_end = h_seq + {16'd0, h_len};
-    wire in_order = h_seq == r_rnxt;
-    wire old_seq  = lt32(h_seq, r_rnxt);
-    wire fin_repeat = is_fin && (h_seq + 32'd1 == r_rnxt);
-    wire [31:0] stt_now = h_rx_ts - h_tx_ts;
+
+    // C1 results
+    reg         k_match, k_in_order, k_old, k_fin_rep, k_acc_hit, k_ndl_due, k_ddl_due;
+    reg  [16:0] k_acc_sum;
+    reg  [15:0] k_ce1;
+    reg  [31:0] k_now_nack;
 
     always @(posedge clk) begin
         if (rst) begin
-            hp <= 1'b0; busy <= 1'b0; op <= OP_SCAN; scan_idx <= 0; wr_en <= 1'b0;
+            hp <= 1'b0; hbusy <= 1'b0; ph <= 3'd0; op <= OP_SCAN; scan_idx <= 0;
+            wr_en <= 1'b0; wr_addr <= 0;
             ctl_rd_valid <= 1'b0; dlv_valid <= 1'b0; ack_valid <= 1'b0; snd_valid <= 1'b0;
             host_valid <= 1'b0;
             cnt_in_order <= 0; cnt_dup <= 0; cnt_gap <= 0; cnt_to_host <= 0;
             x_idx <= 0; x_idx_ok <= 1'b0; clearing <= 1'b1; clear_idx <= 0;
-            byp <= 1'b0;
         end else if (clearing) begin
             clear_idx <= clear_idx + 1'b1;
             if (clear_idx == LAST) clearing <= 1'b0;
             if (hdr_valid) hp <= 1'b1;   // kept; handled once the table is clear
         end else begin
+            ph <= (ph == 3'd4) ? 3'd0 : ph + 3'd1;
             wr_en <= 1'b0;
-            byp <= wr_en && rd_addr == x_idx && !busy;
-            byp_data <= wr_data;
             ctl_rd_valid <= 1'b0; dlv_valid <= 1'b0; ack_valid <= 1'b0; snd_valid <= 1'b0;
             host_valid <= 1'b0;
 
-            // pick an op (IDLE) or execute it (EXEC)
-            if (!busy) begin
-                busy <= 1'b1;
+            // ---- ph 0: pick an op; its read address goes to the table now
+            if (ph == 3'd0) begin
                 if (take_pkt) begin
                     op <= OP_PKT; x_idx <= pkt_idx; x_idx_ok <= pkt_idx_ok;
+                    hp <= 1'b0; hbusy <= 1'b1;
                 end else if (take_ctl) begin
                     op <= OP_CTL; x_idx <= ctl_idx; x_idx_ok <= ctl_idx_ok;
                     c_op <= ctl_op; c_cid <= ctl_cid; c_pip <= ctl_peer_ip;
@@ -243,7 +252,28 @@ module stride_rx_engine #(
                     op <= OP_SCAN; x_idx <= scan_idx; x_idx_ok <= 1'b1;
                     scan_idx <= (scan_idx == LAST) ? {AW{1'b0}} : scan_idx + 1'b1;
                 end
-            end else begin : exec
+            end
+
+            // ---- ph 1: the record
+            if (ph == 3'd1) rec_raw <= ram_q;
+
+            // ---- ph 2: C1
+            if (ph == 3'd2) begin
+                k_match <= x_idx_ok && r_valid && r_cid == h_dst && r_pip == h_ip &&
+                           r_pport == h_sport;
+                k_in_order <= h_seq == r_rnxt;
+                k_old <= lt32(h_seq, r_rnxt);
+                k_fin_rep <= h_seq_p1 == r_rnxt;
+                k_acc_sum <= r_acc + {1'b0, h_len};
+                k_acc_hit <= $signed({1'b0, r_acc}) >= $signed(h_ack_thr);
+                k_ce1 <= r_ce + 16'd1;
+                k_ndl_due <= !lt32(now, r_ndl);
+                k_ddl_due <= !lt32(now, r_ddl);
+                k_now_nack <= now + NACK_NS;
+            end
+
+            // ---- ph 3: C2 (decisions, outputs, write-back)
+            if (ph == 3'd3) begin : exec
                 reg [W-1:0] nr;
                 reg         send_ack, send_nack, wr;
                 reg [31:0]  rnxt;
@@ -252,8 +282,7 @@ module stride_rx_engine #(
                 reg         nack, ooo, don;
                 reg [31:0]  ndl, ddl;
                 reg [15:0]  ce;
-                busy <= 1'b0;
-                if (op == OP_PKT) hp <= 1'b0;
+                if (op == OP_PKT) hbusy <= 1'b0;
                 nr = rec;
                 rnxt = r_rnxt; acc = r_acc; stt = r_stt; nack = r_nack; ooo = r_ooo; ndl = r_ndl;
                 don = r_don; ddl = r_ddl; ce = r_ce;
@@ -272,20 +301,19 @@ module stride_rx_engine #(
                     end
                     OP_SCAN: if (r_valid) begin
                         // NACK timer: repeat if the gap persists and more came out of order
-                        if (nack && !lt32(now, ndl)) begin
+                        if (nack && k_ndl_due) begin
                             if (ooo) begin
-                                send_nack = 1'b1; ooo = 1'b0; ndl = now + NACK_NS;
-                            end else begin
-                                ndl = now + NACK_NS;   // re-arm; no repeat without news
+                                send_nack = 1'b1; ooo = 1'b0;
                             end
+                            ndl = k_now_nack;   // re-armed either way; no repeat without news
                             wr = 1'b1;
                         end
-                        if (don && !lt32(now, ddl)) begin
+                        if (don && k_ddl_due) begin
                             send_ack = 1'b1; wr = 1'b1;
                         end
                     end
                     default: begin   // OP_PKT
-                        if (!matched || handshake_or_rst) begin
+                        if (!k_match || handshake_or_rst) begin
                             host_valid <= 1'b1; host_flags <= h_flags; host_dst_cid <= h_dst;
                             cnt_to_host <= cnt_to_host + 1;
                         end else begin
@@ -293,33 +321,34 @@ module stride_rx_engine #(
                             if (is_data) begin
                                 dlv_valid <= 1'b1; dlv_ctx <= {{(16 - AW) {1'b0}}, x_idx};
                                 dlv_seq <= h_seq; dlv_len <= h_len;
-                                dlv_accept <= in_order;
-                                if (h_ce) ce = ce + 16'd1;
-                                if (in_order) begin
+                                dlv_accept <= k_in_order;
+                                if (h_ce) ce = k_ce1;
+                                if (k_in_order) begin
                                     cnt_in_order <= cnt_in_order + 1;
-                                    rnxt = seq_end; stt = stt_now; nack = 1'b0; ooo = 1'b0;
-                                    acc = acc + {1'b0, h_len};
-                                end else if (old_seq) begin
+                                    rnxt = h_seq_end; stt = h_stt; nack = 1'b0; ooo = 1'b0;
+                                    acc = k_acc_sum;
+                                end else if (k_old) begin
                                     cnt_dup <= cnt_dup + 1;
-                                    acc = acc + {1'b0, h_len};
+                                    acc = k_acc_sum;
                                 end else begin
                                     cnt_gap <= cnt_gap + 1;
                                     if (!nack) begin
                                         send_nack = 1'b1; nack = 1'b1; ooo = 1'b0;
-                                        ndl = h_rx_ts + NACK_NS;
+                                        ndl = h_ndl;
                                     end else begin
                                         ooo = 1'b1;
                                     end
                                 end
-                                if (in_order || old_seq) begin
-                                    if (acc >= ACK_BYTES || is_psh) send_ack = 1'b1;
+                                if (k_in_order || k_old) begin
+                                    if (k_acc_hit || is_psh) send_ack = 1'b1;
                                     else if (!don) begin
-                                        don = 1'b1; ddl = h_rx_ts + DACK_NS;
+                                        don = 1'b1; ddl = h_ddl;
                                     end
                                 end
                             end
-                            if (is_fin && (in_order || fin_repeat)) begin
-                                if (in_order) rnxt = rnxt + 32'd1;
+                            if (is_fin && (k_in_order || k_fin_rep)) begin
+                                // in order: rcv_nxt = seq (+ len) + 1 (the FIN counts)
+                                if (k_in_order) rnxt = is_data ? h_seq_end_p1 : h_seq_p1;
                                 send_ack = 1'b1;
                             end
                             if (has_ack) begin
@@ -345,11 +374,12 @@ module stride_rx_engine #(
                     nr[R_DON] = don; nr[R_DDL +: 32] = ddl; nr[R_CE +: 16] = ce;
                 end
                 wr_en <= wr;
+                wr_addr <= x_idx;
                 wr_data <= nr;
             end
 
-            // header intake (after the EXEC clear above, so a header arriving while its
-            // predecessor executes is kept)
+            // header intake (after the pick above, so a header arriving in a pick cycle waits
+            // for the next one)
             if (hdr_valid) hp <= 1'b1;
         end
     end
@@ -359,7 +389,14 @@ module stride_rx_engine #(
             h_flags <= hdr_flags; h_len <= hdr_payload_len; h_dst <= hdr_dst_cid;
             h_seq <= hdr_seq; h_ack <= hdr_ack; h_tx_ts <= hdr_tx_ts; h_echo <= hdr_echo_stt;
             h_window <= hdr_window; h_ce_count <= hdr_ce_count; h_ip <= hdr_ip_src;
-            h_sport <= hdr_udp_sport; h_ce <= hdr_ecn_ce; h_rx_ts <= now;
+            h_sport <= hdr_udp_sport; h_ce <= hdr_ecn_ce;
+            h_seq_end <= hdr_seq + {16'd0, hdr_payload_len};
+            h_seq_end_p1 <= hdr_seq + {16'd0, hdr_payload_len} + 32'd1;
+            h_seq_p1 <= hdr_seq + 32'd1;
+            h_stt <= now - hdr_tx_ts;
+            h_ndl <= now + NACK_NS;
+            h_ddl <= now + DACK_NS;
+            h_ack_thr <= {1'b0, ACK_BYTES} - {2'b00, hdr_payload_len};
         end
     end
 

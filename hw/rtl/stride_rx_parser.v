@@ -153,7 +153,11 @@ module stride_rx_parser #(
 
     wire [63:0] al      = {s_axis_tdata[15:0], prev[63:16]};      // re-aligned beat
     wire [7:0]  al_keep = {s_axis_tkeep[1:0], prev_keep[7:2]};
-    wire [15:0] frame_bytes = nbytes + {12'd0, popcount8(s_axis_tkeep)};
+    // nbytes is a multiple of 8 and tkeep contiguous, so nbytes + popcount(tkeep) needs no adder:
+    // the count's low three bits, or nbytes + 8 (kept in a register) for a full beat
+    reg  [15:0] nbytes_p8;
+    wire [3:0]  keep_n = popcount8(s_axis_tkeep);
+    wire [15:0] frame_bytes = keep_n[3] ? nbytes_p8 : {nbytes[15:3], keep_n[2:0]};
 
     // per-frame facts gathered beat by beat
     reg  [15:0] ethertype;
@@ -163,26 +167,50 @@ module stride_rx_parser #(
     reg  [15:0] udp_sport;
     reg  [7:0]  version, flags;
     reg  [15:0] payload_len;
+    // derived from the captured fields one cycle after them (every use is at least two beats
+    // after the capture), so no check chains two carry chains in one cycle
+    reg  [15:0] udp_len_p20, udp_len_m40, ip_total_p14;
+    reg  [16:0] udp_len_p17;
 
     // checksum pipelines: masked beat sums, then accumulators
-    wire [7:0] ip_mask  = (beat == 4'd1) ? 8'hc0 : (beat == 4'd2 || beat == 4'd3) ? 8'hff :
-                          (beat == 4'd4) ? 8'h03 : 8'h00;
-    wire [7:0] udp_mask = (beat == 4'd3) ? 8'hfc : (beat >= 4'd4) ? s_axis_tkeep : 8'h00;
+    // the masks of the beat about to come, registered (a function of the next beat index), so the
+    // beat sums start from flip-flops: ip_m for the IPv4 header, udp_fc = beat 3 (UDP pseudo
+    // header from the source address on), udp_keep = beat >= 4 (masked by tkeep)
+    reg  [7:0] ip_m;
+    reg        udp_fc, udp_keep;
+    wire [7:0] ip_mask  = ip_m;
+    wire [7:0] udp_mask = udp_fc ? 8'hfc : udp_keep ? s_axis_tkeep : 8'h00;
+    wire [3:0] beat_nx  = s_axis_tlast ? 4'd0 : (beat == 4'd15) ? beat : beat + 4'd1;
     reg  [17:0] ip_bs, udp_bs;
     reg         bs_v, bs_last, bs_first;
     reg  [31:0] ip_acc, udp_acc;
-    wire [16:0] ip_f1 = ip_acc[15:0] + ip_acc[31:16];
-    wire [15:0] ip_f2 = ip_f1[15:0] + {15'd0, ip_f1[16]};
-    wire        ip_csum_ok = (ip_f2 == 16'hffff);
+    // ones' complement check without a carry chain: for a sum s < 2^32 whose high half is below
+    // 2^16, fold(s) == 0xffff iff lo + hi is 0xffff (lo == ~hi) or 0x1fffe (both 0xffff)
+    function csum_ok;
+        input [31:0] s;
+        csum_ok = (s[15:0] == ~s[31:16]) || (s == 32'hffffffff);
+    endfunction
+    wire        ip_csum_ok = csum_ok(ip_acc);
 
     // ---- verdict of everything but the UDP checksum, taken at the last beat (next frame's beats
     // overwrite the facts from the following cycle on)
     wire have_udp   = frame_bytes >= 16'd42;
-    wire is_other   = ethertype != 16'h0800 || proto != 8'd17 || udp_dport != cfg_udp_port;
-    wire too_short  = frame_bytes < 16'd74 || udp_len < 16'd40 || frame_bytes < ip_total + 16'd14;
-    wire ip_bad     = ver_ihl != 8'h45 || frag[13:0] != 14'd0 || !ip_csum_ok ||
-                      ip_total != udp_len + 16'd20 || frame_bytes != ip_total + 16'd14;
-    wire len_bad    = payload_len != udp_len - 16'd40 || (flags[5] != (payload_len != 16'd0));
+    // is_other_r: taken at beat 4 (a frame that ends at beat 5 is judged on it);
+    // ip_hdr_bad_r: the header-only IPv4 checks, re-registered every cycle, valid from two
+    // cycles after beat 4 (used from beat 8 on: frames shorter than that are truncated)
+    reg  is_other_r, ip_hdr_bad_r;
+    wire is_other   = is_other_r;
+    // frame_bytes against the IPv4 length, with the carry chains on flip-flops only: the full-beat
+    // case compares nbytes + 8, the partial case the beat count (high bits) and lane count apart
+    wire fb_hi_lt = nbytes[15:3] < ip_total_p14[15:3];
+    wire fb_hi_eq = nbytes[15:3] == ip_total_p14[15:3];
+    wire fb_lt_ip = keep_n[3] ? nbytes_p8 < ip_total_p14 :
+                    fb_hi_lt || (fb_hi_eq && keep_n[2:0] < ip_total_p14[2:0]);
+    wire fb_eq_ip = keep_n[3] ? nbytes_p8 == ip_total_p14 :
+                    fb_hi_eq && keep_n[2:0] == ip_total_p14[2:0];
+    wire too_short  = frame_bytes < 16'd74 || udp_len < 16'd40 || fb_lt_ip;
+    wire ip_bad     = ip_hdr_bad_r || !fb_eq_ip;
+    wire len_bad    = payload_len != udp_len_m40 || (flags[5] != (payload_len != 16'd0));
     // early: known from the header beats, before any payload leaves (suppresses the payload)
     reg  early_drop;
 
@@ -191,10 +219,12 @@ module stride_rx_parser #(
 
     // the frame's facts, copied at its last beat (T) into p_*, at T+1 into f_* (the next frame's
     // beats overwrite the originals; a one-beat runt may follow at once), used at T+2
-    reg  [3:0]  p_verdict, f_verdict;   // V_OK here means: the UDP checksum and STRIDE checks decide
-    reg         p_zero, f_zero;
-    reg  [7:0]  p_version, f_version, p_flags, f_flags;
-    reg         p_len_bad, f_len_bad, p_ce, f_ce;
+    reg  [3:0]  p_verdict;   // V_OK here means: the UDP checksum and STRIDE checks decide
+    reg         f_load, f_csum_decides, f_after_ok, cnt_v;
+    reg  [3:0]  f_fixed, cnt_verdict;
+    reg         p_zero;
+    reg  [7:0]  p_version, p_flags, f_flags;
+    reg         p_len_bad, p_ce, f_ce;
     reg  [15:0] p_payload, f_payload, p_sport, f_sport;
     reg  [31:0] p_ip_src, f_ip_src;
     reg  [31:0] fin_sum;
@@ -204,12 +234,17 @@ module stride_rx_parser #(
 
     always @(posedge clk) begin
         if (rst) begin
-            beat <= 0; nbytes <= 0; prev <= 0; prev_keep <= 0; flush <= 1'b0;
+            ip_m <= 8'h00; udp_fc <= 1'b0; udp_keep <= 1'b0;
+            beat <= 0; nbytes <= 0; nbytes_p8 <= 16'd8; prev <= 0; prev_keep <= 0; flush <= 1'b0;
             m_axis_tvalid <= 1'b0; m_axis_tlast <= 1'b0; m_axis_tuser <= 1'b0;
             m_axis_tdata <= 0; m_axis_tkeep <= 0;
             bs_v <= 1'b0; bs_last <= 1'b0; bs_first <= 1'b0; ip_bs <= 0; udp_bs <= 0;
             ip_acc <= 0; udp_acc <= 0;
-            p_verdict <= V_OK; f_verdict <= V_OK; p_zero <= 1'b0; f_zero <= 1'b0;
+            udp_len_p20 <= 0; udp_len_m40 <= 0; ip_total_p14 <= 0; udp_len_p17 <= 0;
+            f_load <= 1'b0; f_csum_decides <= 1'b0; f_after_ok <= 1'b0; cnt_v <= 1'b0;
+            f_fixed <= V_OK; cnt_verdict <= V_OK;
+            is_other_r <= 1'b0; ip_hdr_bad_r <= 1'b0;
+            p_verdict <= V_OK; p_zero <= 1'b0;
             fin_v <= 1'b0; fin_sum <= 0; flush_user <= 1'b0;
             hdr_valid <= 1'b0; early_drop <= 1'b0; done_valid <= 1'b0; done_payload <= 1'b0;
             p_emit <= 1'b0; f_emit <= 1'b0;
@@ -237,6 +272,10 @@ module stride_rx_parser #(
             if (in_fire) begin
                 prev <= s_axis_tdata;
                 prev_keep <= s_axis_tkeep;
+                ip_m <= (beat_nx == 4'd1) ? 8'hc0 : (beat_nx == 4'd2 || beat_nx == 4'd3) ? 8'hff :
+                        (beat_nx == 4'd4) ? 8'h03 : 8'h00;
+                udp_fc <= beat_nx == 4'd3;
+                udp_keep <= beat_nx >= 4'd4;
                 case (beat)
                     4'd0: early_drop <= 1'b0;
                     4'd1: begin ethertype <= be16(s_axis_tdata, 4); ver_ihl <= s_axis_tdata[55:48];
@@ -245,7 +284,9 @@ module stride_rx_parser #(
                                 proto <= s_axis_tdata[63:56]; end
                     4'd3: ip_src <= be32(s_axis_tdata, 2);
                     4'd4: begin udp_sport <= be16(s_axis_tdata, 2); udp_dport <= be16(s_axis_tdata, 4);
-                                udp_len <= be16(s_axis_tdata, 6); end
+                                udp_len <= be16(s_axis_tdata, 6);
+                                is_other_r <= ethertype != 16'h0800 || proto != 8'd17 ||
+                                              be16(s_axis_tdata, 4) != cfg_udp_port; end
                     4'd5: udp_csum <= be16(s_axis_tdata, 0);
                     4'd6: begin
                         version <= al[7:0]; flags <= al[15:8]; payload_len <= be16(al, 2);
@@ -253,14 +294,16 @@ module stride_rx_parser #(
                         // the header checks, from beats 1-6 (the IP checksum fold is complete:
                         // its last beat was two cycles ago at least)
                         early_drop <= is_other || ver_ihl != 8'h45 || frag[13:0] != 14'd0 ||
-                                      !ip_csum_ok || ip_total != udp_len + 16'd20 ||
                                       udp_len < 16'd40 || al[7:0] != VERSION[7:0] ||
                                       !legal_flags(al[15:8]) ||
-                                      be16(al, 2) != udp_len - 16'd40 ||
+                                      be16(al, 2) != udp_len_m40 ||
                                       (al[13] != (be16(al, 2) != 16'd0));
                     end
                     4'd7: begin hdr_src_cid <= be32(al, 0); hdr_seq <= be32(al, 4); end
-                    4'd8: begin hdr_ack <= be32(al, 0); hdr_tx_ts <= be32(al, 4); end
+                    4'd8: begin hdr_ack <= be32(al, 0); hdr_tx_ts <= be32(al, 4);
+                                // the IPv4 header checks (checksum complete by now)
+                                if (ip_hdr_bad_r) early_drop <= 1'b1;
+                    end
                     4'd9: begin hdr_echo_stt <= be32(al, 0); hdr_window <= be16(al, 4);
                                 hdr_ce_count <= be16(al, 6); end
                     default: ;
@@ -283,9 +326,11 @@ module stride_rx_parser #(
                 if (s_axis_tlast) begin
                     beat <= 0;
                     nbytes <= 0;
+                    nbytes_p8 <= 16'd8;
                 end else begin
                     if (beat != 4'd15) beat <= beat + 4'd1;
-                    nbytes <= nbytes + 16'd8;
+                    nbytes <= nbytes_p8;
+                    nbytes_p8 <= nbytes_p8 + 16'd8;
                 end
             end
 
@@ -300,9 +345,23 @@ module stride_rx_parser #(
                 udp_acc <= bs_last ? 32'd0 : (bs_first ? 32'd0 : udp_acc) + {14'd0, udp_bs};
             end
             fin_v <= bs_v && bs_last;
-            fin_sum <= (bs_first ? 32'd0 : udp_acc) + {14'd0, udp_bs} + 32'd17 + {16'd0, udp_len};
-            f_verdict <= p_verdict; f_zero <= p_zero; f_version <= p_version; f_flags <= p_flags;
-            f_len_bad <= p_len_bad; f_ce <= p_ce; f_payload <= p_payload; f_sport <= p_sport;
+            fin_sum <= (bs_first ? 32'd0 : udp_acc) + {14'd0, udp_bs} + {15'd0, udp_len_p17};
+            udp_len_p20 <= udp_len + 16'd20;
+            udp_len_m40 <= udp_len - 16'd40;
+            udp_len_p17 <= {1'b0, udp_len} + 17'd17;
+            ip_total_p14 <= ip_total + 16'd14;
+            ip_hdr_bad_r <= ver_ihl != 8'h45 || frag[13:0] != 14'd0 || !ip_csum_ok ||
+                            ip_total != udp_len_p20;
+            f_load <= p_verdict == V_OK;
+            f_csum_decides <= p_verdict == V_OK && !p_zero;
+            f_after_ok <= p_verdict == V_OK && p_version == VERSION[7:0] && legal_flags(p_flags) &&
+                          !p_len_bad;
+            f_fixed <= (p_verdict == V_OK && p_zero) ? V_CSUM :
+                       (p_verdict != V_OK) ? p_verdict :
+                       (p_version != VERSION[7:0]) ? V_VER :
+                       !legal_flags(p_flags) ? V_FLAGS : p_len_bad ? V_LEN : V_OK;
+            f_flags <= p_flags;
+            f_ce <= p_ce; f_payload <= p_payload; f_sport <= p_sport;
             f_ip_src <= p_ip_src; f_emit <= p_emit;
 
             // ---- verdict at the last beat (cycle T), checksum at T+2, outcome at T+3
@@ -329,20 +388,22 @@ module stride_rx_parser #(
             hdr_valid <= 1'b0;
             done_valid <= fin_v;
             done_payload <= fin_v && f_emit;
-            if (fin_v) begin : outcome
-                reg [16:0] f1;
-                reg [15:0] f2;
-                reg [3:0]  v;
-                f1 = fin_sum[15:0] + fin_sum[31:16];
-                f2 = f1[15:0] + {15'd0, f1[16]};
-                v = f_verdict;
-                if (v == V_OK) begin
-                    if (f2 != 16'hffff || f_zero)    v = V_CSUM;
-                    else if (f_version != VERSION[7:0])   v = V_VER;
-                    else if (!legal_flags(f_flags))  v = V_FLAGS;
-                    else if (f_len_bad)              v = V_LEN;
-                end
-                case (v)
+            // outcome at T+2: the checksum compare decides between the precomputed verdicts;
+            // the counters follow one cycle later (T+4)
+            cnt_v <= fin_v;
+            cnt_verdict <= (f_csum_decides && !csum_ok(fin_sum)) ? V_CSUM : f_fixed;
+            if (fin_v && f_csum_decides && f_after_ok && csum_ok(fin_sum)) hdr_valid <= 1'b1;
+            // fields load for every frame that passed the early checks (such a frame is at least
+            // 10 beats long, so its own beats 6-9 already replaced the previous frame's fields)
+            if (fin_v && f_load) begin
+                hdr_flags <= f_flags;
+                hdr_payload_len <= f_payload;
+                hdr_ip_src <= f_ip_src;
+                hdr_udp_sport <= f_sport;
+                hdr_ecn_ce <= f_ce;
+            end
+            if (cnt_v) begin
+                case (cnt_verdict)
                     V_OK:    cnt_ok <= cnt_ok + 1;
                     V_MAC:   cnt_mac_err <= cnt_mac_err + 1;
                     V_TRUNC: cnt_truncated <= cnt_truncated + 1;
@@ -353,14 +414,6 @@ module stride_rx_parser #(
                     V_FLAGS: cnt_bad_flags <= cnt_bad_flags + 1;
                     default: cnt_bad_length <= cnt_bad_length + 1;
                 endcase
-                if (v == V_OK) begin
-                    hdr_valid <= 1'b1;
-                    hdr_flags <= f_flags;
-                    hdr_payload_len <= f_payload;
-                    hdr_ip_src <= f_ip_src;
-                    hdr_udp_sport <= f_sport;
-                    hdr_ecn_ce <= f_ce;
-                end
             end
         end
     end

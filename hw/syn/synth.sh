@@ -4,7 +4,9 @@
 # stride_cc is synthesized with STATE_OUT=0 (rate output only, as a NIC would use it) and its
 # default CONTEXTS=2; stride_cc_c1 is the same file with CONTEXTS=1 (one context, loops in one
 # cycle), for comparison. stride_rx_engine_nN is the receive engine with N contexts (its context
-# table included); stride_rx_parser the 64-bit parser.
+# table included); stride_rx_parser the 64-bit parser; stride_engine_nN the whole engine
+# (hw/rtl/stride_engine.v: parser, receive engine, sender with stride_cc and stride_pacer, frame
+# builder) with N contexts.
 set -euo pipefail
 mod=$1 target=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +19,12 @@ case "$mod" in
   stride_rx_engine_n*)
     top=stride_rx_engine; extra="$here/../rtl/stride_ctx_ram.v"
     chparam="chparam -set N ${mod#stride_rx_engine_n} stride_rx_engine;" ;;
+  stride_engine_n*)
+    # the whole engine; packet buffer rings of 2^BUF_LOG2 = 2 KiB per connection (the smallest
+    # the sender allows), so the buffer is N x 2 KiB of block RAM
+    top=stride_engine
+    extra=$(ls "$here"/../rtl/*.v | grep -v -e /stride_engine.v -e /timely_cc.v | tr '\n' ' ')
+    chparam="chparam -set N ${mod#stride_engine_n} -set BUF_LOG2 11 stride_engine;" ;;
 esac
 rtl="$here/../rtl/$top.v $extra"
 mkdir -p "$out"

@@ -184,7 +184,8 @@ async def traffic_against_model(dut):
         await bench.control(1, c.cid, c.ip, c.port, c.rnxt)
         assert await bench.control(0, c.cid) == (1, c.rnxt)
     expected = []
-    worst = [0]
+    marks = []   # per packet: its header's time and how many output events the model gives it
+    gaps = random.Random(n + 1)   # header spacing 10-14 cycles: headers meet every op phase
     nxt = {i: model.conns[i].rnxt for i in idxs}   # the peer's next new byte
     for step in range(int(os.environ.get("ENGINE_STEPS", "1500"))):
         i = rng.choice(idxs)
@@ -210,19 +211,16 @@ async def traffic_against_model(dut):
             other = Conn(c.cid ^ (1 << 31), c.ip, c.port, 0) if rng.random() < 0.5 else \
                 Conn(c.cid, c.ip ^ 1, c.port, 0)
             p = pkt(rng, other, 0x22, 0, 100)
-            rx = await bench.header(p)
-            expected += model.packet(p, rx)
+            rx = await bench.header(p, 10 + gaps.randrange(5))
+            out = model.packet(p, rx)
+            marks.append((rx, len(out)))
+            expected += out
             continue
         p = pkt(rng, c, flags, seq, length if flags & 0x20 else 0, int(rng.random() < 0.1))
-        before = len(bench.events)
-        rx = await bench.header(p)
-        expected += model.packet(p, rx)
-        # every output of a packet comes at most 4 cycles after its header (one op of 2 cycles,
-        # behind at most one scanner op)
-        late = [t - rx for t, _ in bench.events[before:] if t - rx > 4 * CLK_NS]
-        assert not late, f"outputs {late} ns after the header"
-        lat = [t - rx for t, _ in bench.events[before:]]
-        worst[0] = max([worst[0]] + lat)
+        rx = await bench.header(p, 10 + gaps.randrange(5))
+        out = model.packet(p, rx)
+        marks.append((rx, len(out)))
+        expected += out
         nxt[i] = max(nxt[i], c.rnxt)
     for _ in range(10):
         await RisingEdge(dut.clk)
@@ -234,13 +232,23 @@ async def traffic_against_model(dut):
     assert kinds == {"dlv", "ack", "snd", "host"}, kinds
     assert any(e[0] == "ack" and e[2] == 1 for e in expected), "no NACK exercised"
     assert int(dut.cnt_gap.value) > 0 and int(dut.cnt_dup.value) > 0
-    dut._log.info("ENGINE LATENCY: outputs at most %d cycles after the header", worst[0] // CLK_NS)
+    # every packet has at least one output; the events in order belong to the packets in order.
+    # Each comes at most 9 cycles after its header (up to 5 cycles to the next pick, then 4
+    # cycles to the outputs)
+    assert all(k > 0 for _, k in marks)
+    k, lats = 0, []
+    for rx, cnt in marks:
+        for t, e in bench.events[k:k + cnt]:
+            assert 0 < t - rx <= 9 * CLK_NS, f"{e}: {t - rx} ns after its header"
+            lats.append((t - rx) // CLK_NS)
+        k += cnt
+    dut._log.info("ENGINE LATENCY: outputs %d to %d cycles after the header", min(lats), max(lats))
 
 
 @cocotb.test()
 async def timers(dut):
     """Delayed ACK and NACK repeat fire after their deadline and no later than the scanner's
-    bound (2 cycles per context, packets first)."""
+    bound (5 cycles per context, packets first)."""
     n = int(os.environ["ENGINE_N"])
     dack = int(os.environ["ENGINE_DACK"])
     nretry = int(os.environ["ENGINE_NACK"])
@@ -249,7 +257,7 @@ async def timers(dut):
     await bench.start()
     c = Conn(n - 1, 0x0A000001, 4000, 1000)
     await bench.control(1, c.cid, c.ip, c.port, c.rnxt)
-    bound = (2 * n + 8) * CLK_NS
+    bound = (5 * n + 15) * CLK_NS
 
     def acks_after(t0):
         return [(t, e) for t, e in bench.events if t > t0 and e[0] == "ack"]
@@ -271,7 +279,7 @@ async def timers(dut):
         await RisingEdge(dut.clk)
     acks = acks_after(t1)
     assert [e[2] for _, e in acks] == [1, 1], acks
-    assert acks[0][0] - t1 <= 4 * CLK_NS
+    assert acks[0][0] - t1 <= 9 * CLK_NS
     assert nretry <= acks[1][0] - t1 <= nretry + bound, (acks[1][0] - t1, nretry, bound)
     # nothing new out of order: no further NACK
     t2 = bench.cycle * CLK_NS
