@@ -1311,6 +1311,16 @@ impl Connection {
 
     fn finish(&mut self, now: u64, h: &mut Header, buf: &mut [u8]) -> usize {
         self.last_adv_window = u32::from(h.window) << 10;
+        if self.is_client
+            && !self.confirmed
+            && (h.flags.contains(Flags::DATA) || h.flags.contains(Flags::FIN))
+        {
+            // Until the listener has shown it holds the connection, DATA and FIN carry their
+            // offset from ISN + 1 in `echo_stt` (spec §5): the stateless listener recovers our
+            // ISN from any packet of the first window and verifies the cookie with it when
+            // the third packet and the first DATA were lost.
+            h.echo_stt = h.seq.wrapping_sub(self.iss.wrapping_add(1));
+        }
         h.emit(buf).expect("caller checked buffer size");
         self.stats.packets_sent += 1;
         self.last_tx = now;
