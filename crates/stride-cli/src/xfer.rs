@@ -70,8 +70,10 @@ pub struct SendArgs {
     /// One JSON object per file on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Give up connecting after this long (at least 1ms).
-    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout, default_value = "3s")]
+    /// Give up connecting after this long (at least 1ms). The default is above the core's own
+    /// SYN give-up (10.3 to 12.8 s of resends with back-off, spec §6.6), so a receiver
+    /// overloaded by hundreds of concurrent starts still gets the SYN.
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout, default_value = "15s")]
     pub connect_timeout: Duration,
     /// Give up on a file (aborting its connection) when a write makes no progress for this long
     /// or the receiver's confirmation does not come (this long, plus 1 s per 100 MB for its

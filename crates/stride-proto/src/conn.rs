@@ -190,6 +190,13 @@ pub struct Connection {
     stats: ConnStats,
 }
 
+/// The SYN timer: `rto` plus a fraction of `rto / 4` taken from the (unpredictable) ISN,
+/// different at every retry, so clients that started together do not resend in lockstep.
+fn syn_timer(iss: u32, retries: u32, rto: u64) -> u64 {
+    let frac = u64::from(iss.rotate_left(retries.wrapping_mul(7)));
+    rto + ((frac * (rto >> 2)) >> 32)
+}
+
 fn ts32(now: u64) -> u32 {
     now as u32
 }
@@ -276,7 +283,7 @@ impl Connection {
     pub fn client(cfg: Config, now: u64, local_cid: u32, iss: u32) -> Self {
         let mut c = Connection::base(cfg, now, local_cid, iss, true);
         c.snd_max = iss.wrapping_add(1); // the SYN occupies one sequence number
-        c.rto_at = Some(now + c.rto_ns);
+        c.rto_at = Some(now + syn_timer(iss, 0, c.rto_ns));
         c
     }
 
@@ -582,6 +589,10 @@ impl Connection {
         self.rto_at = Some(now + self.rto_ns);
         if self.state == State::SynSent {
             self.syn_due = true;
+            // Clients that started together (and lost their SYNs in the same overflow) would
+            // resend in lockstep: spread each resend over [RTO, 1.25 RTO) by a fraction taken
+            // from our unpredictable ISN, different at every retry (spec §6.6).
+            self.rto_at = Some(now + syn_timer(self.iss, self.retries, self.rto_ns));
         } else if self.state == State::Established {
             self.cc.on_timeout(now);
             self.refresh_rate();

@@ -845,4 +845,42 @@ mod tests {
             "recovery waited for the retransmission timer"
         );
     }
+
+    /// Task of issue 12: a client whose SYNs are all lost keeps resending with back-off for at
+    /// least 10 s (the CLI's connect timeout is above that), gives up in bounded time, and
+    /// two clients that started together do not resend in lockstep.
+    #[test]
+    fn syn_resends_back_off_for_ten_seconds_without_lockstep() {
+        let syn_times = |iss: u32| {
+            let mut c = Connection::client(Config::default(), 0, 5, iss);
+            let mut buf = vec![0u8; 2048];
+            let mut times = Vec::new();
+            let mut now = 0;
+            loop {
+                while c.poll_transmit(now, &mut buf).is_some() {
+                    times.push(now);
+                }
+                if c.is_closed() {
+                    return (times, now);
+                }
+                now = c.poll_timeout().expect("a SYN timer");
+                c.handle_timeout(now);
+            }
+        };
+        let (a, end_a) = syn_times(0x1234_5678);
+        let (b, end_b) = syn_times(0x9abc_def0);
+        assert_eq!(a.len(), 15, "first SYN and 14 resends: {a:?}");
+        assert_eq!(b.len(), 15);
+        for end in [end_a, end_b] {
+            assert!(
+                (10_260_000_000..12_830_000_000).contains(&end),
+                "gave up at {end} ns"
+            );
+        }
+        for w in a.windows(2).chain(b.windows(2)) {
+            assert!(w[1] > w[0], "{a:?} {b:?}");
+        }
+        let same = a.iter().zip(&b).skip(1).filter(|(x, y)| x == y).count();
+        assert_eq!(same, 0, "resends in lockstep: {a:?} {b:?}");
+    }
 }
