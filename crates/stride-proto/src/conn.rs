@@ -190,11 +190,12 @@ pub struct Connection {
     stats: ConnStats,
 }
 
-/// The SYN timer: `rto` plus a fraction of `rto / 4` taken from the (unpredictable) ISN,
-/// different at every retry, so clients that started together do not resend in lockstep.
+/// The SYN timer: `rto` spread over [7/8, 9/8) of it by a fraction taken from the
+/// (unpredictable) ISN, different at every retry, so clients that started together do not
+/// resend in lockstep; the mean is `rto`.
 fn syn_timer(iss: u32, retries: u32, rto: u64) -> u64 {
     let frac = u64::from(iss.rotate_left(retries.wrapping_mul(7)));
-    rto + ((frac * (rto >> 2)) >> 32)
+    rto - (rto >> 3) + ((frac * (rto >> 2)) >> 32)
 }
 
 fn ts32(now: u64) -> u32 {
@@ -590,8 +591,7 @@ impl Connection {
         if self.state == State::SynSent {
             self.syn_due = true;
             // Clients that started together (and lost their SYNs in the same overflow) would
-            // resend in lockstep: spread each resend over [RTO, 1.25 RTO) by a fraction taken
-            // from our unpredictable ISN, different at every retry (spec §6.6).
+            // resend in lockstep: each resend is spread around the RTO (spec §6.6).
             self.rto_at = Some(now + syn_timer(self.iss, self.retries, self.rto_ns));
         } else if self.state == State::Established {
             self.cc.on_timeout(now);
