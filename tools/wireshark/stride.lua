@@ -42,6 +42,7 @@ local pf = {
   sa_selective = ProtoField.bool("stride.synack.caps.selective", "Selective NACK", 16, nil, 0x0100),
   sa_grant = ProtoField.bool("stride.synack.grant", "Start grant present", 16, nil, 0x8000),
   sa_grant_shift = ProtoField.uint16("stride.synack.grant_shift", "Start grant: line >> g", base.DEC, nil, 0x003f),
+  first_offset = ProtoField.uint32("stride.first_offset", "First-window offset (seq - ISN - 1, unconfirmed client)", base.DEC),
   range = ProtoField.bytes("stride.nack.range", "Missing range"),
   range_seq = ProtoField.uint32("stride.nack.range.seq", "Range start", base.DEC),
   range_len = ProtoField.uint32("stride.nack.range.len", "Range length", base.DEC),
@@ -161,6 +162,10 @@ function stride.dissector(tvb, pinfo, tree)
   elseif bit.band(flags, F.SYN) ~= 0 then
     local ci = t:add(pf.caps, tvb(24, 4))
     ci:add(pf.cap_selective, tvb(24, 4))
+  elseif bit.band(flags, F.DATA + F.FIN) ~= 0 and tvb(24, 4):uint() ~= 0 then
+    -- Spec 5: DATA and FIN of a client not yet confirmed carry their offset from ISN + 1, so
+    -- the stateless listener can verify its cookie from any packet of the first window.
+    t:add(pf.first_offset, tvb(24, 4))
   end
   local name = kind(version, flags)
   if version ~= 1 and version ~= 2 then

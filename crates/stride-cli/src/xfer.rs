@@ -11,6 +11,10 @@ use std::time::Duration;
 use stride::xfer::{receive_file, send_file, ReceiveOptions, Received, SendOptions};
 use stride::Endpoint;
 
+/// SYN resends of `stride send`: 9.0 to 11.5 s with back-off (spec §6.6), inside its default
+/// 15 s connect timeout, for receivers overloaded by hundreds of concurrent starts.
+const SEND_SYN_RETRIES: u32 = 14;
+
 /// Arguments of `stride recv`.
 #[derive(Args, Debug)]
 #[command(
@@ -70,8 +74,10 @@ pub struct SendArgs {
     /// One JSON object per file on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Give up connecting after this long (at least 1ms).
-    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout, default_value = "3s")]
+    /// Give up connecting after this long (at least 1ms). The default is above the SYN give-up
+    /// of `stride send` (9.0 to 11.5 s of resends with back-off, spec §6.6), so a receiver
+    /// overloaded by hundreds of concurrent starts still gets the SYN.
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout, default_value = "15s")]
     pub connect_timeout: Duration,
     /// Give up on a file (aborting its connection) when a write makes no progress for this long
     /// or the receiver's confirmation does not come (this long, plus 1 s per 100 MB for its
@@ -253,6 +259,8 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
             Err(e) => fail("send", e),
         };
         proto.give_up_ns = a.give_up.max(1);
+        // A receiver overloaded by hundreds of concurrent starts loses SYNs.
+        proto.max_retries = proto.max_retries.max(SEND_SYN_RETRIES);
         let opts = stride::EndpointConfig {
             proto,
             listen: false,

@@ -192,6 +192,14 @@ pub struct Connection {
     stats: ConnStats,
 }
 
+/// The SYN timer: `rto` spread over [7/8, 9/8) of it by a fraction taken from the
+/// (unpredictable) ISN, different at every retry, so clients that started together do not
+/// resend in lockstep; the mean is `rto`.
+fn syn_timer(iss: u32, retries: u32, rto: u64) -> u64 {
+    let frac = u64::from(iss.rotate_left(retries.wrapping_mul(7)));
+    rto - (rto >> 3) + ((frac * (rto >> 2)) >> 32)
+}
+
 fn ts32(now: u64) -> u32 {
     now as u32
 }
@@ -279,7 +287,7 @@ impl Connection {
     pub fn client(cfg: Config, now: u64, local_cid: u32, iss: u32) -> Self {
         let mut c = Connection::base(cfg, now, local_cid, iss, true);
         c.snd_max = iss.wrapping_add(1); // the SYN occupies one sequence number
-        c.rto_at = Some(now + c.rto_ns);
+        c.rto_at = Some(now + syn_timer(iss, 0, c.rto_ns));
         c
     }
 
@@ -591,6 +599,9 @@ impl Connection {
         self.rto_at = Some(now + self.rto_ns);
         if self.state == State::SynSent {
             self.syn_due = true;
+            // Clients that started together (and lost their SYNs in the same overflow) would
+            // resend in lockstep: each resend is spread around the RTO (spec §6.6).
+            self.rto_at = Some(now + syn_timer(self.iss, self.retries, self.rto_ns));
         } else if self.state == State::Established {
             self.cc.on_timeout(now);
             self.refresh_rate();
@@ -1325,6 +1336,16 @@ impl Connection {
 
     fn finish(&mut self, now: u64, h: &mut Header, buf: &mut [u8]) -> usize {
         self.last_adv_window = u32::from(h.window) << 10;
+        if self.is_client
+            && !self.confirmed
+            && (h.flags.contains(Flags::DATA) || h.flags.contains(Flags::FIN))
+        {
+            // Until the listener has shown it holds the connection, DATA and FIN carry their
+            // offset from ISN + 1 in `echo_stt` (spec §5): the stateless listener recovers our
+            // ISN from any packet of the first window and verifies the cookie with it when
+            // the third packet and the first DATA were lost.
+            h.echo_stt = h.seq.wrapping_sub(self.iss.wrapping_add(1));
+        }
         h.emit(buf).expect("caller checked buffer size");
         self.stats.packets_sent += 1;
         self.last_tx = now;

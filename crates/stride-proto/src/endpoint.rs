@@ -393,7 +393,15 @@ impl Endpoint {
             && !f.contains(Flags::RST)
             && !f.contains(Flags::SYN)
         {
-            let peer_iss = p.seq().wrapping_sub(1);
+            // The third packet carries ISNc + 1; DATA and FIN of a client that has not heard
+            // from our connection yet carry their offset from ISNc + 1 in echo_stt (0 from a
+            // peer without it, whose first DATA then verifies as before), spec §5.
+            let offset = if f.contains(Flags::DATA) || f.contains(Flags::FIN) {
+                p.echo_stt()
+            } else {
+                0
+            };
+            let peer_iss = p.seq().wrapping_sub(1).wrapping_sub(offset);
             let slot = now >> COOKIE_SLOT_SHIFT;
             // Which capabilities the SYN offered is known only through the cookie: try each
             // set we could have accepted (none, or all of ours).
@@ -744,5 +752,140 @@ mod tests {
         ep.handle(now + 10, remote, &emit(ack));
         assert_eq!(ep.stats().accepted, 1);
         assert_eq!(ep.connection_count(), 2);
+    }
+
+    /// Issue 12 (many senders): the handshake's third packet and the first DATA packets are
+    /// lost (a receive socket overflowing). The listener must still verify the cookie from a
+    /// later DATA packet of the first window and accept the connection, instead of refusing
+    /// every packet whose `seq` is not ISNc + 1 with RST until the client's timer resends the
+    /// first one.
+    #[test]
+    fn a_later_first_window_packet_completes_the_handshake() {
+        let cfg = Config::default();
+        let mut client = Endpoint::new(cfg.clone(), [3; 16], 1);
+        let mut server = Endpoint::new(cfg, [4; 16], 2);
+        server.listen(true);
+        let ca: SocketAddr = "10.0.0.1:1000".parse().unwrap();
+        let sa: SocketAddr = "10.0.0.2:2000".parse().unwrap();
+        let up: Vec<u8> = (0..48_000u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut now = 1_000_000u64;
+        let ch = client.connect(now, sa).unwrap();
+        let mut buf = vec![0u8; 65_536];
+        let mut rbuf = vec![0u8; 65_536];
+        let (mut written, mut closed) = (0usize, false);
+        let mut sh = None;
+        let mut got = Vec::new();
+        let mut from_client = 0u32;
+        let mut dropped_data = 0u32;
+        while now < 5_000_000_000 {
+            if written < up.len() {
+                written += client.write(ch, &up[written..]).unwrap_or(0);
+            }
+            let est = client
+                .conn(ch)
+                .is_some_and(|c| c.state() == crate::State::Established);
+            if written == up.len() && est && !closed {
+                closed = client.close(ch).is_ok();
+            }
+            while let Some(t) = client.poll_transmit(now, &mut buf) {
+                from_client += 1;
+                let p = Packet::new_checked(&buf[..t.len]).unwrap();
+                // Datagram 0 is the SYN, 1 the third packet (pure ACK), then DATA: drop the
+                // third packet and the first two DATA packets.
+                if from_client == 2 {
+                    assert_eq!(p.flags(), Flags::ACK, "the third packet");
+                    continue;
+                }
+                if p.flags().contains(Flags::DATA) && dropped_data < 2 {
+                    dropped_data += 1;
+                    continue;
+                }
+                server.handle(now, ca, &buf[..t.len]);
+            }
+            while let Some((h, ev)) = server.poll_event() {
+                if ev == Event::Accepted {
+                    sh = Some(h);
+                }
+            }
+            if let Some(h) = sh {
+                while let Ok(n) = server.read(h, &mut rbuf) {
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&rbuf[..n]);
+                }
+                if server.is_eof(h) && got.len() == up.len() {
+                    break;
+                }
+            }
+            while let Some(t) = server.poll_transmit(now, &mut buf) {
+                client.handle(now, sa, &buf[..t.len]);
+            }
+            client.handle_timeout(now);
+            server.handle_timeout(now);
+            now += 10_000;
+        }
+        assert_eq!(dropped_data, 2);
+        assert_eq!(
+            server.stats().bad_cookies,
+            0,
+            "a first-window packet failed the cookie"
+        );
+        assert_eq!(
+            server.stats().rsts_sent,
+            0,
+            "the listener refused a first-window packet"
+        );
+        assert_eq!(server.stats().accepted, 1);
+        assert!(got == up, "{} of {} bytes delivered", got.len(), up.len());
+        let c = client.conn(ch).expect("client connection still lingers");
+        assert_eq!(
+            c.stats().timeouts,
+            0,
+            "recovery waited for the retransmission timer"
+        );
+    }
+
+    /// Issue 12: a client whose SYNs are all lost keeps resending with back-off for at least
+    /// 9 s at `max_retries` 14 (`stride send`; its connect timeout is above that), gives up in
+    /// bounded time, and
+    /// two clients that started together do not resend in lockstep.
+    #[test]
+    fn syn_resends_back_off_for_ten_seconds_without_lockstep() {
+        let syn_times = |iss: u32| {
+            let cfg = Config {
+                max_retries: 14, // `stride send`'s setting
+                ..Config::default()
+            };
+            let mut c = Connection::client(cfg, 0, 5, iss);
+            let mut buf = vec![0u8; 2048];
+            let mut times = Vec::new();
+            let mut now = 0;
+            loop {
+                while c.poll_transmit(now, &mut buf).is_some() {
+                    times.push(now);
+                }
+                if c.is_closed() {
+                    return (times, now);
+                }
+                now = c.poll_timeout().expect("a SYN timer");
+                c.handle_timeout(now);
+            }
+        };
+        let (a, end_a) = syn_times(0x1234_5678);
+        let (b, end_b) = syn_times(0x9abc_def0);
+        assert_eq!(a.len(), 15, "first SYN and 14 resends: {a:?}");
+        assert_eq!(b.len(), 15);
+        for end in [end_a, end_b] {
+            assert!(
+                (8_970_000_000..11_550_000_000).contains(&end),
+                "gave up at {end} ns"
+            );
+        }
+        for w in a.windows(2).chain(b.windows(2)) {
+            assert!(w[1] > w[0], "{a:?} {b:?}");
+        }
+        let same = a.iter().zip(&b).skip(1).filter(|(x, y)| x == y).count();
+        assert_eq!(same, 0, "resends in lockstep: {a:?} {b:?}");
     }
 }

@@ -553,7 +553,9 @@ pub struct Sent {
 /// Options of [`send_file`].
 #[derive(Clone, Copy, Debug)]
 pub struct SendOptions {
-    /// Give up connecting after this long.
+    /// Give up connecting after this long. Default 15 s: above `stride send`'s SYN give-up
+    /// (`max_retries` 14: 9.0 to 11.5 s of resends), so an overloaded receiver still gets the
+    /// SYN; with the core's default 8 retries the core gives up first (3.7 to 4.8 s).
     pub connect_timeout: Duration,
     /// Give up (aborting the connection) when a write makes no progress for this long, or
     /// when the receiver's status has not come this long (plus one second per 100 MB for the
@@ -564,7 +566,7 @@ pub struct SendOptions {
 impl Default for SendOptions {
     fn default() -> Self {
         SendOptions {
-            connect_timeout: Duration::from_secs(3),
+            connect_timeout: Duration::from_secs(15),
             stall_timeout: STALL_TIMEOUT,
         }
     }
