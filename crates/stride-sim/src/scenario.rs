@@ -266,6 +266,8 @@ pub struct StrideCfg {
     pub step_shift: Option<u8>,
     /// Mechanism (issue 12): first-sample cut shift after a seeded minimum (0: off).
     pub first_md_shift: Option<u8>,
+    /// Mechanism switch (issue 12): a NACK cuts only when the last sample showed a queue.
+    pub nack_gate: Option<bool>,
     /// Mechanism switch (issue 12): an RTT sample from the handshake.
     pub handshake_rtt: Option<bool>,
 }
@@ -719,6 +721,9 @@ impl Scenario {
         }
         if let Some(v) = s.first_md_shift {
             p.first_md_shift = v;
+        }
+        if let Some(v) = s.nack_gate {
+            p.nack_gate = v;
         }
         if let Some(f) = s.start_fraction {
             if !(f > 0.0 && f <= 1.0) {
