@@ -268,6 +268,9 @@ pub struct StrideCfg {
     pub first_md_shift: Option<u8>,
     /// Mechanism switch (issue 12): a NACK cuts only when the last sample showed a queue.
     pub nack_gate: Option<bool>,
+    /// Loss recovery of `stride` (issue 12): `selective` (default) or `go-back-n`
+    /// (`stride-paper` and the RDMA baselines always go back N).
+    pub recovery: Option<String>,
     /// Mechanism switch (issue 12): an RTT sample from the handshake.
     pub handshake_rtt: Option<bool>,
 }
@@ -755,6 +758,9 @@ impl Scenario {
         }
         if let Some(v) = s.max_payload {
             cfg.max_payload = v;
+        }
+        if let Some(r) = &s.recovery {
+            cfg.recovery = r.parse().map_err(|e: String| bad("stride.recovery", e))?;
         }
         if let Some(v) = s.handshake_rtt {
             cfg.handshake_rtt = v;
