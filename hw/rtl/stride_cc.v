@@ -35,6 +35,10 @@
 //   ALPHA_SHIFT, MD_SHIFT, NORM_SHIFT: synthesis-time shift amounts (ALPHA_SHIFT is wiring;
 //                       MD_SHIFT and the gradient's shift are selected before the rate loop and
 //                       feed its one barrel shifter).
+//   NACK_GATE         : 1 (default, as stride-proto's default profile): a NACK cuts only when
+//                       the context's last sample showed a queueing delay of at least
+//                       cfg_t_low (or no sample came yet); otherwise the rate is kept and the
+//                       branch is "nack_held" (7). 0: every NACK cuts (the paper, §8.4).
 //
 // Timing: LATENCY = 6 + 2 * CONTEXTS cycles from the cycle an event is accepted to the cycle
 // its out_valid is high (10 with CONTEXTS = 2, 8 with CONTEXTS = 1); initiation interval 1
@@ -56,7 +60,9 @@ module stride_cc #(
     // rate needs (what a NIC would synthesize; the resource report uses 0).
     parameter integer STATE_OUT   = 1,
     // connection contexts interleaved cycle by cycle (1 or 2), see the header
-    parameter integer CONTEXTS    = 2
+    parameter integer CONTEXTS    = 2,
+    // the NACK gate of spec §8.6 (0 or 1), see the header
+    parameter integer NACK_GATE   = 1
 ) (
     input  wire        clk,
     input  wire        rst,
@@ -106,12 +112,17 @@ module stride_cc #(
         if (CONTEXTS != 1 && CONTEXTS != 2) begin : bad_contexts
             parameter_CONTEXTS_must_be_1_or_2 error_instance();
         end
+        if (NACK_GATE != 0 && NACK_GATE != 1) begin : bad_nack_gate
+            parameter_NACK_GATE_must_be_0_or_1 error_instance();
+        end
     endgenerate
 
     localparam SO = (STATE_OUT != 0);
     localparam [1:0] EV_SAMPLE = 2'd0, EV_NACK = 2'd1, EV_TIMEOUT = 2'd2, EV_RESET = 2'd3;
     localparam [2:0] BR_NONE = 3'd0, BR_LOW = 3'd1, BR_HIGH = 3'd2, BR_GRAD_INC = 3'd3,
-                     BR_GRAD_DEC = 3'd4, BR_NACK = 3'd5, BR_TIMEOUT = 3'd6;
+                     BR_GRAD_DEC = 3'd4, BR_NACK = 3'd5, BR_TIMEOUT = 3'd6,
+                     BR_NACK_HELD = 3'd7;
+    localparam       GATE = (NACK_GATE == 1);
 
     // ---- the slot rotation ------------------------------------------------------------------
     reg slot;
@@ -252,7 +263,7 @@ module stride_cc #(
     endgenerate
     reg  [7:0]  c_nib_nz;
     reg  [15:0] c_nib_pos;
-    reg        c_valid, c_ctx;
+    reg        c_valid, c_ctx, c_init;
     reg [1:0]  c_event;
     reg [31:0] c_stt, c_m, c_d, c_stt_old, c_min_cur, c_min_prev;
     reg [15:0] c_count;
@@ -260,7 +271,10 @@ module stride_cc #(
         if (rst) c_valid <= 1'b0; else c_valid <= b_valid;
         c_ctx      <= b_ctx;
         c_event    <= b_event;
-        c_stt      <= b_stt;
+        // a gated NACK measures the queueing delay of the context's last sample (r_stt_old is
+        // unchanged by the NACK itself)
+        c_stt      <= (GATE && b_event == EV_NACK) ? r_stt_old : b_stt;
+        c_init     <= r_init;
         c_m        <= prev_minus_cur[31] ? r_min_prev : r_min_cur;
         c_d        <= r_d;
         c_nib_nz   <= nib_nz;
@@ -293,7 +307,7 @@ module stride_cc #(
             nib_pos = pos[{j, 1'b0} +: 2];
         end
     endfunction
-    reg        d_valid, d_ctx, d_sample, d_nack, d_tout, d_reset, d_pos;
+    reg        d_valid, d_ctx, d_sample, d_nack, d_tout, d_reset, d_pos, d_init;
     reg [31:0] d_qd, d_d, d_stt_old, d_min_cur, d_min_prev;
     reg [15:0] d_count;
     reg [4:0]  d_lead;
@@ -312,6 +326,7 @@ module stride_cc #(
             d_reset  <= c_valid && (c_event == EV_RESET);
         end
         d_ctx      <= c_ctx;
+        d_init     <= c_init;
         d_qd       <= qd;
         d_lead     <= lead;
         d_pos      <= !c_d[31] && (c_d != 32'd0);
@@ -333,7 +348,8 @@ module stride_cc #(
     /* verilator lint_off UNSIGNED */
     wire [4:0] grad_sh = (d_lead >= NS5) ? 5'd1 : (NS5 - d_lead);
     /* verilator lint_on UNSIGNED */
-    reg        e_valid, e_ctx, e_low, e_high, e_ginc, e_gdec, e_nack, e_tout, e_reset;
+    reg        e_valid, e_ctx, e_low, e_high, e_ginc, e_gdec, e_nack, e_tout, e_reset, e_held;
+    wire       hold    = GATE && d_init && lt_low;
     reg [4:0]  e_grad_sh;
     reg [31:0] e_d, e_stt_old, e_min_cur, e_min_prev;
     reg [15:0] e_count;
@@ -345,6 +361,7 @@ module stride_cc #(
             e_ginc  <= 1'b0;
             e_gdec  <= 1'b0;
             e_nack  <= 1'b0;
+            e_held  <= 1'b0;
             e_tout  <= 1'b0;
             e_reset <= 1'b0;
         end else begin
@@ -353,7 +370,8 @@ module stride_cc #(
             e_high  <= d_sample && !lt_low && ge_high;
             e_ginc  <= d_sample && !lt_low && !ge_high && !d_pos;
             e_gdec  <= d_sample && !lt_low && !ge_high && d_pos;
-            e_nack  <= d_nack;
+            e_nack  <= d_nack && !hold;
+            e_held  <= d_nack && hold;
             e_tout  <= d_tout;
             e_reset <= d_reset;
         end
@@ -399,7 +417,8 @@ module stride_cc #(
         g_lim      <= e_lim[31:0];
         g_ctx      <= e_ctx;
         g_branch   <= e_low ? BR_LOW : e_high ? BR_HIGH : e_ginc ? BR_GRAD_INC
-                    : e_gdec ? BR_GRAD_DEC : e_nack ? BR_NACK : e_tout ? BR_TIMEOUT : BR_NONE;
+                    : e_gdec ? BR_GRAD_DEC : e_nack ? BR_NACK : e_held ? BR_NACK_HELD
+                    : e_tout ? BR_TIMEOUT : BR_NONE;
         g_k        <= (e_reset || rst) ? cfg_rate_init : e_dec ? cfg_rate_min : cfg_rate_max;
         g_sh       <= e_gdec ? e_grad_sh : e_tout ? 5'd1 : MD5;
         g_d        <= e_d;

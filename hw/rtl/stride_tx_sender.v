@@ -269,8 +269,10 @@ module stride_tx_sender #(
         .clk(clk), .rst(rst), .push(ce_push), .in_data(ce_in), .full(ce_full),
         .pop(ce_v && cc_ready), .out_valid(ce_v), .out_data(ce_q));
     /* verilator lint_off PINCONNECTEMPTY */
+    // NACK_GATE(0): this engine recovers by go-back-N, and with go-back-N an ungated rate is
+    // spent on resending whole windows (spec §8.6 nack_gate; docs/results.md, cc12b)
     stride_cc #(.ALPHA_SHIFT(ALPHA_SHIFT), .MD_SHIFT(MD_SHIFT), .NORM_SHIFT(NORM_SHIFT),
-                .STATE_OUT(0), .CONTEXTS(2)) cc (
+                .STATE_OUT(0), .CONTEXTS(2), .NACK_GATE(0)) cc (
         .clk(clk), .rst(rst),
         .cfg_beta(cfg_beta), .cfg_wbeta(cfg_wbeta), .cfg_t_low(cfg_t_low),
         .cfg_t_high(cfg_t_high), .cfg_rate_min(cfg_rate_min), .cfg_rate_max(cfg_rate_max),

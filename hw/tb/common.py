@@ -10,7 +10,8 @@ RTL = HW / "rtl"
 VECTORS = ROOT / "vectors" / "cc"
 BUILD = HW / "sim_build"
 
-BRANCHES = {"none": 0, "low": 1, "high": 2, "grad_inc": 3, "grad_dec": 4, "nack": 5, "timeout": 6}
+BRANCHES = {"none": 0, "low": 1, "high": 2, "grad_inc": 3, "grad_dec": 4, "nack": 5, "timeout": 6,
+            "nack_held": 7}
 EVENTS = {"sample": 0, "nack": 1, "timeout": 2}
 SHIFT_KEYS = ("alpha_shift", "md_shift", "norm_shift")
 
@@ -25,11 +26,16 @@ def load_cases(paths):
     return cases
 
 
+def build_key(params):
+    """The synthesis-time parameters of a case: its shifts and its NACK gate (0 or 1; a case
+    without the field is the paper's controller, gate off)."""
+    return tuple(params[k] for k in SHIFT_KEYS) + (int(bool(params.get("nack_gate", False))),)
+
+
 def group_by_shifts(cases):
     groups = {}
     for c in cases:
-        key = tuple(c["params"][k] for k in SHIFT_KEYS)
-        groups.setdefault(key, []).append(c)
+        groups.setdefault(build_key(c["params"]), []).append(c)
     return groups
 
 
@@ -88,12 +94,13 @@ def simulators():
 
 
 def run_stride_cc(the_plan, shifts, sim, name):
-    """Compiles stride_cc with these shift parameters and CONTEXTS and drives the plan."""
+    """Compiles stride_cc with these shift parameters, NACK gate and CONTEXTS and drives the
+    plan."""
     from cocotb_test.simulator import run
 
-    alpha, md, norm = shifts
+    alpha, md, norm, gate = shifts
     contexts = the_plan["contexts"]
-    build = BUILD / sim / f"stride_cc_c{contexts}_{alpha}_{md}_{norm}"
+    build = BUILD / sim / f"stride_cc_c{contexts}_{alpha}_{md}_{norm}_g{gate}"
     build.mkdir(parents=True, exist_ok=True)
     plan_file = build / f"plan-{name}.json"
     plan_file.write_text(json.dumps(the_plan))
@@ -103,7 +110,7 @@ def run_stride_cc(the_plan, shifts, sim, name):
         module="cocotb_stride_cc",
         python_search=[str(HW / "tb")],
         parameters={"ALPHA_SHIFT": alpha, "MD_SHIFT": md, "NORM_SHIFT": norm,
-                    "CONTEXTS": contexts},
+                    "CONTEXTS": contexts, "NACK_GATE": gate},
         sim_build=str(build),
         extra_env={"STRIDE_PLAN": str(plan_file)},
         simulator=sim,

@@ -5,8 +5,9 @@ import subprocess
 
 import pytest
 
-from common import (RTL, VECTORS, group_by_params, group_by_shifts, lanes_for, load_cases, plan,
-                    plan_interleaved, prefix, random_vectors, run_stride_cc, simulators)
+from common import (RTL, VECTORS, build_key, group_by_params, group_by_shifts, lanes_for,
+                    load_cases, plan, plan_interleaved, prefix, random_vectors, run_stride_cc,
+                    simulators)
 
 CHECKED_IN = sorted(VECTORS.glob("*.jsonl"))
 SIMS = simulators()
@@ -14,7 +15,8 @@ SIMS = simulators()
 
 def test_vectors_exist():
     names = {p.name for p in CHECKED_IN}
-    assert {"branches.jsonl", "extremes.jsonl", "wrap.jsonl", "random.jsonl"} <= names
+    assert {"branches.jsonl", "extremes.jsonl", "wrap.jsonl", "random.jsonl",
+            "nack_gate.jsonl"} <= names
     cases = load_cases(CHECKED_IN)
     assert len(cases) >= 30
     assert sum(len(c["steps"]) for c in cases) > 4000
@@ -27,7 +29,7 @@ _keys = sorted(_groups)
 
 
 def _ids(k):
-    return "a%d-md%d-n%d" % k
+    return "a%d-md%d-n%d-g%d" % k
 
 
 @pytest.mark.parametrize("sim", SIMS)
@@ -60,7 +62,7 @@ def test_contexts_do_not_leak(sim):
     # the roles swap. Every result of both is checked against the vectors, so any state shared
     # between contexts (or a reset reaching the wrong one) fails.
     group = max(group_by_params(load_cases(CHECKED_IN)), key=len)
-    key = tuple(group[0]["params"][k] for k in ("alpha_shift", "md_shift", "norm_shift"))
+    key = build_key(group[0]["params"])
     longest = max(group, key=lambda c: len(c["steps"]))
     others = [c for c in group if c is not longest]
     lengths = [1, 2, 3, 5, 8, 13]
@@ -90,6 +92,21 @@ def test_unsupported_contexts_stop_elaboration(contexts, tmp_path):
     r = subprocess.run(["iverilog", "-o", str(out), "-Pstride_cc.CONTEXTS=2",
                         str(RTL / "stride_cc.v")], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_bad_nack_gate_stops_elaboration(tmp_path):
+    out = tmp_path / "a.out"
+    r = subprocess.run(["iverilog", "-o", str(out), "-Pstride_cc.NACK_GATE=2",
+                        str(RTL / "stride_cc.v")], capture_output=True, text=True)
+    assert r.returncode != 0 and "parameter_NACK_GATE_must_be_0_or_1" in r.stdout + r.stderr
+
+
+def test_both_gate_settings_are_covered():
+    # the checked-in vectors exercise the RTL with the gate off (the paper) and on (the
+    # default), and a gated case really holds a NACK
+    cases = load_cases(CHECKED_IN)
+    assert {build_key(c["params"])[3] for c in cases} == {0, 1}
+    assert any(s["branch"] == "nack_held" for c in cases for s in c["steps"])
 
 
 def test_no_multiply_divide_or_modulo():

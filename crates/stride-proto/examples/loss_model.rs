@@ -7,7 +7,9 @@
 //!   cargo run --release -p stride-proto --example loss_model
 //!
 //! Variants: `go-back-n`, `selective`, and `selective md30` (the controller's multiplicative
-//! cuts made negligible with `md_shift = 30`: what the NACK reaction costs under random loss).
+//! cuts made negligible with `md_shift = 30`: what the NACK reaction costs under random loss),
+//! and `selective gate off` / `selective gate on` (the `nack_gate` switch forced each way;
+//! plain `selective` is the default configuration).
 
 use stride_proto::cc::StrideParams;
 use stride_proto::testkit::{transfer, Link};
@@ -22,14 +24,16 @@ fn main() {
         ("reorder 5 %", 0, 50_000, 0.0),
     ];
     let variants = [
-        ("go-back-n", Recovery::GoBackN, 3u8),
-        ("selective", Recovery::Selective, 3),
-        ("selective md30", Recovery::Selective, 30),
+        ("go-back-n", Recovery::GoBackN, 3u8, None),
+        ("selective", Recovery::Selective, 3, None),
+        ("selective md30", Recovery::Selective, 30, None),
+        ("selective gate off", Recovery::Selective, 3, Some(false)),
+        ("selective gate on", Recovery::Selective, 3, Some(true)),
     ];
     println!("| case | recovery | goodput (Gbit/s) | goodput / ((1-loss) x 1 Gbit/s) | resent / file | timeouts |");
     println!("|---|---|---|---|---|---|");
     for (case, loss, reorder, p) in cases {
-        for (name, recovery, md) in variants {
+        for (name, recovery, md, gate) in variants {
             let mut runs = vec![];
             for seed in 1..=3u64 {
                 let mut c = Config::for_line_rate_gbps(1.0);
@@ -40,6 +44,9 @@ fn main() {
                 c.linger_ns = 1_000_000;
                 if let Some(sp) = c.cc.params_mut::<StrideParams>() {
                     sp.md_shift = md;
+                    if let Some(g) = gate {
+                        sp.nack_gate = g;
+                    }
                 }
                 let link = Link {
                     delay_ns: 1_000_000,

@@ -22,10 +22,13 @@ pub enum CcEvent {
 pub use crate::rng::SplitMix;
 
 fn params_json(p: &StrideParams) -> String {
+    // `nack_gate` (the only per-event mechanism the RTL has) is written only when on, so the
+    // lines of the paper's Algorithm 1 stay as they were.
     format!(
-        "{{\"alpha_shift\":{},\"beta\":{},\"wbeta\":{},\"t_low\":{},\"t_high\":{},\"md_shift\":{},\"norm_shift\":{},\"rate_min\":{},\"rate_max\":{},\"rate_init\":{},\"min_window\":{}}}",
+        "{{\"alpha_shift\":{},\"beta\":{},\"wbeta\":{},\"t_low\":{},\"t_high\":{},\"md_shift\":{},\"norm_shift\":{},\"rate_min\":{},\"rate_max\":{},\"rate_init\":{},\"min_window\":{}{}}}",
         p.alpha_shift, p.beta, p.wbeta, p.t_low, p.t_high, p.md_shift, p.norm_shift, p.rate_min,
-        p.rate_max, p.rate_init, p.min_window
+        p.rate_max, p.rate_init, p.min_window,
+        if p.nack_gate { ",\"nack_gate\":true" } else { "" }
     )
 }
 
@@ -128,6 +131,7 @@ pub fn random_params(rng: &mut SplitMix) -> StrideParams {
         hai_after: 0,
         step_shift: 0,
         first_md_shift: 0,
+        nack_gate: false,
     }
 }
 
@@ -300,16 +304,74 @@ pub fn cc_files() -> Vec<(&'static str, String)> {
         let ev = random_events(&mut rng, 256, base, spread);
         random.push_str(&cc_case_line(&format!("random-{i}"), &p, &ev));
     }
-    let d = crate::cc::StrideParams::for_line_rate(crate::cc::rate_from_gbps(10.0));
+    // The paper's Algorithm 1 at the 10 Gbit/s defaults (the default profile's per-event
+    // mechanisms are in `nack_gate.jsonl`).
+    let d = crate::cc::StrideParams::paper(crate::cc::rate_from_gbps(10.0));
     let mut rng = SplitMix::new(7);
     let ev = random_events(&mut rng, 512, 3_000_000_000, 20_000);
     random.push_str(&cc_case_line("defaults-10g", &d, &ev));
+
+    // The NACK gate (spec §8.6): hand-checked and random cases with it on, and the default
+    // profile at 10 Gbit/s (whatever its per-event switches are).
+    let mut gate = String::new();
+    let mut g = base_params();
+    g.nack_gate = true;
+    gate.push_str(&cc_case_line(
+        "gate-nack-before-first-sample",
+        &g,
+        &[Nack, Sample(50_000), Nack],
+    ));
+    gate.push_str(&cc_case_line(
+        "gate-held-below-t-low-cut-at-t-low",
+        &g,
+        &[
+            Sample(50_000),
+            Nack,
+            Sample(50_999),
+            Nack,
+            Sample(51_000),
+            Nack,
+            Sample(70_000),
+            Nack,
+            Sample(50_000),
+            Nack,
+            Timeout,
+        ],
+    ));
+    gate.push_str(&cc_case_line(
+        "gate-below-minimum-wraps",
+        &g,
+        &[
+            Sample(u32::MAX - 10),
+            Sample(5),
+            Nack,
+            Sample(u32::MAX - 500),
+            Nack,
+        ],
+    ));
+    let mut rng = SplitMix::new(0x9a7e_0012);
+    for i in 0..6 {
+        let mut p = if i < 2 {
+            base_params()
+        } else {
+            random_params(&mut rng)
+        };
+        p.nack_gate = true;
+        let base = rng.next_u64() as u32;
+        let spread = 1 + rng.below(u64::from(p.t_high) + 1000) as u32;
+        let ev = random_events(&mut rng, 256, base, spread);
+        gate.push_str(&cc_case_line(&format!("gate-random-{i}"), &p, &ev));
+    }
+    let d = crate::cc::StrideParams::for_line_rate(crate::cc::rate_from_gbps(10.0));
+    let ev = random_events(&mut rng, 512, 3_000_000_000, 20_000);
+    gate.push_str(&cc_case_line("defaults-10g", &d, &ev));
 
     vec![
         ("branches.jsonl", branches),
         ("extremes.jsonl", extremes),
         ("wrap.jsonl", wrap),
         ("random.jsonl", random),
+        ("nack_gate.jsonl", gate),
     ]
 }
 

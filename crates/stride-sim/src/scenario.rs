@@ -266,10 +266,13 @@ pub struct StrideCfg {
     pub step_shift: Option<u8>,
     /// Mechanism (issue 12): first-sample cut shift after a seeded minimum (0: off).
     pub first_md_shift: Option<u8>,
+    /// Mechanism switch (issue 12): a NACK cuts only when the last sample showed a queue.
+    pub nack_gate: Option<bool>,
+    /// Loss recovery of `stride` (issue 12): `selective` (default) or `go-back-n`
+    /// (`stride-paper` and the RDMA baselines always go back N).
+    pub recovery: Option<String>,
     /// Mechanism switch (issue 12): an RTT sample from the handshake.
     pub handshake_rtt: Option<bool>,
-    /// Loss recovery (issue 12): `selective` (default) or `go-back-n` (the paper's).
-    pub recovery: Option<String>,
 }
 
 /// TCP section (every field optional).
@@ -722,6 +725,9 @@ impl Scenario {
         if let Some(v) = s.first_md_shift {
             p.first_md_shift = v;
         }
+        if let Some(v) = s.nack_gate {
+            p.nack_gate = v;
+        }
         if let Some(f) = s.start_fraction {
             if !(f > 0.0 && f <= 1.0) {
                 return Err(bad("stride.start_fraction", "must be in (0, 1]"));
@@ -753,13 +759,11 @@ impl Scenario {
         if let Some(v) = s.max_payload {
             cfg.max_payload = v;
         }
+        if let Some(r) = &s.recovery {
+            cfg.recovery = r.parse().map_err(|e: String| bad("stride.recovery", e))?;
+        }
         if let Some(v) = s.handshake_rtt {
             cfg.handshake_rtt = v;
-        }
-        if let Some(v) = &s.recovery {
-            cfg.recovery = v
-                .parse()
-                .map_err(|e| ScenarioError(format!("field `stride.recovery`: {e}")))?;
         }
         // The sender holds real bytes; the core's 4 MiB default times a thousand concurrent
         // flows is gigabytes. 400 µs at the line rate covers the fabric RTT with full queues

@@ -45,7 +45,14 @@ fn stride_trace_fills_rate_stt_queueing_and_branch() {
     // 5 ms every 100 us for two flows
     assert!(tr.len() >= 2 * 45, "{} samples", tr.len());
     let names = [
-        "none", "low", "high", "grad_inc", "grad_dec", "nack", "timeout",
+        "none",
+        "low",
+        "high",
+        "grad_inc",
+        "grad_dec",
+        "nack",
+        "timeout",
+        "nack_held",
     ];
     for x in &tr {
         let r = x.trace.rate_bps.expect("rate column");
