@@ -1,7 +1,8 @@
 // SWEEP COPY, not part of the design: hw/rtl/stride_cc.v as of commit f1e270c with its datapath
 // widths as parameters (TW for times, RW for rates; TW a multiple of 4, 8..32), used by
 // hw/syn/cc_width_sweep.sh to show how stride_cc's logic on Arria V scales with the widths.
-// With TW = RW = 32 it synthesizes to the same cells as stride_cc (the sweep checks this).
+// With TW = RW = 32 it synthesized to the same cells as stride_cc of that commit (compared by
+// hand, not by the sweep); it lacks the later NACK_GATE compare, so today's stride_cc is larger.
 // Narrower widths change the arithmetic (STT differences wrap at 2^(TW-1) ns and are clamped
 // to +-2^(TW-2); rates must stay below 2^RW): see hw/report.md.
 // STRIDE rate controller: Algorithm 1 of the STRIDE paper exactly as stride-proto's cc::Stride

@@ -116,3 +116,22 @@ def run_stride_cc(the_plan, shifts, sim, name):
         simulator=sim,
         waves=False,
     )
+
+
+def run_module(top, module, sim, params=None, env=None, sources=None, tag="", testcase=None):
+    """Runs the cocotb test `module` on the RTL `top` (plus `sources`, by name under rtl/) under
+    simulator `sim`, in its own build directory sim_build/<sim>/<top><tag>."""
+    from cocotb_test.simulator import run
+
+    run(
+        verilog_sources=[str(RTL / f"{s}.v") for s in (sources or [top])],
+        toplevel=top,
+        module=module,
+        python_search=[str(HW / "tb")],
+        parameters=params or {},
+        sim_build=str(BUILD / sim / f"{top}{tag}"),
+        extra_env=env or {},
+        simulator=sim,
+        testcase=testcase,
+        waves=False,
+    )

@@ -1,37 +1,20 @@
 """Runners for the packet engine's modules, each under Icarus and Verilator."""
 import pytest
 
-from common import BUILD, HW, RTL, simulators
+from common import run_module, simulators
 
 SIMS = simulators()
 
 
-def _run(top, module, sim, params=None, env=None, sources=None, tag="", testcase=None):
-    from cocotb_test.simulator import run
-
-    run(
-        verilog_sources=[str(RTL / f"{s}.v") for s in (sources or [top])],
-        toplevel=top,
-        module=module,
-        python_search=[str(HW / "tb")],
-        parameters=params or {},
-        sim_build=str(BUILD / sim / f"{top}{tag}"),
-        extra_env=env or {},
-        simulator=sim,
-        testcase=testcase,
-        waves=False,
-    )
-
-
 @pytest.mark.parametrize("sim", SIMS)
 def test_rx_parser(sim):
-    _run("stride_rx_parser", "cocotb_rx_parser", sim)
+    run_module("stride_rx_parser", "cocotb_rx_parser", sim)
 
 
 @pytest.mark.parametrize("sim", SIMS)
 def test_rx_parser_bad_width_stops_elaboration(sim):
     with pytest.raises(SystemExit):
-        _run("stride_rx_parser", "cocotb_rx_parser", sim, {"DATA_WIDTH": 512}, tag="_w512")
+        run_module("stride_rx_parser", "cocotb_rx_parser", sim, {"DATA_WIDTH": 512}, tag="_w512")
 
 
 ENGINE = ["stride_rx_engine", "stride_ctx_ram"]
@@ -45,7 +28,7 @@ ENGINE_CASES = [(n, ack, sim) for sim in SIMS for n, ack in [(1, 4096), (64, 655
 @pytest.mark.parametrize("n,ack,sim", ENGINE_CASES)
 def test_rx_engine_traffic(sim, n, ack):
     # timers far away: every output is decided by the packets, checked against the model
-    _run("stride_rx_engine", "cocotb_rx_engine", sim,
+    run_module("stride_rx_engine", "cocotb_rx_engine", sim,
          {"N": n, "ACK_INTERVAL": ack, "DELAYED_ACK_NS": 1 << 30, "NACK_RETRY_NS": 1 << 30},
          {"ENGINE_N": str(n), "ENGINE_ACK": str(ack)}, ENGINE, f"_{n}_{ack}",
          "traffic_against_model")
@@ -53,7 +36,7 @@ def test_rx_engine_traffic(sim, n, ack):
 
 @pytest.mark.parametrize("sim", SIMS)
 def test_rx_engine_timers(sim):
-    _run("stride_rx_engine", "cocotb_rx_engine", sim,
+    run_module("stride_rx_engine", "cocotb_rx_engine", sim,
          {"N": 16, "DELAYED_ACK_NS": 2000, "NACK_RETRY_NS": 4000},
          {"ENGINE_N": "16", "ENGINE_DACK": "2000", "ENGINE_NACK": "4000"}, ENGINE, "_timers",
          "timers")
@@ -63,4 +46,4 @@ def test_rx_engine_timers(sim):
 @pytest.mark.parametrize("n", [0, 1025])
 def test_rx_engine_bad_n_stops_elaboration(sim, n):
     with pytest.raises(SystemExit):
-        _run("stride_rx_engine", "cocotb_rx_engine", sim, {"N": n}, {}, ENGINE, f"_bad{n}")
+        run_module("stride_rx_engine", "cocotb_rx_engine", sim, {"N": n}, {}, ENGINE, f"_bad{n}")

@@ -1,38 +1,21 @@
 """Runners for the transmit side of the packet engine, each under Icarus and Verilator."""
 import pytest
 
-from common import BUILD, HW, RTL, simulators
+from common import run_module, simulators
 
 SIMS = simulators()
 
 
-def _run(top, module, sim, params=None, env=None, sources=None, tag="", testcase=None):
-    from cocotb_test.simulator import run
-
-    run(
-        verilog_sources=[str(RTL / f"{s}.v") for s in (sources or [top])],
-        toplevel=top,
-        module=module,
-        python_search=[str(HW / "tb")],
-        parameters=params or {},
-        sim_build=str(BUILD / sim / f"{top}{tag}"),
-        extra_env=env or {},
-        simulator=sim,
-        testcase=testcase,
-        waves=False,
-    )
-
-
 @pytest.mark.parametrize("sim", SIMS)
 def test_tx_builder(sim):
-    _run("stride_tx_builder", "cocotb_tx_builder", sim)
+    run_module("stride_tx_builder", "cocotb_tx_builder", sim)
 
 
 @pytest.mark.parametrize("sim", SIMS)
 @pytest.mark.parametrize("bad", [{"MAX_PAYLOAD": 4}], ids=["payload"])
 def test_tx_builder_bad_params_stop_elaboration(sim, bad):
     with pytest.raises(SystemExit):
-        _run("stride_tx_builder", "cocotb_tx_builder", sim, bad,
+        run_module("stride_tx_builder", "cocotb_tx_builder", sim, bad,
              tag="_bad_" + "_".join(f"{k}{v}" for k, v in bad.items()))
 
 
@@ -45,7 +28,7 @@ SENDER_CASES = [(n, sim) for sim in SIMS for n in (1, 4) if n == 4 or sim == "ic
 
 @pytest.mark.parametrize("n,sim", SENDER_CASES)
 def test_tx_sender(sim, n):
-    _run("stride_tx_sender", "cocotb_tx_sender", sim,
+    run_module("stride_tx_sender", "cocotb_tx_sender", sim,
          {"N": n, "BUF_LOG2": 13, "RTO_NS": 20000, "NACK_HOLD_NS": 2000,
           "PACE_CLK_NS_LOG2": 3, "PACE_SCALE_Q12": 4096},
          {"SENDER_N": str(n), "SENDER_BUF_LOG2": "13"}, SENDER, f"_n{n}")
@@ -55,7 +38,7 @@ def test_tx_sender(sim, n):
 @pytest.mark.parametrize("bad", [{"N": 1025}, {"MAX_PAYLOAD": 1441}], ids=["n1025", "payload"])
 def test_tx_sender_bad_params_stop_elaboration(sim, bad):
     with pytest.raises(SystemExit):
-        _run("stride_tx_sender", "cocotb_tx_sender", sim, bad, {}, SENDER,
+        run_module("stride_tx_sender", "cocotb_tx_sender", sim, bad, {}, SENDER,
              "_bad_" + "_".join(f"{k}{v}" for k, v in bad.items()))
 
 
@@ -65,7 +48,7 @@ ENGINE_ALL = ["stride_engine", "stride_rx_parser", "stride_rx_engine", "stride_c
 
 @pytest.mark.parametrize("sim", SIMS)
 def test_engine_line_rate(sim):
-    _run("stride_engine", "cocotb_engine_rate", sim, {"N": 64, "BUF_LOG2": 16, "CLK_PS": 6400},
+    run_module("stride_engine", "cocotb_engine_rate", sim, {"N": 64, "BUF_LOG2": 16, "CLK_PS": 6400},
          {}, ENGINE_ALL, "_rate")
 
 
@@ -73,11 +56,11 @@ def test_engine_line_rate(sim):
 @pytest.mark.parametrize("bad", [{"CLK_PS": 500}], ids=["clk"])
 def test_engine_bad_params_stop_elaboration(sim, bad):
     with pytest.raises(SystemExit):
-        _run("stride_engine", "cocotb_engine_rate", sim, bad, {}, ENGINE_ALL,
+        run_module("stride_engine", "cocotb_engine_rate", sim, bad, {}, ENGINE_ALL,
              "_bad_" + "_".join(f"{k}{v}" for k, v in bad.items()))
 
 
 @pytest.mark.parametrize("sim", SIMS)
 def test_fifo(sim):
-    _run("stride_fifo", "cocotb_fifo", sim, {"WIDTH": 12, "DEPTH_LOG2": 3},
+    run_module("stride_fifo", "cocotb_fifo", sim, {"WIDTH": 12, "DEPTH_LOG2": 3},
          {"FIFO_WIDTH": "12", "FIFO_DEPTH_LOG2": "3"}, tag="_w12_d3")
