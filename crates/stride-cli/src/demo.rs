@@ -35,6 +35,11 @@ pub struct DemoArgs {
     /// Queue of the relay.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "256KiB")]
     pub queue: u64,
+    /// The receiver's delayed-ACK backstop: an ACK at the latest this long after the first
+    /// unacknowledged byte (ACKs also go every 64 KB and at the end of what the sender had
+    /// queued) [default: 200us, the host profile's `stride::HOST_DELAYED_ACK_NS`].
+    #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
+    pub delayed_ack: Option<u64>,
     /// Controller options (the sender's line rate defaults to the relay's --rate).
     #[command(flatten)]
     pub control: ControlArgs,
@@ -51,7 +56,20 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
 
 async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     let lo = "127.0.0.1:0".parse().expect("addr");
-    let receiver = Endpoint::bind(lo)?;
+    let mut rx_proto = stride::host_config(10_000_000_000);
+    if let Some(d) = a.delayed_ack {
+        if d == 0 {
+            anyhow::bail!("--delayed-ack: must be above 0 (ACKs still go every 64 KB)");
+        }
+        rx_proto.delayed_ack_ns = d;
+    }
+    let receiver = Endpoint::bind_with(
+        lo,
+        stride::EndpointConfig {
+            proto: rx_proto,
+            ..stride::EndpointConfig::default()
+        },
+    )?;
     let mut rc = RelayConfig::new(lo, receiver.local_addr());
     rc.rate_bps = a.rate;
     rc.delay_ns = a.delay;

@@ -66,6 +66,7 @@ pub fn stats_json(s: &RelayStats) -> serde_json::Value {
         "forwarded_bytes": s.fwd_bytes,
         "returned_packets": s.rev_out,
         "queue_drops": s.queue_drops,
+        "queue_drops_after_10ms": s.queue_drops_late,
         "random_drops": s.random_drops,
         "duplicated": s.duplicated,
         "reordered": s.reordered,
@@ -79,10 +80,11 @@ pub fn stats_json(s: &RelayStats) -> serde_json::Value {
 /// A human summary of the relay's counters.
 pub fn stats_human(s: &RelayStats) -> String {
     format!(
-        "relay: forwarded {} packets ({} bytes), drops: queue {} random {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay measured in the relay's queue p50 {} p99 {} max {}",
+        "relay: forwarded {} packets ({} bytes), drops: queue {} ({} after the first 10 ms) random {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay measured in the relay's queue p50 {} p99 {} max {}",
         s.fwd_out,
         s.fwd_bytes,
         s.queue_drops,
+        s.queue_drops_late,
         s.random_drops,
         s.duplicated,
         s.reordered,

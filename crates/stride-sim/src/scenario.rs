@@ -250,6 +250,9 @@ pub struct StrideCfg {
     pub echo: Option<String>,
     /// ACK interval, bytes.
     pub ack_interval: Option<u32>,
+    /// Delayed-ACK timeout: an ACK at the latest this long after the first unacknowledged
+    /// byte (the core's `delayed_ack_ns`).
+    pub delayed_ack_ns: Option<u64>,
     /// Minimum retransmission timeout, µs.
     pub min_rto_us: Option<u64>,
     /// Payload per packet, bytes.
@@ -752,6 +755,9 @@ impl Scenario {
         }
         if let Some(v) = s.ack_interval {
             cfg.ack_interval = v;
+        }
+        if let Some(v) = s.delayed_ack_ns {
+            cfg.delayed_ack_ns = v;
         }
         if let Some(v) = s.min_rto_us {
             cfg.min_rto_ns = v * 1000;

@@ -52,6 +52,7 @@ const KEYS: &[(&str, &str, &str, Store)] = &[
     ("queue", "mtu_bytes", "mtu_bytes", Store::Bytes),
     ("stride", "send_buffer", "send_buffer", Store::Bytes),
     ("stride", "ack_interval", "ack_interval", Store::Bytes),
+    ("stride", "delayed_ack", "delayed_ack_ns", Store::Ns),
 ];
 
 /// The same for arrays of tables (`[[section]]`): each entry's keys.

@@ -69,6 +69,10 @@ impl RelayConfig {
     }
 }
 
+/// Queue drops later than this after the first arrival count as
+/// [`RelayStats::queue_drops_late`] (10 ms).
+pub const LATE_DROP_NS: u64 = 10_000_000;
+
 /// Relay counters.
 #[derive(Clone, Debug, Default)]
 pub struct RelayStats {
@@ -84,6 +88,9 @@ pub struct RelayStats {
     pub rev_out: u64,
     /// Dropped by the full queue (drop-tail).
     pub queue_drops: u64,
+    /// Of `queue_drops`, those more than [`LATE_DROP_NS`] after the first forwarded arrival
+    /// (past a sender's start-up: what a controller should avoid in steady state).
+    pub queue_drops_late: u64,
     /// Dropped at random (`loss`).
     pub random_drops: u64,
     /// Duplicated.
@@ -346,6 +353,11 @@ fn run(
                                 / 8_000_000_000) as u64;
                             if backlog + len > cfg.queue_bytes {
                                 st.queue_drops += 1;
+                                if st.first_ns != 0
+                                    && now.saturating_sub(st.first_ns) > LATE_DROP_NS
+                                {
+                                    st.queue_drops_late += 1;
+                                }
                                 continue;
                             }
                             let tx_ns =
