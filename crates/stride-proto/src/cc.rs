@@ -405,7 +405,9 @@ impl StrideParams {
             rate_max: line,
             rate_init: (line >> 2).max(rate_from_gbps(0.01).min(line)),
             min_window: 256,
-            grant: true,
+            // Off since the receive share (`Config::rx_share`, spec §8.6) bounds the first
+            // window of a burst of starts: the start grant then only slows the later flows.
+            grant: false,
             hs_min: true,
             hai_after: 0,
             step_shift: 0,

@@ -121,6 +121,11 @@ pub struct Config {
     /// Take an RTT sample from the handshake when the SYN-ACK echoes the SYN's STT (issue 12,
     /// spec §8.6); off in the `stride-paper` profile, whose first RTO is `initial_rto_ns`.
     pub handshake_rtt: bool,
+    /// Receive share (issue 12, spec §8.6 `rx_share`): with n connections of this endpoint
+    /// receiving data, each advertises at most `rx_share >> ceil(log2 n)` bytes of window (and
+    /// acknowledges every half of it), so the senders into one receiver hold at most about
+    /// `rx_share` bytes in flight together. 0: off (the window is the free receive buffer).
+    pub rx_share: u32,
 }
 
 impl Config {
@@ -154,6 +159,9 @@ impl Config {
             unused_timeout_ns: 10_000_000_000,
             rst_per_sec: 1_000,
             handshake_rtt: true,
+            // 52 µs at the line rate (64 KiB at 10 Gbit/s): above a fat tree's base BDP (~34 KB
+            // at 10 Gbit/s), below t_high of queue (docs/results.md, session 7 sim12).
+            rx_share: (((gbps * 6553.6) as u32) >> 10 << 10).max(4096),
         }
     }
 
@@ -169,6 +177,7 @@ impl Config {
             self.cc = CcConfig::stride(p.without_mechanisms());
         }
         self.handshake_rtt = false;
+        self.rx_share = 0;
         self.recovery = Recovery::GoBackN;
         self
     }

@@ -158,6 +158,11 @@ pub struct Connection {
     ooo_fin: Option<u32>,
     peer_fin: bool,
     unacked_bytes: u32,
+    /// The endpoint's receive share for this connection (spec §8.6 `rx_share`; `u32::MAX`:
+    /// none): the advertised window is at most this, and an ACK is due every half of it.
+    rx_share: u32,
+    /// The peer is sending: DATA arrived and its last DATA did not empty its queue (no PSH).
+    rx_active: bool,
     ack_now: bool,
     delack_at: Option<u64>,
     stt_last: u32,
@@ -253,6 +258,8 @@ impl Connection {
             ooo_fin: None,
             peer_fin: false,
             unacked_bytes: 0,
+            rx_share: u32::MAX,
+            rx_active: false,
             ack_now: false,
             delack_at: None,
             stt_last: 0,
@@ -451,9 +458,11 @@ impl Connection {
         }
         if n > 0 {
             // Window update when the window we last advertised was too small for a packet and
-            // reading has reopened at least one ACK interval.
+            // reading has reopened at least one ACK interval (not when the receive share,
+            // rather than the buffer, made it small).
             let w = self.window_bytes();
             if self.last_adv_window < u32::from(self.cfg.max_payload)
+                && self.last_adv_window < self.rx_share
                 && w >= self.cfg.ack_interval.min(self.cfg.recv_buffer as u32 / 2)
             {
                 self.ack_now = true;
@@ -1027,12 +1036,37 @@ impl Connection {
         self.cfg.recv_buffer.saturating_sub(self.rbuf.len()) as u32
     }
 
+    /// The window to advertise: the free buffer, at most the receive share (spec §8.6).
+    fn advertised_window(&self) -> u32 {
+        self.window_bytes().min(self.rx_share)
+    }
+
+    /// Bytes received after which an ACK is due: `ack_interval`, or half the receive share
+    /// when that is smaller (the sender would otherwise stall on the window until the
+    /// delayed ACK).
+    fn ack_due_bytes(&self) -> u32 {
+        self.cfg.ack_interval.min((self.rx_share >> 1).max(1))
+    }
+
+    /// Sets the receive share (spec §8.6 `rx_share`; `u32::MAX` for none). The endpoint
+    /// calls this before it hands the connection a packet or asks it for one.
+    pub fn set_rx_share(&mut self, bytes: u32) {
+        self.rx_share = bytes;
+    }
+
+    /// Whether the peer is sending to us (its last DATA did not end its queue), which the
+    /// endpoint counts for the receive share.
+    pub fn rx_active(&self) -> bool {
+        self.rx_active && !self.is_closed() && !self.peer_fin
+    }
+
     fn on_data(&mut self, now: u64, pkt: &Packet<&[u8]>) {
         let seq = pkt.seq();
         let payload = pkt.payload();
         let len = payload.len() as u32;
         let stt = ts32(now).wrapping_sub(pkt.tx_ts());
         self.used |= len > 0 || pkt.flags().contains(Flags::FIN);
+        self.rx_active = !pkt.flags().contains(Flags::PSH);
         if seq == self.rcv_nxt && !self.peer_fin {
             if payload.len() > self.cfg.recv_buffer - self.rbuf.len() {
                 // No room: drop; the sender exceeded our window. The ACK repeats the window.
@@ -1070,7 +1104,7 @@ impl Connection {
             } else if self.nack_at.is_none() {
                 self.nack_at = Some(now + self.cfg.nack_retry_ns);
             }
-            if self.unacked_bytes >= self.cfg.ack_interval || pkt.flags().contains(Flags::PSH) {
+            if self.unacked_bytes >= self.ack_due_bytes() || pkt.flags().contains(Flags::PSH) {
                 self.ack_now = true;
             } else if self.delack_at.is_none() {
                 self.delack_at = Some(now + self.cfg.delayed_ack_ns);
@@ -1080,7 +1114,7 @@ impl Connection {
             // sender moves on, but without delivering them again.
             self.stats.duplicates += 1;
             self.unacked_bytes = self.unacked_bytes.saturating_add(len);
-            if self.unacked_bytes >= self.cfg.ack_interval || pkt.flags().contains(Flags::PSH) {
+            if self.unacked_bytes >= self.ack_due_bytes() || pkt.flags().contains(Flags::PSH) {
                 self.ack_now = true;
             } else if self.delack_at.is_none() {
                 self.delack_at = Some(now + self.cfg.delayed_ack_ns);
@@ -1327,7 +1361,7 @@ impl Connection {
             self.rcv_nxt,
             ts32(now),
         );
-        h.window = (self.window_bytes() >> 10).min(0xffff) as u16;
+        h.window = (self.advertised_window() >> 10).min(0xffff) as u16;
         if flags.contains(Flags::ACK) {
             h.ce_count = self.ce_received;
         }

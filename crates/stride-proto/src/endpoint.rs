@@ -78,6 +78,8 @@ struct Entry {
     incoming: bool,
     queued: bool,
     timer_at: Option<u64>,
+    /// Counted in the endpoint's `rx_active` (spec §8.6 `rx_share`).
+    active: bool,
 }
 
 /// Connection identifiers and initial sequence numbers: SipHash-2-4 (a PRF) of a counter under
@@ -133,7 +135,13 @@ pub struct Endpoint {
     /// SYNs answered in the current and the previous 2^16 ns epoch (the start grant's count of
     /// concurrent starts, spec §8.6; no per-SYN state), and the current epoch.
     syn_epoch: (u64, u32, u32),
+    /// Connections whose peer is sending to us (spec §8.6 `rx_share`), and the share of each.
+    rx_active: u32,
+    rx_share: u32,
 }
+
+/// Smallest receive share (spec §8.6 `rx_share`): one KiB, the unit of the window field.
+const RX_SHARE_FLOOR: u32 = 1024;
 
 /// Flag bit of a start grant in the SYN-ACK's `ce_count` field (spec §8.6).
 pub const GRANT_PRESENT: u16 = 0x8000;
@@ -161,6 +169,8 @@ impl Endpoint {
             ctrl: VecDeque::new(),
             events: VecDeque::new(),
             syn_epoch: (0, 0, 0),
+            rx_active: 0,
+            rx_share: u32::MAX,
             rst_tokens: burst,
             rst_last: 0,
             stats: EndpointStats::default(),
@@ -197,6 +207,35 @@ impl Endpoint {
         self.conns.get(&h.0).map(|e| e.remote)
     }
 
+    /// Receive share for `n` senders (spec §8.6 `rx_share`): `rx_share >> ceil(log2 n)`, at
+    /// least one KiB (the window's unit); `u32::MAX` (no limit) for a lone sender or when the
+    /// mechanism is off.
+    fn share_for(&self, n: u32) -> u32 {
+        if self.cfg.rx_share == 0 || n <= 1 {
+            return u32::MAX;
+        }
+        let shift = 32 - (n.max(1) - 1).leading_zeros();
+        (self.cfg.rx_share >> shift.min(31)).max(RX_SHARE_FLOOR)
+    }
+
+    /// Brings the count of sending peers up to date with one connection (after it handled a
+    /// packet or a timer, or sent one).
+    fn sync_active(&mut self, cid: u32) {
+        let Some(e) = self.conns.get_mut(&cid) else {
+            return;
+        };
+        let now_active = e.conn.rx_active();
+        if now_active != e.active {
+            e.active = now_active;
+            if now_active {
+                self.rx_active += 1;
+            } else {
+                self.rx_active -= 1;
+            }
+            self.rx_share = self.share_for(self.rx_active);
+        }
+    }
+
     fn fresh_cid(&mut self) -> u32 {
         loop {
             let c = self.ids.next_u64() as u32;
@@ -222,6 +261,7 @@ impl Endpoint {
                 incoming: false,
                 queued: false,
                 timer_at: None,
+                active: false,
             },
         );
         self.touch(cid);
@@ -322,6 +362,7 @@ impl Endpoint {
         let dst = p.dst_cid();
         if let Some(e) = self.conns.get_mut(&dst) {
             if e.remote == remote {
+                e.conn.set_rx_share(self.rx_share);
                 e.conn.handle_ecn(now, &p, ce);
                 self.touch(dst);
                 return;
@@ -383,6 +424,10 @@ impl Endpoint {
             // The listener's capabilities (spec §5.1) ride in bits 8..14 beside the grant: the
             // SYN-ACK's echo_stt is taken by the SYN's STT.
             h.ce_count = GRANT_PRESENT | shift as u16 | syn_ack_caps(ours);
+            // The first window is the receive share of the n concurrent starts as well
+            // (spec §8.6 `rx_share`): the data of a burst of starts is bounded before any ACK.
+            let w = (self.cfg.recv_buffer as u32).min(self.share_for(n));
+            h.window = (w >> 10).min(0xffff) as u16;
             self.stats.syn_acks_sent += 1;
             self.push_ctrl(remote, h);
             return;
@@ -444,11 +489,13 @@ impl Endpoint {
                         incoming: true,
                         queued: false,
                         timer_at: None,
+                        active: false,
                     },
                 );
                 *self.per_source.entry(remote.ip()).or_insert(0) += 1;
                 self.stats.accepted += 1;
                 let e = self.conns.get_mut(&dst).expect("just inserted");
+                e.conn.set_rx_share(self.rx_share);
                 e.conn.handle_ecn(now, &p, ce);
                 self.touch(dst);
                 return;
@@ -460,6 +507,7 @@ impl Endpoint {
 
     /// Marks a connection for a look at the next `poll_transmit` and collects its events.
     fn touch(&mut self, cid: u32) {
+        self.sync_active(cid);
         let Some(e) = self.conns.get_mut(&cid) else {
             return;
         };
@@ -474,6 +522,7 @@ impl Endpoint {
 
     /// Schedules the connection's next deadline (or removes it when it is finished).
     fn park(&mut self, cid: u32) {
+        self.sync_active(cid);
         let Some(e) = self.conns.get_mut(&cid) else {
             return;
         };
@@ -516,6 +565,7 @@ impl Endpoint {
                 continue;
             };
             e.queued = false;
+            e.conn.set_rx_share(self.rx_share);
             if e.conn.wants_transmit(now) {
                 if let Some(len) = e.conn.poll_transmit(now, buf) {
                     let remote = e.remote;
@@ -576,6 +626,7 @@ impl Endpoint {
                 continue;
             }
             e.timer_at = None;
+            e.conn.set_rx_share(self.rx_share);
             e.conn.handle_timeout(now);
             self.touch(cid);
         }
@@ -732,6 +783,7 @@ mod tests {
                 incoming: false,
                 queued: false,
                 timer_at: None,
+                active: false,
             },
         );
         ep.handle(
@@ -887,5 +939,86 @@ mod tests {
         }
         let same = a.iter().zip(&b).skip(1).filter(|(x, y)| x == y).count();
         assert_eq!(same, 0, "resends in lockstep: {a:?} {b:?}");
+    }
+
+    /// Four clients send to one listener. Returns the largest `window` (KiB) of the
+    /// listener's pure ACKs while all four were sending, and the bytes it received in all.
+    fn four_senders(rx_share: u32) -> (u16, usize) {
+        let cfg = Config {
+            rx_share,
+            ..Config::default()
+        };
+        let mut server = Endpoint::new(cfg.clone(), [4; 16], 2);
+        server.listen(true);
+        let sa: SocketAddr = "10.0.0.9:2000".parse().unwrap();
+        let mut clients: Vec<(Endpoint, SocketAddr, ConnHandle, usize)> = (0..4u8)
+            .map(|i| {
+                let mut c = Endpoint::new(cfg.clone(), [i; 16], u64::from(i));
+                let ca: SocketAddr = format!("10.0.0.{}:1000", i + 1).parse().unwrap();
+                let h = c.connect(0, sa).unwrap();
+                (c, ca, h, 0)
+            })
+            .collect();
+        let data = vec![7u8; 300_000];
+        let (mut buf, mut rbuf) = (vec![0u8; 65_536], vec![0u8; 65_536]);
+        let mut accepted = Vec::new();
+        let (mut got, mut max_win) = (0usize, 0u16);
+        let mut now = 1_000u64;
+        while now < 50_000_000 && got < 4 * data.len() {
+            for (c, ca, h, written) in clients.iter_mut() {
+                if *written < data.len() {
+                    *written += c.write(*h, &data[*written..]).unwrap_or(0);
+                }
+                while let Some(t) = c.poll_transmit(now, &mut buf) {
+                    server.handle(now, *ca, &buf[..t.len]);
+                }
+                c.handle_timeout(now);
+            }
+            while let Some((h, ev)) = server.poll_event() {
+                if ev == Event::Accepted {
+                    accepted.push(h);
+                }
+            }
+            for h in &accepted {
+                while let Ok(n) = server.read(*h, &mut rbuf) {
+                    if n == 0 {
+                        break;
+                    }
+                    got += n;
+                }
+            }
+            let all_sending = accepted.len() == 4
+                && accepted
+                    .iter()
+                    .all(|h| server.conn(*h).is_some_and(|c| c.rx_active()));
+            while let Some(t) = server.poll_transmit(now, &mut buf) {
+                let p = Packet::new_checked(&buf[..t.len]).unwrap();
+                if all_sending && p.flags() == Flags::ACK {
+                    max_win = max_win.max(p.window());
+                }
+                let c = clients.iter_mut().find(|c| c.1 == t.remote).unwrap();
+                c.0.handle(now, sa, &buf[..t.len]);
+            }
+            server.handle_timeout(now);
+            now += 1_000;
+        }
+        (max_win, got)
+    }
+
+    /// Issue 12 (spec §8.6 `rx_share`): with four peers sending, the listener advertises at
+    /// most a quarter of the receive share (64 KiB by default at 10 Gbit/s, so 16 KiB), and
+    /// every byte still arrives; with the switch off the window is the free buffer.
+    #[test]
+    fn the_receive_share_divides_the_window_among_active_senders() {
+        let share = Config::default().rx_share;
+        let (win, got) = four_senders(share);
+        assert_eq!(got, 4 * 300_000, "every byte arrives under the share");
+        assert!(
+            win > 0 && u32::from(win) <= share >> 12,
+            "window {win} KiB with four senders"
+        );
+        let (win_off, got_off) = four_senders(0);
+        assert_eq!(got_off, 4 * 300_000);
+        assert!(win_off >= 1024, "without the share: {win_off} KiB");
     }
 }

@@ -276,6 +276,8 @@ pub struct StrideCfg {
     pub recovery: Option<String>,
     /// Mechanism switch (issue 12): an RTT sample from the handshake.
     pub handshake_rtt: Option<bool>,
+    /// Mechanism (issue 12, spec §8.6): receive share budget in bytes (0: off).
+    pub rx_share: Option<u32>,
 }
 
 /// TCP section (every field optional).
@@ -770,6 +772,9 @@ impl Scenario {
         }
         if let Some(v) = s.handshake_rtt {
             cfg.handshake_rtt = v;
+        }
+        if let Some(v) = s.rx_share {
+            cfg.rx_share = v;
         }
         // The sender holds real bytes; the core's 4 MiB default times a thousand concurrent
         // flows is gigabytes. 400 µs at the line rate covers the fabric RTT with full queues

@@ -91,8 +91,10 @@ fn stride_family(
     ect: bool,
 ) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
     let mut cfg = sc.stride_config()?;
-    // The RDMA baselines recover as RoCE NICs do, by go-back-N, whatever STRIDE's default is.
+    // The RDMA baselines recover as RoCE NICs do, by go-back-N, whatever STRIDE's default is,
+    // and advertise their whole free buffer (STRIDE's receive share is STRIDE's mechanism).
     cfg.recovery = stride_proto::Recovery::GoBackN;
+    cfg.rx_share = 0;
     let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
     cfg.cc = stride_proto::cc::CcConfig::by_name(cc, line)
         .map_err(|e| ScenarioError(format!("field `transports`: {e}")))?;
@@ -143,6 +145,7 @@ pub const HPCC: Transport = Transport {
         let mut hosts = Vec::new();
         let mut cfg = sc.stride_config()?;
         cfg.recovery = stride_proto::Recovery::GoBackN;
+        cfg.rx_share = 0;
         if sc.stride.ack_interval.is_none() {
             // HPCC acknowledges every packet (each ACK echoing its packet's records); with
             // STRIDE's 64 KB ACK interval a window of one base-RTT BDP stalls between ACKs.

@@ -41,6 +41,9 @@ fn run(cc: &str, ect: bool, tune: impl Fn(&mut CcConfig)) -> Run {
         .unwrap();
     let mut cfg = stride_proto::Config {
         min_rto_ns: 1_000_000,
+        // The baselines advertise their whole buffer, as the simulator's transports do
+        // (STRIDE's receive share is STRIDE's mechanism).
+        rx_share: 0,
         ..stride_proto::Config::default()
     };
     cfg.cc = CcConfig::by_name(cc, rate_from_gbps(10.0)).unwrap();

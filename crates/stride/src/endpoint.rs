@@ -346,7 +346,12 @@ pub fn host_config(line_bps: u64) -> Config {
         p.t_low = HOST_T_LOW_NS;
         p.t_high = HOST_T_HIGH_NS;
         p.norm_shift = HOST_NORM_SHIFT;
+        // The receive share is off for software hosts (below), so the start grant stays on.
+        p.grant = true;
     }
+    // Software RTTs are hundreds of µs: a 52 µs receive share would throttle concurrent
+    // senders (spec §8.6 `rx_share`, §11.1).
+    c.rx_share = 0;
     c
 }
 
