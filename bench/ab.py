@@ -4,7 +4,9 @@
   python3 bench/ab.py BIN_A,BIN_B[,...] REPS MODE
 
 MODE: `bulk` (1 GB at a 40 Gbit/s line, prints Gbit/s), `rr` (3000 64-byte round trips,
-prints the p50 in ns) or a pinned rate such as `10gbit` (2 s, prints Gbit/s). Each binary
+prints the p50 in ns), `parN` (1 GB split over N parallel connections against a server with
+`--shards 2`, prints the aggregate Gbit/s), `cpuRATE` (2 s pinned at RATE, e.g. `cpu100mbit`,
+prints the client's CPU cores) or a pinned rate such as `10gbit` (2 s, prints Gbit/s). Each binary
 talks to its own `stride perf server`; rounds alternate the binaries; prints each binary's
 median and runs.
 """
@@ -29,7 +31,8 @@ def main():
     srv = {}
     for b in bins:
         p = port()
-        srv[b] = (p, subprocess.Popen([b, "perf", "server", "--listen", f"127.0.0.1:{p}"],
+        shards = ["--shards", "2"] if mode.startswith("par") else []
+        srv[b] = (p, subprocess.Popen([b, "perf", "server", "--listen", f"127.0.0.1:{p}", *shards],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(0.5)
     try:
@@ -39,12 +42,17 @@ def main():
                     args = ["--bytes", "1GB", "--line-rate", "40gbit"]
                 elif mode == "rr":
                     args = ["--rr", "3000"]
+                elif mode.startswith("par"):
+                    args = ["--bytes", "1GB", "--line-rate", "40gbit", "--parallel", mode[3:]]
+                elif mode.startswith("cpu"):
+                    args = ["--time", "2s", "--pin-rate", "--line-rate", mode[3:]]
                 else:
                     args = ["--time", "2s", "--pin-rate", "--line-rate", mode]
                 out = subprocess.run([b, "perf", "client", "--to", f"127.0.0.1:{srv[b][0]}",
                                       *args, "--json"], capture_output=True, text=True).stdout
                 j = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
-                res[b].append(j.get("goodput_gbps", j.get("rtt_p50_ns")))
+                key = "cpu_cores" if mode.startswith("cpu") else "goodput_gbps"
+                res[b].append(j.get(key, j.get("rtt_p50_ns")))
     finally:
         for b in bins:
             srv[b][1].kill()
