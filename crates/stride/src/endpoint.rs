@@ -828,18 +828,62 @@ impl Stream {
         cx: &mut Context<'_>,
         max: usize,
     ) -> Poll<std::io::Result<Option<Bytes>>> {
+        let mut out = Vec::with_capacity(1);
+        match self.poll_take_chunks(cx, &mut out, max, 1) {
+            Poll::Ready(Ok(_)) => Poll::Ready(Ok(out.pop())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Appends to `out` every received chunk available now, up to `max` bytes in all, under
+    /// one lock (no copy); returns the bytes taken, 0 at the end of the stream.
+    pub fn poll_read_chunks(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Vec<Bytes>,
+        max: usize,
+    ) -> Poll<std::io::Result<usize>> {
+        self.poll_take_chunks(cx, out, max, usize::MAX)
+    }
+
+    fn poll_take_chunks(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Vec<Bytes>,
+        max: usize,
+        most: usize,
+    ) -> Poll<std::io::Result<usize>> {
         let mut st = self.shared.lock();
-        if let Ok(Some(b)) = st.ep.read_chunk(self.h, max) {
+        let mut taken = 0;
+        let mut count = 0;
+        while taken < max && count < most {
+            count += 1;
+            match st.ep.read_chunk(self.h, max - taken) {
+                Ok(Some(b)) => {
+                    taken += b.len();
+                    out.push(b);
+                }
+                _ => break,
+            }
+        }
+        if taken > 0 {
             st.dispatch();
+            // The driver only needs to hear of it when the read reopened the window enough
+            // for a window update (the core then has a datagram to send): waking it for every
+            // read costs a context switch each on a receiver whose driver sleeps.
+            let wake = st.ep.has_pending_transmit();
             drop(st);
-            self.shared.wake();
-            return Poll::Ready(Ok(Some(b)));
+            if wake {
+                self.shared.wake();
+            }
+            return Poll::Ready(Ok(taken));
         }
         if let Some(e) = Stream::closed_error(&st, self.h) {
             return Poll::Ready(Err(e.into_io()));
         }
         if st.ep.is_eof(self.h) {
-            return Poll::Ready(Ok(None));
+            return Poll::Ready(Ok(0));
         }
         if st.driver_gone {
             return Poll::Ready(Err(Error::EndpointClosed.into_io()));
@@ -853,6 +897,16 @@ impl Stream {
     /// Reads up to `max` bytes without copying them; `Ok(None)` at the end of the stream.
     pub async fn read_chunk(&mut self, max: usize) -> std::io::Result<Option<Bytes>> {
         std::future::poll_fn(|cx| self.poll_read_chunk(cx, max)).await
+    }
+
+    /// Appends every chunk available (at least one; up to `max` bytes) to `out` without
+    /// copying; returns the bytes taken, 0 at the end of the stream.
+    pub async fn read_chunks(
+        &mut self,
+        out: &mut Vec<Bytes>,
+        max: usize,
+    ) -> std::io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_read_chunks(cx, out, max)).await
     }
 
     fn write_refused(&self, st: &State) -> Option<std::io::Error> {

@@ -1,5 +1,5 @@
 //! The zero-copy stream calls over real loopback sockets: chunks written with `write_chunk`
-//! (mixed with ordinary writes) arrive intact through `read_chunk` (mixed with ordinary reads).
+//! (mixed with ordinary writes) arrive intact through `read_chunk` (mixed with `read_chunks` and ordinary reads).
 
 use stride::{Bytes, Endpoint};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -38,6 +38,16 @@ async fn chunks_and_copies_interleave_both_ways() {
                     break;
                 }
                 got.extend_from_slice(&small[..n]);
+            } else if turn % 3 == 1 {
+                let mut v = Vec::new();
+                let n = s.read_chunks(&mut v, 30_000).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                assert!(n <= 30_000 + 65_536 && n == v.iter().map(|b| b.len()).sum::<usize>());
+                for b in v {
+                    got.extend_from_slice(&b);
+                }
             } else {
                 match s.read_chunk(50_000).await.unwrap() {
                     Some(b) => {
