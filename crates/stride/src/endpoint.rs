@@ -1163,12 +1163,20 @@ fn drive(
                             }
                             None => fallback_now,
                         };
-                        // Shared, not copied: in-order payloads stay in the receive buffer as
-                        // slices of the message until the application takes them.
-                        for d in rx.datagram_bytes(i) {
-                            st.io.datagrams_in += 1;
-                            st.ep
-                                .handle_ecn_bytes(now, r.from, &d, r.ecn == sys::ECN_CE);
+                        if rx.message(i).is_some() {
+                            // A long (GRO) message is shared, not copied: in-order payloads
+                            // stay in the receive buffer as slices of it until the application
+                            // takes them.
+                            for d in rx.datagram_bytes(i) {
+                                st.io.datagrams_in += 1;
+                                st.ep
+                                    .handle_ecn_bytes(now, r.from, &d, r.ecn == sys::ECN_CE);
+                            }
+                        } else {
+                            for d in rx.datagrams(i) {
+                                st.io.datagrams_in += 1;
+                                st.ep.handle_ecn(now, r.from, d, r.ecn == sys::ECN_CE);
+                            }
                         }
                     }
                     st.dispatch();
