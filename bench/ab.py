@@ -4,7 +4,10 @@
   python3 bench/ab.py BIN_A,BIN_B[,...] REPS MODE
 
 MODE: `bulk` (1 GB at a 40 Gbit/s line, prints Gbit/s), `rr` (3000 64-byte round trips,
-prints the p50 in ns) or a pinned rate such as `10gbit` (2 s, prints Gbit/s). Each binary
+prints the p50 in ns), `parN` (1 GB split over N parallel connections against a server with
+`--shards 2`, prints the aggregate Gbit/s), `demo` (`stride demo --bytes 300MB`, prints the
+relay's utilization; no server), `cpuRATE` (2 s pinned at RATE, e.g. `cpu100mbit`,
+prints the client's CPU cores) or a pinned rate such as `10gbit` (2 s, prints Gbit/s). Each binary
 talks to its own `stride perf server`; rounds alternate the binaries; prints each binary's
 median and runs.
 """
@@ -27,27 +30,39 @@ def main():
     reps, mode = int(sys.argv[2]), sys.argv[3]
     res = {b: [] for b in bins}
     srv = {}
-    for b in bins:
+    for b in bins if mode != "demo" else []:
         p = port()
-        srv[b] = (p, subprocess.Popen([b, "perf", "server", "--listen", f"127.0.0.1:{p}"],
+        shards = ["--shards", "2"] if mode.startswith("par") else []
+        srv[b] = (p, subprocess.Popen([b, "perf", "server", "--listen", f"127.0.0.1:{p}", *shards],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(0.5)
     try:
         for _ in range(reps):
             for b in bins:
+                if mode == "demo":
+                    out = subprocess.run([b, "demo", "--bytes", "300MB", "--json"],
+                                         capture_output=True, text=True).stdout
+                    j = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+                    res[b].append(j["relay"]["utilization"])
+                    continue
                 if mode == "bulk":
                     args = ["--bytes", "1GB", "--line-rate", "40gbit"]
                 elif mode == "rr":
                     args = ["--rr", "3000"]
+                elif mode.startswith("par"):
+                    args = ["--bytes", "1GB", "--line-rate", "40gbit", "--parallel", mode[3:]]
+                elif mode.startswith("cpu"):
+                    args = ["--time", "2s", "--pin-rate", "--line-rate", mode[3:]]
                 else:
                     args = ["--time", "2s", "--pin-rate", "--line-rate", mode]
                 out = subprocess.run([b, "perf", "client", "--to", f"127.0.0.1:{srv[b][0]}",
                                       *args, "--json"], capture_output=True, text=True).stdout
                 j = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
-                res[b].append(j.get("goodput_gbps", j.get("rtt_p50_ns")))
+                key = "cpu_cores" if mode.startswith("cpu") else "goodput_gbps"
+                res[b].append(j.get(key, j.get("rtt_p50_ns")))
     finally:
-        for b in bins:
-            srv[b][1].kill()
+        for p, proc in srv.values():
+            proc.kill()
     for b in bins:
         print(b, "median", statistics.median(res[b]), [round(x, 2) for x in res[b]])
 

@@ -76,11 +76,16 @@ pub enum Role {
         /// Only the final report, as one JSON object.
         #[arg(long)]
         json: bool,
-        /// Bulk: run this many connections at once (STRIDE: each on its own endpoint, i.e. its
-        /// own socket and driver thread; TCP: its own socket), --bytes split evenly between
-        /// them; the report is their aggregate goodput.
+        /// Bulk: run this many connections at once (TCP: each its own socket), --bytes split
+        /// evenly between them; the report is their aggregate goodput.
         #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256), conflicts_with = "rr")]
         parallel: u16,
+        /// STRIDE with --parallel: spread the connections over this many client endpoints
+        /// (each one socket and one driver thread; default: one per connection). Fewer
+        /// endpoints share driver threads, but their connections share a source port, so the
+        /// server's `SO_REUSEPORT` hash puts them all on one of its shards.
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u16).range(1..=256))]
+        endpoints: Option<u16>,
         #[command(flatten)]
         transport: Transport,
         #[command(flatten)]
@@ -115,6 +120,7 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                 size,
                 json,
                 parallel,
+                endpoints,
                 transport,
                 control,
             } => {
@@ -148,7 +154,11 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                     if transport.udp {
                         fail("perf client", "--udp needs --rr");
                     }
-                    parallel_client(to, usize::from(parallel), bytes, time, json, proto).await
+                    let shape = (
+                        usize::from(parallel),
+                        usize::from(endpoints.unwrap_or(parallel)),
+                    );
+                    parallel_client(to, shape, bytes, time, json, proto).await
                 } else if transport.udp {
                     match job {
                         Job::RoundTrips { count, size } => udp_client(to, count, size, json).await,
@@ -397,16 +407,10 @@ async fn one_bulk(
     to: SocketAddr,
     bytes: Option<u64>,
     time: Option<f64>,
-    proto: Option<stride::Config>,
+    ep: Option<Endpoint>,
 ) -> Result<(u64, f64, u64, u64), String> {
-    match proto {
-        Some(proto) => {
-            let opts = stride::EndpointConfig {
-                proto,
-                listen: false,
-                ..stride::EndpointConfig::default()
-            };
-            let ep = Endpoint::bind_with(any_addr(to), opts).map_err(|e| e.to_string())?;
+    match ep {
+        Some(ep) => {
             let mut s = ep
                 .connect_timeout(to, Duration::from_secs(3))
                 .await
@@ -434,19 +438,33 @@ async fn one_bulk(
 /// aggregate goodput (all bytes over the time from the first start to the last confirmation).
 async fn parallel_client(
     to: SocketAddr,
-    n: usize,
+    (n, k): (usize, usize),
     bytes: Option<u64>,
     time: Option<f64>,
     json_out: bool,
     proto: Option<stride::Config>,
 ) -> i32 {
+    let mut eps = Vec::new();
+    if let Some(proto) = &proto {
+        let opts = stride::EndpointConfig {
+            proto: proto.clone(),
+            listen: false,
+            ..stride::EndpointConfig::default()
+        };
+        for _ in 0..k.min(n) {
+            match Endpoint::bind_with(any_addr(to), opts.clone()) {
+                Ok(ep) => eps.push(ep),
+                Err(e) => fail("perf client", e),
+            }
+        }
+    }
     let cpu0 = stride::perf::cpu_seconds();
     let start = std::time::Instant::now();
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n as u64 {
         let share = bytes.map(|b| b / n as u64 + u64::from(i < b % n as u64));
-        let proto = proto.clone();
-        tasks.push(tokio::spawn(one_bulk(to, share, time, proto)));
+        let ep = (!eps.is_empty()).then(|| eps[i as usize % eps.len()].clone());
+        tasks.push(tokio::spawn(one_bulk(to, share, time, ep)));
     }
     let (mut total, mut retx, mut timeouts, mut per) = (0u64, 0u64, 0u64, Vec::new());
     for t in tasks {
@@ -468,7 +486,7 @@ async fn parallel_client(
     if json_out {
         println!(
             "{}",
-            json!({"transport": transport, "connections": n, "bytes": total, "seconds": secs,
+            json!({"transport": transport, "connections": n, "endpoints": eps.len(), "bytes": total, "seconds": secs,
                    "goodput_gbps": gbps, "per_connection_gbps": per,
                    "retransmitted_packets": retx, "timeouts": timeouts,
                    "cpu_cores": (cores * 1e3).round() / 1e3})

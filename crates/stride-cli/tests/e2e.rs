@@ -579,6 +579,35 @@ fn perf_round_trips_over_stride_tcp_and_udp() {
     }
 }
 
+/// `--parallel N --endpoints K`: N connections over K client endpoints (zero-copy bulk path),
+/// every byte delivered and counted once.
+#[test]
+fn perf_parallel_connections_share_client_endpoints() {
+    let (_server, addr) =
+        Proc::start(&["perf", "server", "--shards", "2", "--listen", "127.0.0.1:0"]);
+    let to = addr.to_string();
+    for (k, want) in [("2", 2), ("1", 1)] {
+        let r = perf_client(&[
+            "--to",
+            to.as_str(),
+            "--bytes",
+            "6MB",
+            "--parallel",
+            "3",
+            "--endpoints",
+            k,
+        ]);
+        assert_eq!(r["connections"], 3, "{r}");
+        assert_eq!(r["endpoints"], want, "{r}");
+        assert_eq!(r["bytes"], 6_000_000, "{r}");
+        assert_eq!(
+            r["per_connection_gbps"].as_array().map(Vec::len),
+            Some(3),
+            "{r}"
+        );
+    }
+}
+
 #[test]
 fn perf_udp_needs_round_trips_and_a_server() {
     let out = Command::new(BIN)

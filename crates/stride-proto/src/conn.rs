@@ -10,6 +10,7 @@
 //! selective recovery it keeps such packets within its window and its NACKs name the missing
 //! ranges (spec §6.3, §6.5).
 
+use crate::buf::{sub_bytes, RecvBuf, SendBuf};
 use crate::cc::{AckSample, Controller, RATE_FRAC_BITS};
 use crate::config::{Config, EchoPolicy, Recovery};
 use crate::stats::ConnStats;
@@ -17,6 +18,7 @@ use crate::wire::{
     emit_nack_ranges, nack_ranges, seq_le, seq_lt, syn_ack_peer_caps, Flags, Header, NackRange,
     Packet, CAPS_KNOWN, CAP_SELECTIVE, HEADER_LEN, MAX_NACK_RANGES, NACK_RANGE_LEN,
 };
+use bytes::Bytes;
 use std::collections::VecDeque;
 
 /// A buffer that empties while holding more than this is freed (see [`Connection::read`]).
@@ -102,7 +104,10 @@ pub struct Connection {
     snd_una: u32,
     snd_nxt: u32,
     snd_max: u32,
-    sbuf: VecDeque<u8>,
+    sbuf: SendBuf,
+    /// Set by [`Connection::poll_transmit_parts`] for one call: DATA payloads go here as
+    /// slices of the send buffer instead of being copied into the datagram buffer.
+    tx_parts: Option<Vec<Bytes>>,
     close_requested: bool,
     fin_sent: bool,
     fin_acked: bool,
@@ -149,7 +154,10 @@ pub struct Connection {
 
     // ---- receiver ----
     rcv_nxt: u32,
-    rbuf: VecDeque<u8>,
+    rbuf: RecvBuf,
+    /// The received datagram being handled, when the caller handed it over as [`Bytes`]
+    /// ([`Connection::set_rx_source`]): in-order payloads are kept as slices of it, not copied.
+    rx_src: Option<Bytes>,
     /// Selective recovery: segments received beyond a gap, `(seq, bytes)`, ascending from
     /// `rcv_nxt`, disjoint, all inside the advertised window.
     ooo: VecDeque<(u32, Vec<u8>)>,
@@ -223,7 +231,8 @@ impl Connection {
             snd_una: iss,
             snd_nxt: iss,
             snd_max: iss,
-            sbuf: VecDeque::new(),
+            sbuf: SendBuf::new(),
+            tx_parts: None,
             close_requested: false,
             fin_sent: false,
             fin_acked: false,
@@ -252,7 +261,8 @@ impl Connection {
             resent_log: VecDeque::new(),
             nack_hi: None,
             rcv_nxt: 0,
-            rbuf: VecDeque::new(),
+            rbuf: RecvBuf::new(),
+            rx_src: None,
             ooo: VecDeque::new(),
             ooo_bytes: 0,
             ooo_fin: None,
@@ -419,7 +429,7 @@ impl Connection {
             self.rto_at = None;
             self.delack_at = None;
             self.nack_at = None;
-            self.sbuf = VecDeque::new();
+            self.sbuf = SendBuf::new();
             self.ooo = VecDeque::new();
             self.ooo_bytes = 0;
             self.rexmit = VecDeque::new();
@@ -437,24 +447,71 @@ impl Connection {
         let room = self.cfg.send_buffer.saturating_sub(self.sbuf.len());
         let n = room.min(data.len());
         self.used |= n > 0;
-        self.sbuf.extend(&data[..n]);
+        self.sbuf.extend_from_slice(&data[..n]);
         if n < data.len() {
             self.want_writable = true;
         }
         n
     }
 
+    /// Queues a chunk the application hands over, without copying it; returns how many of its
+    /// bytes (a prefix) fit in the send buffer. The chunk's memory is held until acknowledged.
+    pub fn write_bytes(&mut self, data: &Bytes) -> usize {
+        if self.close_requested || self.is_closed() || self.state == State::Linger {
+            return 0;
+        }
+        let room = self.cfg.send_buffer.saturating_sub(self.sbuf.len());
+        let n = room.min(data.len());
+        self.used |= n > 0;
+        if n == data.len() {
+            self.sbuf.push(data.clone());
+        } else {
+            self.sbuf.push(data.slice(..n));
+            self.want_writable = true;
+        }
+        n
+    }
+
+    /// Takes up to `max` delivered bytes without copying them; None when nothing is buffered
+    /// (see [`Connection::is_eof`]).
+    pub fn read_chunk(&mut self, max: usize) -> Option<Bytes> {
+        let b = self.rbuf.read_chunk(max)?;
+        self.after_read(b.len());
+        Some(b)
+    }
+
+    /// Hands over (Some) or forgets (None) the datagram about to be handled, so that its
+    /// in-order payload is kept as a slice of it instead of a copy.
+    pub fn set_rx_source(&mut self, src: Option<Bytes>) {
+        self.rx_src = src;
+    }
+
+    /// Like [`Connection::poll_transmit`], but a DATA packet's payload is not copied into
+    /// `buf`: it is appended to `parts` as slices of the send buffer (`buf` then holds the
+    /// header only). Returns the datagram's whole length, header and parts.
+    pub fn poll_transmit_parts(
+        &mut self,
+        now: u64,
+        buf: &mut [u8],
+        parts: &mut Vec<Bytes>,
+    ) -> Option<usize> {
+        self.tx_parts = Some(std::mem::take(parts));
+        let r = self.poll_transmit(now, buf);
+        *parts = self.tx_parts.take().unwrap_or_default();
+        r
+    }
+
     /// Reads delivered bytes; returns 0 when nothing is buffered (see [`Connection::is_eof`]).
     pub fn read(&mut self, out: &mut [u8]) -> usize {
-        let n = out.len().min(self.rbuf.len());
-        let (a, b) = self.rbuf.as_slices();
-        let na = n.min(a.len());
-        out[..na].copy_from_slice(&a[..na]);
-        out[na..n].copy_from_slice(&b[..n - na]);
-        self.rbuf.drain(..n);
+        let n = self.rbuf.read(out);
+        self.after_read(n);
+        n
+    }
+
+    fn after_read(&mut self, n: usize) {
         if self.rbuf.is_empty() && self.rbuf.capacity() > IDLE_BUFFER {
             // Idle connections keep a small record, not the high-water mark of their buffer.
-            self.rbuf = VecDeque::new();
+            self.rbuf = RecvBuf::new();
         }
         if n > 0 {
             // Window update when the window we last advertised was too small for a packet and
@@ -468,7 +525,6 @@ impl Connection {
                 self.ack_now = true;
             }
         }
-        n
     }
 
     /// Finishes our direction: a FIN follows the buffered bytes.
@@ -834,9 +890,9 @@ impl Connection {
                 self.fin_acked = true;
             }
             let data_acked = (newly as usize).min(self.sbuf.len());
-            self.sbuf.drain(..data_acked);
+            self.sbuf.drain_front(data_acked);
             if self.sbuf.is_empty() && self.sbuf.capacity() > IDLE_BUFFER {
-                self.sbuf = VecDeque::new();
+                self.sbuf = SendBuf::new();
             }
             self.snd_una = a;
             if seq_lt(self.snd_nxt, a) {
@@ -1075,7 +1131,10 @@ impl Connection {
                 return;
             }
             let was_empty = self.rbuf.is_empty();
-            self.rbuf.extend(payload);
+            match self.rx_src.as_ref().and_then(|src| sub_bytes(src, payload)) {
+                Some(b) => self.rbuf.push(b),
+                None => self.rbuf.extend_from_slice(payload),
+            }
             self.rcv_nxt = self.rcv_nxt.wrapping_add(len);
             // Segments kept beyond the gap this packet closed follow it.
             let moved = if self.ooo.is_empty() {
@@ -1209,7 +1268,7 @@ impl Connection {
             let skip = self.rcv_nxt.wrapping_sub(s) as usize;
             if skip < d.len() {
                 let tail = &d[skip..];
-                self.rbuf.extend(tail);
+                self.rbuf.extend_from_slice(tail);
                 self.rcv_nxt = self.rcv_nxt.wrapping_add(tail.len() as u32);
                 moved += tail.len() as u32;
             }
@@ -1304,7 +1363,7 @@ impl Connection {
             self.linger_until = now + self.cfg.linger_ns;
             // Everything we sent is acknowledged: give the send buffer's memory back now, not
             // at the end of the linger (thousands of lingering connections otherwise pin it).
-            self.sbuf = VecDeque::new();
+            self.sbuf = SendBuf::new();
             self.rbuf.shrink_to_fit();
             self.ooo = VecDeque::new();
             self.ooo_bytes = 0;
@@ -1521,19 +1580,12 @@ impl Connection {
         None
     }
 
-    /// Copies send-buffer bytes from offset `off` (from `snd_una`) into `dst`.
-    fn copy_out(&self, off: usize, dst: &mut [u8]) {
-        let len = dst.len();
-        let (a, b) = self.sbuf.as_slices();
-        let mut copied = 0;
-        if off < a.len() {
-            let n = (a.len() - off).min(len);
-            dst[..n].copy_from_slice(&a[off..off + n]);
-            copied = n;
-        }
-        if copied < len {
-            let boff = off + copied - a.len();
-            dst[copied..].copy_from_slice(&b[boff..boff + len - copied]);
+    /// Copies send-buffer bytes from offset `off` (from `snd_una`) into `dst`, or (inside
+    /// [`Connection::poll_transmit_parts`]) appends them as slices to its parts.
+    fn copy_out(&mut self, off: usize, dst: &mut [u8]) {
+        match self.tx_parts.as_mut() {
+            Some(parts) => self.sbuf.slices(off, dst.len(), parts),
+            None => self.sbuf.copy_out(off, dst),
         }
     }
 

@@ -5,6 +5,7 @@
 use crate::config::Config;
 use crate::conn::{offered_caps, Connection, Event};
 use crate::wire::{syn_ack_caps, Flags, Header, Packet, HEADER_LEN};
+use bytes::Bytes;
 use siphasher::sip::{SipHasher13, SipHasher24};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -664,6 +665,92 @@ impl Endpoint {
         let n = e.conn.write(data);
         self.touch(h.0);
         Ok(n)
+    }
+
+    /// Queues a chunk without copying it (see [`Connection::write_bytes`]); returns how many
+    /// of its bytes (a prefix) fit.
+    pub fn write_bytes(&mut self, h: ConnHandle, data: &Bytes) -> Result<usize, EndpointError> {
+        let e = self
+            .conns
+            .get_mut(&h.0)
+            .ok_or(EndpointError::UnknownConnection)?;
+        let n = e.conn.write_bytes(data);
+        self.touch(h.0);
+        Ok(n)
+    }
+
+    /// Takes up to `max` delivered bytes without copying them (see
+    /// [`Connection::read_chunk`]); `Ok(None)` when nothing is buffered.
+    pub fn read_chunk(
+        &mut self,
+        h: ConnHandle,
+        max: usize,
+    ) -> Result<Option<Bytes>, EndpointError> {
+        let e = self
+            .conns
+            .get_mut(&h.0)
+            .ok_or(EndpointError::UnknownConnection)?;
+        let b = e.conn.read_chunk(max);
+        if e.conn.is_closed() {
+            self.park(h.0);
+        } else {
+            self.touch(h.0);
+        }
+        Ok(b)
+    }
+
+    /// Like [`Endpoint::handle_ecn`] for a datagram held in [`Bytes`]: a connection keeps its
+    /// in-order payload as a slice of `data` instead of copying it.
+    pub fn handle_ecn_bytes(&mut self, now: u64, remote: SocketAddr, data: &Bytes, ce: bool) {
+        let dst = Packet::new_checked(&data[..]).ok().map(|p| p.dst_cid());
+        let lend = |conns: &mut HashMap<u32, Entry>, src: Option<Bytes>| {
+            if let Some(e) = dst.and_then(|d| conns.get_mut(&d)) {
+                if e.remote == remote {
+                    e.conn.set_rx_source(src);
+                }
+            }
+        };
+        lend(&mut self.conns, Some(data.clone()));
+        self.handle_ecn(now, remote, data, ce);
+        lend(&mut self.conns, None);
+    }
+
+    /// Like [`Endpoint::poll_transmit`], but a DATA payload is appended to `parts` as slices
+    /// of the send buffer instead of being copied into `buf`, which then holds the header
+    /// only ([`Connection::poll_transmit_parts`]). `Transmit::len` is the whole datagram.
+    pub fn poll_transmit_parts(
+        &mut self,
+        now: u64,
+        buf: &mut [u8],
+        parts: &mut Vec<Bytes>,
+    ) -> Option<Transmit> {
+        if let Some((remote, b)) = self.ctrl.pop_front() {
+            buf[..HEADER_LEN].copy_from_slice(&b);
+            return Some(Transmit {
+                remote,
+                len: HEADER_LEN,
+            });
+        }
+        while let Some(cid) = self.ready.pop_front() {
+            let Some(e) = self.conns.get_mut(&cid) else {
+                continue;
+            };
+            e.queued = false;
+            if e.conn.wants_transmit(now) {
+                if let Some(len) = e.conn.poll_transmit_parts(now, buf, parts) {
+                    let remote = e.remote;
+                    if e.conn.wants_transmit(now) {
+                        e.queued = true;
+                        self.ready.push_back(cid);
+                    } else {
+                        self.park(cid);
+                    }
+                    return Some(Transmit { remote, len });
+                }
+            }
+            self.park(cid);
+        }
+        None
     }
 
     /// Reads delivered bytes. `Ok(0)` with [`Endpoint::is_eof`] true means end of stream.

@@ -27,6 +27,7 @@
 
 use crate::error::{Error, Result};
 use crate::sys::{self, RxBatch, TxBatch};
+use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
@@ -811,6 +812,167 @@ impl Stream {
         self.shared.wake();
     }
 
+    /// Queues `data` without copying it (the send buffer keeps a reference until the peer
+    /// acknowledges the bytes, and the driver passes them to the kernel from there); returns
+    /// how many of its bytes (a prefix) were taken. The zero-copy counterpart of `poll_write`.
+    pub fn poll_write_bytes(
+        &mut self,
+        cx: &mut Context<'_>,
+        data: &Bytes,
+    ) -> Poll<std::io::Result<usize>> {
+        if data.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let mut st = self.shared.lock();
+        if let Some(e) = self.write_refused(&st) {
+            return Poll::Ready(Err(e));
+        }
+        let r = st.ep.write_bytes(self.h, data);
+        self.after_write(st, cx, r)
+    }
+
+    /// Writes all of `data` without copying it (see [`Stream::poll_write_bytes`]).
+    pub async fn write_chunk(&mut self, mut data: Bytes) -> std::io::Result<()> {
+        while !data.is_empty() {
+            let n = std::future::poll_fn(|cx| self.poll_write_bytes(cx, &data)).await?;
+            let _ = data.split_to(n);
+        }
+        Ok(())
+    }
+
+    /// Takes up to `max` received bytes without copying them: `Ok(None)` at the end of the
+    /// stream. The zero-copy counterpart of `poll_read`.
+    pub fn poll_read_chunk(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+    ) -> Poll<std::io::Result<Option<Bytes>>> {
+        let mut out = Vec::with_capacity(1);
+        match self.poll_take_chunks(cx, &mut out, max, 1) {
+            Poll::Ready(Ok(_)) => Poll::Ready(Ok(out.pop())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Appends to `out` every received chunk available now, up to `max` bytes in all, under
+    /// one lock (no copy); returns the bytes taken, 0 at the end of the stream.
+    pub fn poll_read_chunks(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Vec<Bytes>,
+        max: usize,
+    ) -> Poll<std::io::Result<usize>> {
+        self.poll_take_chunks(cx, out, max, usize::MAX)
+    }
+
+    fn poll_take_chunks(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Vec<Bytes>,
+        max: usize,
+        most: usize,
+    ) -> Poll<std::io::Result<usize>> {
+        let mut st = self.shared.lock();
+        let mut taken = 0;
+        let mut count = 0;
+        while taken < max && count < most {
+            count += 1;
+            match st.ep.read_chunk(self.h, max - taken) {
+                Ok(Some(b)) => {
+                    taken += b.len();
+                    out.push(b);
+                }
+                _ => break,
+            }
+        }
+        if taken > 0 {
+            st.dispatch();
+            // The driver only needs to hear of it when the read reopened the window enough
+            // for a window update (the core then has a datagram to send): waking it for every
+            // read costs a context switch each on a receiver whose driver sleeps.
+            let wake = st.ep.has_pending_transmit();
+            drop(st);
+            if wake {
+                self.shared.wake();
+            }
+            return Poll::Ready(Ok(taken));
+        }
+        if let Some(e) = Stream::closed_error(&st, self.h) {
+            return Poll::Ready(Err(e.into_io()));
+        }
+        if st.ep.is_eof(self.h) {
+            return Poll::Ready(Ok(0));
+        }
+        if st.driver_gone {
+            return Poll::Ready(Err(Error::EndpointClosed.into_io()));
+        }
+        if let Some(s) = st.slots.get_mut(&self.h) {
+            s.read = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    /// Reads up to `max` bytes without copying them; `Ok(None)` at the end of the stream.
+    pub async fn read_chunk(&mut self, max: usize) -> std::io::Result<Option<Bytes>> {
+        std::future::poll_fn(|cx| self.poll_read_chunk(cx, max)).await
+    }
+
+    /// Appends every chunk available (at least one; up to `max` bytes) to `out` without
+    /// copying; returns the bytes taken, 0 at the end of the stream.
+    pub async fn read_chunks(
+        &mut self,
+        out: &mut Vec<Bytes>,
+        max: usize,
+    ) -> std::io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_read_chunks(cx, out, max)).await
+    }
+
+    fn write_refused(&self, st: &State) -> Option<std::io::Error> {
+        if let Some(e) = Stream::closed_error(st, self.h) {
+            return Some(e.into_io());
+        }
+        if self.shut {
+            return Some(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "write after shutdown",
+            ));
+        }
+        if st.driver_gone {
+            return Some(Error::EndpointClosed.into_io());
+        }
+        None
+    }
+
+    fn after_write(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        cx: &mut Context<'_>,
+        r: std::result::Result<usize, stride_proto::EndpointError>,
+    ) -> Poll<std::io::Result<usize>> {
+        match r {
+            Ok(n) if n > 0 => {
+                if n <= DIRECT_MAX_BYTES && !st.tx_inflight {
+                    send_direct(&mut st, self.shared.sock_fd);
+                }
+                st.dispatch();
+                drop(st);
+                // Even after a direct send: the driver recomputes its deadlines (the RTO).
+                self.shared.wake();
+                Poll::Ready(Ok(n))
+            }
+            Ok(_) => {
+                if let Some(s) = st.slots.get_mut(&self.h) {
+                    s.write = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            Err(_) => Poll::Ready(Err(Stream::closed_error(&st, self.h)
+                .unwrap_or(Error::Reset)
+                .into_io())),
+        }
+    }
+
     fn closed_error(st: &State, h: ConnHandle) -> Option<Error> {
         match st.slots.get(&h) {
             Some(s) => s.closed.and_then(Error::from_close),
@@ -876,27 +1038,8 @@ impl AsyncWrite for Stream {
             return Poll::Ready(Err(Error::EndpointClosed.into_io()));
         }
         let data = &data[..data.len().min(WRITE_SLICE)];
-        match st.ep.write(this.h, data) {
-            Ok(n) if n > 0 => {
-                if n <= DIRECT_MAX_BYTES && !st.tx_inflight {
-                    send_direct(&mut st, this.shared.sock_fd);
-                }
-                st.dispatch();
-                drop(st);
-                // Even after a direct send: the driver recomputes its deadlines (the RTO).
-                this.shared.wake();
-                Poll::Ready(Ok(n))
-            }
-            Ok(_) => {
-                if let Some(s) = st.slots.get_mut(&this.h) {
-                    s.write = Some(cx.waker().clone());
-                }
-                Poll::Pending
-            }
-            Err(_) => Poll::Ready(Err(Stream::closed_error(&st, this.h)
-                .unwrap_or(Error::Reset)
-                .into_io())),
-        }
+        let r = st.ep.write(this.h, data);
+        this.after_write(st, cx, r)
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -1039,9 +1182,20 @@ fn drive(
                             }
                             None => fallback_now,
                         };
-                        for d in rx.datagrams(i) {
-                            st.io.datagrams_in += 1;
-                            st.ep.handle_ecn(now, r.from, d, r.ecn == sys::ECN_CE);
+                        if rx.message(i).is_some() {
+                            // A long (GRO) message is shared, not copied: in-order payloads
+                            // stay in the receive buffer as slices of it until the application
+                            // takes them.
+                            for d in rx.datagram_bytes(i) {
+                                st.io.datagrams_in += 1;
+                                st.ep
+                                    .handle_ecn_bytes(now, r.from, &d, r.ecn == sys::ECN_CE);
+                            }
+                        } else {
+                            for d in rx.datagrams(i) {
+                                st.io.datagrams_in += 1;
+                                st.ep.handle_ecn(now, r.from, d, r.ecn == sys::ECN_CE);
+                            }
                         }
                     }
                     st.dispatch();
@@ -1069,7 +1223,9 @@ fn drive(
                 }
                 while !tx.is_full() {
                     let now = sys::now_ns();
-                    match st.ep.poll_transmit(now, tx.next_buf()) {
+                    // Payloads stay in the send buffer: the kernel reads them from there.
+                    let (buf, parts) = tx.next_slot();
+                    match st.ep.poll_transmit_parts(now, buf, parts) {
                         Some(t) => tx.commit(t.remote, t.len),
                         None => break,
                     }

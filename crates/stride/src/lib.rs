@@ -29,6 +29,7 @@ pub mod relay;
 pub mod sys;
 pub mod xfer;
 
+pub use bytes::Bytes;
 pub use endpoint::{host_config, Endpoint, EndpointConfig, IoStats, SocketInfo, Stream};
 pub use endpoint::{
     HOST_BURST_BYTES, HOST_BURST_NS, HOST_DELAYED_ACK_NS, HOST_MIN_RTO_NS, HOST_NORM_SHIFT,

@@ -22,10 +22,44 @@
 //! # Ok(()) }
 //! ```
 
+use bytes::Bytes;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// What [`bulk`] and [`serve`] need beyond tokio's byte-stream traits: handing over a whole
+/// chunk and taking received bytes back. The default methods copy (kernel TCP, any tokio
+/// stream: one copy each way between the application and the kernel); a STRIDE
+/// [`crate::Stream`] overrides them with its zero-copy calls ([`crate::Stream::write_chunk`],
+/// [`crate::Stream::read_chunk`]), so neither end copies a byte in user space.
+pub trait ChunkIo: AsyncRead + AsyncWrite + Unpin + Send {
+    /// Sends all of `chunk`.
+    fn send_chunk(&mut self, chunk: &Bytes) -> impl Future<Output = io::Result<()>> + Send {
+        async move { self.write_all(chunk).await }
+    }
+    /// Takes what has arrived (reading into `scratch` if the transport must copy) and drops
+    /// it; returns how many bytes, 0 at the end of the stream.
+    fn recv_discard(
+        &mut self,
+        scratch: &mut [u8],
+    ) -> impl Future<Output = io::Result<usize>> + Send {
+        async move { self.read(scratch).await }
+    }
+}
+
+impl ChunkIo for tokio::net::TcpStream {}
+
+impl ChunkIo for crate::Stream {
+    fn send_chunk(&mut self, chunk: &Bytes) -> impl Future<Output = io::Result<()>> + Send {
+        self.write_chunk(chunk.clone())
+    }
+    async fn recv_discard(&mut self, _scratch: &mut [u8]) -> io::Result<usize> {
+        let mut chunks = Vec::new();
+        self.read_chunks(&mut chunks, usize::MAX).await
+    }
+}
 
 /// Reads `s` to its end, discarding the bytes; returns how many there were.
 pub async fn discard_to_end<S: AsyncRead + Unpin>(s: &mut S) -> io::Result<u64> {
@@ -51,16 +85,21 @@ pub fn cpu_seconds() -> f64 {
 
 /// Serves one connection of either mode; a bulk transfer's bytes and seconds (first byte to
 /// confirmation) go to `done` before the connection closes.
-pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
-    s: &mut S,
-    done: impl FnOnce(u64, f64),
-) -> io::Result<()> {
+pub async fn serve<S: ChunkIo>(s: &mut S, done: impl FnOnce(u64, f64)) -> io::Result<()> {
     let mut mode = [0u8; 1];
     s.read_exact(&mut mode).await?;
     match mode[0] {
         b'T' => {
             let start = Instant::now();
-            let total = discard_to_end(s).await?;
+            let mut scratch = vec![0u8; 256 * 1024];
+            let mut total = 0u64;
+            loop {
+                let n = s.recv_discard(&mut scratch).await?;
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
             s.write_all(b"k").await?;
             done(total, start.elapsed().as_secs_f64());
             let _ = tokio::time::timeout(Duration::from_secs(2), s.shutdown()).await;
@@ -99,13 +138,13 @@ pub struct Bulk {
 /// Sends a bulk job on `s` (`bytes` of them, or for `time` seconds, whichever ends first; one
 /// of them should be given) and waits for the server's confirmation; `tick` sees (stream,
 /// elapsed, bytes written) after every chunk.
-pub async fn bulk<S: AsyncRead + AsyncWrite + Unpin>(
+pub async fn bulk<S: ChunkIo>(
     s: &mut S,
     bytes: Option<u64>,
     time: Option<f64>,
     mut tick: impl FnMut(&S, Duration, u64),
 ) -> io::Result<Bulk> {
-    let chunk = vec![0u8; 256 * 1024];
+    let chunk = Bytes::from(vec![0u8; 256 * 1024]);
     s.write_all(b"T").await?;
     let start = Instant::now();
     let cpu0 = cpu_seconds();
@@ -120,7 +159,7 @@ pub async fn bulk<S: AsyncRead + AsyncWrite + Unpin>(
             Some(b) => (b - written).min(chunk.len() as u64) as usize,
             None => chunk.len(),
         };
-        s.write_all(&chunk[..n]).await?;
+        s.send_chunk(&chunk.slice(..n)).await?;
         written += n as u64;
         tick(s, start.elapsed(), written);
     }

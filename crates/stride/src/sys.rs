@@ -238,9 +238,25 @@ pub fn enable_ecn(fd: RawFd, v6: bool) -> bool {
         && setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, tos).is_ok()
 }
 
-/// Buffers for receiving up to [`BATCH`] messages in one call ([`GRO_BATCH`] with GRO).
+/// Allocation size of a receive slot's buffer: received messages are split off it as
+/// [`bytes::Bytes`] (handed to the connections without a copy) until less than one message's
+/// room is left, then the slot takes a fresh buffer (or its old one back, once every slice of
+/// it has been dropped).
+pub const RX_ALLOC: usize = 64 * 1024;
+/// A received message at least this long (a GRO run of datagrams) is split off its slot's
+/// buffer and shared without a copy; a shorter one stays in the slot, which is reused for the
+/// next call, and its datagrams are copied by whoever keeps them. A shared slice pins its whole
+/// allocation until dropped, so sharing only long messages bounds that overhead at
+/// `RX_ALLOC / RX_SHARE_MIN` (2x) instead of 64 KiB per held datagram.
+pub const RX_SHARE_MIN: usize = 32 * 1024;
+
+/// Buffers for receiving up to [`BATCH`] messages in one call ([`GRO_BATCH`] with GRO). Each
+/// slot receives into the spare room of its own `BytesMut`; a received message is split off
+/// as [`bytes::Bytes`], so its datagrams can be kept (as slices) by whoever handles them.
 pub struct RxBatch {
-    bufs: Vec<u8>,
+    slots_buf: Vec<bytes::BytesMut>,
+    /// The shared messages of the last call (None: the message is in its slot's buffer).
+    held: Vec<Option<bytes::Bytes>>,
     room: usize,
     slots: usize,
     names: Vec<libc::sockaddr_storage>,
@@ -275,7 +291,10 @@ impl RxBatch {
 
     fn with_slots(slots: usize, room: usize) -> Self {
         RxBatch {
-            bufs: vec![0; slots * room],
+            slots_buf: (0..slots)
+                .map(|_| bytes::BytesMut::with_capacity(RX_ALLOC.max(room)))
+                .collect(),
+            held: Vec::with_capacity(slots),
             room,
             slots,
             // SAFETY: all-zero is valid for these C structs.
@@ -296,7 +315,16 @@ impl RxBatch {
 
     /// The payload of the `i`-th message of the last call.
     pub fn data(&self, i: usize) -> &[u8] {
-        &self.bufs[i * self.room..i * self.room + self.got[i].len]
+        match &self.held[i] {
+            Some(b) => &b[..self.got[i].len],
+            None => &self.slots_buf[i][..self.got[i].len],
+        }
+    }
+
+    /// The `i`-th message of the last call as shared bytes (no copy), when it was long enough
+    /// to be shared ([`RX_SHARE_MIN`]).
+    pub fn message(&self, i: usize) -> Option<&bytes::Bytes> {
+        self.held[i].as_ref()
     }
 
     /// The datagrams of the `i`-th message of the last call (one without GRO).
@@ -304,14 +332,35 @@ impl RxBatch {
         self.data(i).chunks(self.got[i].seg.max(1))
     }
 
+    /// The datagrams of the `i`-th message of the last call as shared bytes (no copy); none
+    /// when the message was not shared (see [`RxBatch::message`]).
+    pub fn datagram_bytes(&self, i: usize) -> impl Iterator<Item = bytes::Bytes> + '_ {
+        static EMPTY: bytes::Bytes = bytes::Bytes::new();
+        let (m, len) = match &self.held[i] {
+            Some(m) => (m, self.got[i].len),
+            None => (&EMPTY, 0),
+        };
+        let seg = self.got[i].seg.max(1);
+        (0..len)
+            .step_by(seg)
+            .map(move |o| m.slice(o..(o + seg).min(len)))
+    }
+
     /// Receives what is queued (non-blocking); `WouldBlock` when nothing is.
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
         self.got.clear();
-        let base = self.bufs.as_mut_ptr();
+        self.held.clear();
         for i in 0..self.slots {
+            let b = &mut self.slots_buf[i];
+            // A message left in its slot (not shared) is done with: reuse the room.
+            b.clear();
+            if b.capacity() < self.room {
+                // Reclaims the old buffer when nothing refers to it any more, else allocates.
+                b.reserve(RX_ALLOC.max(self.room));
+            }
             self.iov[i] = libc::iovec {
-                // SAFETY: i * room is inside bufs.
-                iov_base: unsafe { base.add(i * self.room) } as *mut libc::c_void,
+                // The kernel writes into the spare room; only what it wrote becomes the length.
+                iov_base: b.spare_capacity_mut().as_mut_ptr() as *mut libc::c_void,
                 iov_len: self.room,
             };
             // SAFETY: zero is a valid msghdr; every pointer set below outlives the call.
@@ -359,6 +408,13 @@ impl RxBatch {
         let pair = clock_pair();
         for i in 0..n {
             let h = &self.hdrs[i];
+            let got = (h.msg_len as usize).min(self.room);
+            let b = &mut self.slots_buf[i];
+            // SAFETY: the kernel wrote `got` bytes at the start of the spare room (msg_len is
+            // at most the iovec's length without MSG_TRUNC in the call's flags).
+            unsafe { b.set_len(got) };
+            self.held
+                .push((got >= RX_SHARE_MIN).then(|| b.split().freeze()));
             let Some(from) = from_storage(&self.names[i]) else {
                 self.got.push(Received {
                     from: SocketAddr::from(([0, 0, 0, 0], 0)),
@@ -427,10 +483,21 @@ impl RxBatch {
     }
 }
 
-/// Datagrams waiting to be sent in one call.
+/// Most payload slices one queued datagram keeps as separate iovec entries; a datagram
+/// whose payload spans more chunks of the send buffer is flattened into its slot (copied).
+pub const MAX_PARTS: usize = 8;
+
+/// Datagrams waiting to be sent in one call. A datagram is its slot's bytes (the header, or
+/// the whole datagram) followed by its payload parts (slices of a connection's send buffer,
+/// passed to the kernel as further iovec entries: no copy in user space).
 pub struct TxBatch {
     bufs: Vec<u8>,
+    /// Whole datagram length (slot bytes + parts).
     lens: Vec<usize>,
+    /// Bytes of the datagram in its slot.
+    heads: Vec<usize>,
+    parts: Vec<Vec<bytes::Bytes>>,
+    iov: Vec<libc::iovec>,
     names: Vec<(libc::sockaddr_storage, libc::socklen_t)>,
     start: usize,
     end: usize,
@@ -448,6 +515,9 @@ impl TxBatch {
         TxBatch {
             bufs: vec![0; BATCH * DATAGRAM_ROOM],
             lens: vec![0; BATCH],
+            heads: vec![0; BATCH],
+            parts: (0..BATCH).map(|_| Vec::with_capacity(MAX_PARTS)).collect(),
+            iov: Vec::with_capacity(BATCH * (1 + MAX_PARTS)),
             // SAFETY: all-zero is a valid sockaddr_storage.
             names: vec![(unsafe { zeroed() }, 0); BATCH],
             start: 0,
@@ -470,10 +540,32 @@ impl TxBatch {
     pub fn next_buf(&mut self) -> &mut [u8] {
         &mut self.bufs[self.end * DATAGRAM_ROOM..(self.end + 1) * DATAGRAM_ROOM]
     }
-    /// Queues the datagram written into [`TxBatch::next_buf`].
+    /// The slot and the parts list for the next datagram (for a `poll_transmit_parts` that
+    /// writes the header into the slot and appends the payload's slices to the list; call
+    /// [`TxBatch::commit`] with the whole length).
+    pub fn next_slot(&mut self) -> (&mut [u8], &mut Vec<bytes::Bytes>) {
+        let e = self.end;
+        (
+            &mut self.bufs[e * DATAGRAM_ROOM..(e + 1) * DATAGRAM_ROOM],
+            &mut self.parts[e],
+        )
+    }
+    /// Queues the datagram written into [`TxBatch::next_buf`] (or [`TxBatch::next_slot`]):
+    /// `len` bytes in all, the slot's bytes first and then the slot's parts.
     pub fn commit(&mut self, to: SocketAddr, len: usize) {
-        self.lens[self.end] = len;
-        self.names[self.end] = to_storage(&to);
+        let e = self.end;
+        let in_parts: usize = self.parts[e].iter().map(|b| b.len()).sum();
+        let mut head = len - in_parts;
+        if self.parts[e].len() > MAX_PARTS {
+            for b in std::mem::take(&mut self.parts[e]) {
+                let at = e * DATAGRAM_ROOM + head;
+                self.bufs[at..at + b.len()].copy_from_slice(&b);
+                head += b.len();
+            }
+        }
+        self.lens[e] = len;
+        self.heads[e] = head;
+        self.names[e] = to_storage(&to);
         self.end += 1;
     }
     /// Copies and queues a datagram (false when full).
@@ -498,8 +590,26 @@ impl TxBatch {
         }
         let gso = !NO_GSO.load(Ordering::Relaxed) && !NO_MMSG.load(Ordering::Relaxed);
         let base = self.bufs.as_mut_ptr();
-        // SAFETY: zero is a valid iovec/mmsghdr.
-        let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
+        // iov[first[k]..first[k + 1]] are datagram k's entries (slot bytes, then parts); the
+        // vector is filled before any pointer into it is taken, so it never moves meanwhile.
+        let mut first = [0usize; BATCH + 1];
+        self.iov.clear();
+        for k in self.start..self.end {
+            first[k - self.start] = self.iov.len();
+            self.iov.push(libc::iovec {
+                // SAFETY: inside bufs.
+                iov_base: unsafe { base.add(k * DATAGRAM_ROOM) } as *mut libc::c_void,
+                iov_len: self.heads[k],
+            });
+            for b in &self.parts[k] {
+                self.iov.push(libc::iovec {
+                    iov_base: b.as_ptr() as *mut libc::c_void,
+                    iov_len: b.len(),
+                });
+            }
+        }
+        first[self.end - self.start] = self.iov.len();
+        // SAFETY: zero is a valid mmsghdr.
         let mut hdrs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
         let mut ctrl = [[0u64; 4]; BATCH];
         // groups[m] = datagrams carried by message m.
@@ -523,18 +633,11 @@ impl TxBatch {
                     j += 1;
                 }
             }
-            for k in i..j {
-                iov[k - self.start] = libc::iovec {
-                    // SAFETY: inside bufs.
-                    iov_base: unsafe { base.add(k * DATAGRAM_ROOM) } as *mut libc::c_void,
-                    iov_len: self.lens[k],
-                };
-            }
             let m = &mut hdrs[msgs].msg_hdr;
             m.msg_name = &mut self.names[i].0 as *mut _ as *mut libc::c_void;
             m.msg_namelen = self.names[i].1;
-            m.msg_iov = &mut iov[i - self.start];
-            m.msg_iovlen = (j - i) as _;
+            m.msg_iov = &mut self.iov[first[i - self.start]];
+            m.msg_iovlen = (first[j - self.start] - first[i - self.start]) as _;
             if j - i > 1 {
                 m.msg_control = ctrl[msgs].as_mut_ptr() as *mut libc::c_void;
                 // SAFETY: CMSG_SPACE is a pure size computation.
@@ -596,6 +699,9 @@ impl TxBatch {
     }
 
     fn advance(&mut self, k: usize) {
+        for p in &mut self.parts[self.start..self.start + k] {
+            p.clear();
+        }
         self.start += k;
         if self.start >= self.end {
             self.start = 0;
@@ -726,6 +832,51 @@ mod tests {
         }
         assert_eq!(late, 1);
         assert_eq!(batch.overflow, 200 - got as u64);
+    }
+
+    /// Short messages stay in their slot (reused by the next call, copied by whoever keeps
+    /// them); only long ones (GRO runs) are shared, so a held datagram cannot pin a 64 KiB
+    /// buffer.
+    #[test]
+    fn only_long_messages_are_shared() {
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dst = rx.local_addr().unwrap();
+        let mut batch = RxBatch::for_gro();
+        let recv_one = |batch: &mut RxBatch| {
+            for _ in 0..1000 {
+                if let Ok(n) = batch.recv(rx.as_raw_fd()) {
+                    assert_eq!(n, 1);
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            panic!("nothing arrived");
+        };
+        let mut where_ = Vec::new();
+        for k in 0..20u8 {
+            tx.send_to(&[k; 1400], dst).unwrap();
+            recv_one(&mut batch);
+            assert_eq!(batch.data(0), &[k; 1400][..]);
+            assert!(batch.message(0).is_none(), "a 1400-byte message was shared");
+            assert_eq!(batch.datagram_bytes(0).count(), 0);
+            where_.push(batch.data(0).as_ptr() as usize);
+        }
+        where_.dedup();
+        assert_eq!(where_.len(), 1, "the slot's buffer was not reused");
+        let big = vec![9u8; 40_000];
+        tx.send_to(&big, dst).unwrap();
+        recv_one(&mut batch);
+        let m = batch.message(0).expect("a 40 kB message is shared").clone();
+        assert_eq!(&m[..], &big[..]);
+        let d: Vec<_> = batch.datagram_bytes(0).collect();
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            d[0].as_ptr(),
+            m.as_ptr(),
+            "the datagram is a slice, not a copy"
+        );
     }
 
     /// The ECN bits a loopback datagram carries reach the receiver (ECT(0) from a socket with
