@@ -386,17 +386,27 @@ module stride_cc #(
 
     // ---- stage G: the operands of the rate update -------------------------------------------
     // The rate update is written as: A = (over || force) ? k : rate + inc, where over means
-    // rate + inc > rate_max, i.e. inc > rate_max (the borrow of rate_max - inc, decided here)
-    // or rate > rate_max - inc; then rate = (!dec || under) ? A : rate - cut, where
+    // rate + inc > rate_max, i.e. inc > rate_max (the borrow of rate_max - inc, decided here
+    // from rate_max - beta and rate_max - wbeta, which the static configuration gives a cycle
+    // after it is set) or rate > rate_max - inc; F1 tests over || force as one compare (force
+    // as its top bit); then rate = (!dec || under) ? A : rate - cut, where
     // cut = rate >> sh and under means cut > rate - rate_min. The stored rate always lies in
     // [rate_min, rate_max] (cfg_rate_init does), so an increase can only reach the maximum and
     // a decrease only the minimum, and an idle slot (inc = 0) keeps the rate. A context reset,
-    // and every cycle of rst, forces k = rate_init, so the rate loop needs no reset multiplexer
-    // of its own (rst must be held for 3 cycles to reach every slot of the loop).
+    // and every cycle of rst, forces k = rate_init, so the loop fills with rate_init (rst must be
+    // held for 3 cycles to reach every slot of the loop; rst also clears the F1 register, only so
+    // that simulation sees no unknown value in the compare).
     localparam [4:0] MD5 = MD_SHIFT[4:0];
     wire        e_dec = e_high || e_gdec || e_nack || e_tout;
     wire [31:0] e_inc = e_low ? cfg_beta : e_ginc ? cfg_wbeta : 32'd0;
-    wire [32:0] e_lim = {1'b0, cfg_rate_max} - {1'b0, e_inc};
+    // rate_max - inc for each possible increase, taken once from the static configuration
+    // (like wm1), so stage E selects a limit instead of subtracting
+    reg  [32:0] lim_beta, lim_wbeta;
+    always @(posedge clk) begin
+        lim_beta  <= {1'b0, cfg_rate_max} - {1'b0, cfg_beta};
+        lim_wbeta <= {1'b0, cfg_rate_max} - {1'b0, cfg_wbeta};
+    end
+    wire [32:0] e_lim = e_low ? lim_beta : e_ginc ? lim_wbeta : {1'b0, cfg_rate_max};
     reg        g_valid, g_ctx, g_force, g_dec;
     reg [2:0]  g_branch;
     reg [4:0]  g_sh;
@@ -432,8 +442,10 @@ module stride_cc #(
     reg  [31:0] rate;       // the rate of the context now in F1
     assign out_rate = rate; // written at the edge that raises out_valid
     wire [31:0] sum      = rate + g_inc;
-    wire        over     = rate > g_lim;
-    wire [31:0] n_a      = (over || g_force) ? g_k : sum;
+    // over || g_force as one 33-bit compare: the carry out of one chain selects k directly
+    // (with a separate OR, ECP5 put two mux levels after the chain, the critical path)
+    wire        take_k   = {g_force, rate} > {1'b0, g_lim};
+    wire [31:0] n_a      = take_k ? g_k : sum;
     wire [31:0] n_cut    = rate >> g_sh;
     wire [31:0] n_head   = rate - cfg_rate_min;
     // f_*: between F1 and F2 (registers with CONTEXTS = 2, wires with CONTEXTS = 1)
@@ -448,7 +460,9 @@ module stride_cc #(
     wire [31:0] rate_next = (f_keep_a || under) ? f_a : (f_rate - f_cut);
     always @(posedge clk) begin
         if (rst) out_valid <= 1'b0; else out_valid <= f_valid;
-        rate         <= rate_next;
+        // rst clears the rate (a known value for take_k's compare in simulation; the loop then
+        // fills with cfg_rate_init as described at stage G)
+        if (rst) rate <= 32'd0; else rate <= rate_next;
         out_ctx      <= f_ctx;
         out_d        <= f_d;
         out_stt_old  <= f_stt_old;
