@@ -159,9 +159,9 @@ if eng and "arriav" in TARGETS:
 sweep = OUT / "cc_width_sweep.md"
 if "arriav" in TARGETS and "stride_cc" in MODULES and sweep.exists():
     lines += ["## stride_cc datapath widths on Arria V (`make -C hw cc-sweep`)", "",
-              "`syn/stride_cc_w.v` is `stride_cc` with the time width TW (STT, minima, gradient, "
-              "thresholds) and the rate width RW as parameters (TW = RW = 32 gives the cells of "
-              "`stride_cc` above); `timely_cc` stays at 32 bits.", "",
+              "`stride_cc` with its time width TW (STT, minima, gradient, thresholds) and rate "
+              "width RW set (TW = RW = 32 is `stride_cc` above); `timely_cc` stays at 32 bits.",
+              "",
               sweep.read_text().strip(), ""]
 lines += ["## ECP5 place and route (nextpnr-ecp5, LFE5U-85F, speed grade 8, 200 MHz constraint, seed 1)", "",
           "| module | Fmax (MHz) |", "|---|---|"]
