@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Synthesis sweep of stride_cc's datapath widths on Arria V (issue 14, deliverable 5).
 #   cc_width_sweep.sh OUTDIR [TW:RW ...]     default: the list below
-# Synthesizes hw/syn/stride_cc_w.v (a copy of stride_cc with the time width TW and rate width RW
-# as parameters; STATE_OUT=0, CONTEXTS=2, default shifts) with Yosys for Arria V and prints one
-# markdown row per width pair: ALUTs, arithmetic ALUTs, their sum, FFs and the ratio of the sum
-# to timely_cc's (read from OUTDIR/timely_cc_arriav.stat, written by `make -C hw synth`).
+# Synthesizes hw/rtl/stride_cc.v with its time width TW and rate width RW set (STATE_OUT=0,
+# CONTEXTS=2, default shifts and NACK_GATE; 32:32 is the report's stride_cc) with Yosys for
+# Arria V and prints one markdown row per width pair: ALUTs, arithmetic ALUTs, their sum, FFs
+# and the ratio of the sum to timely_cc's (read from OUTDIR/timely_cc_arriav.stat, written by `make -C hw synth`).
 set -euo pipefail
 out=$1; shift
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,9 +24,9 @@ echo "|---|---|---|---|---|---|---|"
 for p in $pairs; do
   tw=${p%:*} rw=${p#*:}
   st="$out/stride_cc_w_${tw}_${rw}_arriav.stat"
-  yosys -q -l "$out/stride_cc_w_${tw}_${rw}_arriav.log" -p "read_verilog -sv $here/stride_cc_w.v; \
-    chparam -set STATE_OUT 0 -set TW $tw -set RW $rw stride_cc_w; \
-    synth_intel_alm -family arriav -top stride_cc_w; tee -q -o $st stat"
+  yosys -q -l "$out/stride_cc_w_${tw}_${rw}_arriav.log" -p "read_verilog -sv $here/../rtl/stride_cc.v; \
+    chparam -set STATE_OUT 0 -set TW $tw -set RW $rw stride_cc; \
+    synth_intel_alm -family arriav -top stride_cc; tee -q -o $st stat"
   lut=$(count "$st" '^MISTRAL_ALUT[2-6]$|^MISTRAL_NOT$')
   ari=$(count "$st" '^MISTRAL_ALUT_ARITH$')
   ff=$(count "$st" '^MISTRAL_FF$')

@@ -12,7 +12,8 @@ OUT = Path(sys.argv[1])
 REPORT = Path(sys.argv[2])
 ALL_MODULES = ["stride_cc", "stride_cc_c1", "stride_pacer", "timely_cc", "stride_rx_parser",
                "stride_rx_engine_n1", "stride_rx_engine_n64", "stride_rx_engine_n1024",
-               "stride_engine_n1", "stride_engine_n64", "stride_engine_n1024"]
+               "stride_engine_n1", "stride_engine_n64", "stride_engine_n1024",
+               "stride_cc_table_n64", "stride_cc_table_n1024"]
 MODULES = sys.argv[3:] or ALL_MODULES
 for _m in MODULES:
     if _m not in ALL_MODULES:
@@ -21,7 +22,9 @@ LABEL = {"stride_cc_c1": "stride_cc, CONTEXTS=1", "stride_rx_engine_n1": "stride
          "stride_rx_engine_n64": "stride_rx_engine, N=64",
          "stride_rx_engine_n1024": "stride_rx_engine, N=1024",
          "stride_engine_n1": "stride_engine, N=1", "stride_engine_n64": "stride_engine, N=64",
-         "stride_engine_n1024": "stride_engine, N=1024"}
+         "stride_engine_n1024": "stride_engine, N=1024",
+         "stride_cc_table_n64": "stride_cc_table, N=64",
+         "stride_cc_table_n1024": "stride_cc_table, N=1024"}
 TARGETS = (os.environ.get("TARGETS") or "ecp5 xilinx arriav").split()
 KEEP_FMAX = (os.environ.get("REPORT_KEEP_FMAX") or "").split()
 # REPORT_NOT_RUN=MODULE:TARGET... (or MODULE:fmax): cells written as "not run" (named
@@ -110,7 +113,9 @@ lines = ["# Hardware resource report", "",
          "`stride_engine, N=...` is the whole engine (`rtl/stride_engine.v`: parser, receive "
          "engine, sender with `stride_cc` and a pacer per rate lane, packet buffer, frame builder) "
          "with N connection contexts and `BUF_LOG2=11`: a 2 KiB send ring per connection, so its "
-         "packet buffer is N x 16 kbit of block RAM. `BRAM kbit` is the capacity of the block RAMs "
+         "packet buffer is N x 16 kbit of block RAM. `stride_cc_table, N=...` is the rate "
+         "controller for N connections (`rtl/stride_cc_table.v`: one update core, 178 bits of "
+         "state per connection in a table). `BRAM kbit` is the capacity of the block RAMs "
          "used, not the bits stored.", ""]
 table = {}
 for t in TARGETS:
@@ -159,9 +164,9 @@ if eng and "arriav" in TARGETS:
 sweep = OUT / "cc_width_sweep.md"
 if "arriav" in TARGETS and "stride_cc" in MODULES and sweep.exists():
     lines += ["## stride_cc datapath widths on Arria V (`make -C hw cc-sweep`)", "",
-              "`syn/stride_cc_w.v` is `stride_cc` with the time width TW (STT, minima, gradient, "
-              "thresholds) and the rate width RW as parameters (TW = RW = 32 gives the cells of "
-              "`stride_cc` above); `timely_cc` stays at 32 bits.", "",
+              "`stride_cc` with its time width TW (STT, minima, gradient, thresholds) and rate "
+              "width RW set (TW = RW = 32 is `stride_cc` above); `timely_cc` stays at 32 bits.",
+              "",
               sweep.read_text().strip(), ""]
 lines += ["## ECP5 place and route (nextpnr-ecp5, LFE5U-85F, speed grade 8, 200 MHz constraint, seed 1)", "",
           "| module | Fmax (MHz) |", "|---|---|"]

@@ -6,7 +6,8 @@
 # cycle), for comparison. stride_rx_engine_nN is the receive engine with N contexts (its context
 # table included); stride_rx_parser the 64-bit parser; stride_engine_nN the whole engine
 # (hw/rtl/stride_engine.v: parser, receive engine, sender with stride_cc and stride_pacer, frame
-# builder) with N contexts.
+# builder) with N contexts. stride_cc_table_nN is the controller for N contexts (one update core,
+# the state in a table).
 set -euo pipefail
 mod=$1 target=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,6 +17,9 @@ extra=""
 case "$mod" in
   stride_cc)    chparam="chparam -set STATE_OUT 0 stride_cc;" ;;
   stride_cc_c1) top=stride_cc; chparam="chparam -set STATE_OUT 0 -set CONTEXTS 1 stride_cc;" ;;
+  stride_cc_table_n*)
+    top=stride_cc_table; extra="$here/../rtl/stride_ctx_ram.v"
+    chparam="chparam -set N ${mod#stride_cc_table_n} stride_cc_table;" ;;
   stride_rx_engine_n*)
     top=stride_rx_engine; extra="$here/../rtl/stride_ctx_ram.v"
     chparam="chparam -set N ${mod#stride_rx_engine_n} stride_rx_engine;" ;;

@@ -21,15 +21,18 @@ FIELDS = ("rate", "d", "stt_old", "min_cur", "min_prev", "count")
 MASK = {"count": 0xFFFF}
 
 
-def lane_ops(lane, params):
-    """(event code, stt, expected outputs, label) for every event of a lane, in order."""
+def lane_ops(lane, params, tw=32, rw=32):
+    """(event code, stt, expected outputs, label) for every event of a lane, in order; outputs
+    on the TW/RW-bit ports of a narrowed core are the low bits of stride-proto's values."""
+    mask = {f: (1 << (rw if f == "rate" else tw)) - 1 for f in FIELDS}
+    mask.update(MASK)
     ops = []
     for item in lane:
         zero = {f: 0 for f in FIELDS}
         zero["rate"] = params["rate_init"]
         ops.append((EV_RESET, 0, dict(zero, branch=BRANCHES["none"]), f"{item['name']} reset"))
         for i, s in enumerate(item["steps"]):
-            want = {f: s[f] & MASK.get(f, 0xFFFFFFFF) for f in FIELDS}
+            want = {f: s[f] & mask[f] for f in FIELDS}
             want["branch"] = BRANCHES[s["branch"]]
             ops.append((EVENTS[s["event"]], s.get("stt", 0), want, f"{item['name']} step {i}"))
     return ops
@@ -56,11 +59,11 @@ async def reset(dut, p):
     dut.rst.value = 0
 
 
-async def run_batch(dut, batch, contexts, latency, rng):
+async def run_batch(dut, batch, contexts, latency, rng, tw=32, rw=32):
     """Drives one batch; returns (events checked, cycles, cycles in which an event was accepted)."""
     p = batch["params"]
     gap = batch.get("gap", 0.0)  # probability that a lane leaves its slot idle
-    lanes = [lane_ops(lane, p) for lane in batch["lanes"]]
+    lanes = [lane_ops(lane, p, tw, rw) for lane in batch["lanes"]]
     assert len(lanes) == contexts
     pos = [0] * contexts
     pending = []  # (due cycle, ctx, expected, label), in acceptance order
@@ -92,7 +95,7 @@ async def run_batch(dut, batch, contexts, latency, rng):
             dut.in_valid.value = 0
             dut.in_ctx.value = rng.randrange(2)
             dut.in_event.value = rng.randrange(4)
-            dut.in_stt.value = rng.getrandbits(32)
+            dut.in_stt.value = rng.getrandbits(tw)
         else:
             dut.in_valid.value = 1
             dut.in_ctx.value = ctx
@@ -147,7 +150,8 @@ async def lanes(dut):
     cocotb.start_soon(Clock(dut.clk, 4, units="ns").start())
     checked = cycles = accepted = 0
     for batch in plan["batches"]:
-        n, c, a = await run_batch(dut, batch, contexts, latency, rng)
+        n, c, a = await run_batch(dut, batch, contexts, latency, rng, plan.get("tw", 32),
+                                  plan.get("rw", 32))
         checked += n
         cycles += c
         accepted += a

@@ -93,14 +93,17 @@ def simulators():
     return [sim] if sim else ["icarus", "verilator"]
 
 
-def run_stride_cc(the_plan, shifts, sim, name):
-    """Compiles stride_cc with these shift parameters, NACK gate and CONTEXTS and drives the
-    plan."""
+def run_stride_cc(the_plan, shifts, sim, name, widths=(32, 32)):
+    """Compiles stride_cc with these shift parameters, NACK gate, CONTEXTS and datapath widths
+    (TW, RW) and drives the plan."""
     from cocotb_test.simulator import run
 
     alpha, md, norm, gate = shifts
+    tw, rw = widths
     contexts = the_plan["contexts"]
-    build = BUILD / sim / f"stride_cc_c{contexts}_{alpha}_{md}_{norm}_g{gate}"
+    the_plan = dict(the_plan, tw=tw, rw=rw)
+    tag = "" if widths == (32, 32) else f"_w{tw}_{rw}"
+    build = BUILD / sim / f"stride_cc_c{contexts}_{alpha}_{md}_{norm}_g{gate}{tag}"
     build.mkdir(parents=True, exist_ok=True)
     plan_file = build / f"plan-{name}.json"
     plan_file.write_text(json.dumps(the_plan))
@@ -110,7 +113,7 @@ def run_stride_cc(the_plan, shifts, sim, name):
         module="cocotb_stride_cc",
         python_search=[str(HW / "tb")],
         parameters={"ALPHA_SHIFT": alpha, "MD_SHIFT": md, "NORM_SHIFT": norm,
-                    "CONTEXTS": contexts, "NACK_GATE": gate},
+                    "CONTEXTS": contexts, "NACK_GATE": gate, "TW": tw, "RW": rw},
         sim_build=str(build),
         extra_env={"STRIDE_PLAN": str(plan_file)},
         simulator=sim,

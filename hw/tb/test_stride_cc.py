@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
-from common import (RTL, VECTORS, build_key, group_by_params, group_by_shifts, lanes_for,
-                    load_cases, plan, plan_interleaved, prefix, random_vectors, run_stride_cc,
-                    simulators)
+from common import (BRANCHES, EVENTS, RTL, VECTORS, build_key, group_by_params, group_by_shifts,
+                    lanes_for, load_cases, plan, plan_interleaved, prefix, random_vectors,
+                    run_stride_cc, simulators)
 
 CHECKED_IN = sorted(VECTORS.glob("*.jsonl"))
 SIMS = simulators()
@@ -122,3 +122,97 @@ def test_no_multiply_divide_or_modulo():
     timely = (RTL / "timely_cc.v").read_text()
     timely_code = "\n".join(line.split("//")[0] for line in timely.splitlines())
     assert "*" in timely_code and "/" in timely_code
+
+
+# ---- datapath widths (TW time bits, RW rate bits) -------------------------------------------
+def _s32(v):
+    return v - (1 << 32) if v >> 31 else v
+
+
+def _fits(case, tw, rw):
+    """Every value of the case fits the narrowed core: times and minima below 2^(TW-2), the
+    gradient within +-2^(TW-2) (so no STT difference reaches the narrowed clamp, and none the
+    32-bit one), rates, steps and bounds below 2^RW."""
+    p, lim = case["params"], 1 << (tw - 2)
+    if p["t_low"] >= 1 << tw or p["t_high"] >= 1 << tw:
+        return False
+    if any(p[k] >= 1 << rw for k in ("beta", "wbeta", "rate_min", "rate_max", "rate_init")):
+        return False
+    for s in case["steps"]:
+        if any(s.get(k, 0) >= lim for k in ("stt", "stt_old", "min_cur", "min_prev")):
+            return False
+        if not -lim <= _s32(s["d"]) < lim or s["rate"] >= 1 << rw:
+            return False
+    return True
+
+
+def _model_cases(key, tw, rw, seed, count=12, steps=120):
+    """Cases in the vectors' format from the Python model (test_stride_cc_table.py checks it
+    against every vector), with values small enough for TW/RW: STT around 2^(TW-4), rates below
+    2^RW; kept only when every value fits."""
+    import random
+
+    from cc_model import EV_SAMPLE, Controller
+
+    rng = random.Random(seed)
+    names = {v: k for k, v in BRANCHES.items()}
+    evnames = {v: k for k, v in EVENTS.items()}
+    base = 1 << (tw - 4)
+    rmax = (1 << rw) - 1
+    p = {"alpha_shift": key[0], "md_shift": key[1], "norm_shift": key[2],
+         "nack_gate": bool(key[3]), "beta": rng.randrange(1, rmax >> 8),
+         "wbeta": rng.randrange(1, rmax >> 6), "t_low": base >> 6, "t_high": base >> 2,
+         "rate_min": rng.randrange(1, 64), "rate_max": rng.randrange(rmax >> 1, rmax),
+         "min_window": rng.randrange(1, 20)}
+    p["rate_init"] = rng.randrange(p["rate_min"], p["rate_max"])
+    cases = []
+    for i in range(count):
+        ctl = Controller(p, bool(key[3]))
+        stt = base + rng.randrange(base >> 2)
+        out = []
+        for _ in range(steps):
+            r = rng.random()
+            ev = EV_SAMPLE if r < 0.85 else (1 if r < 0.95 else 2)
+            if ev == EV_SAMPLE:
+                stt = max(1, stt + rng.randrange(-(base >> 6), base >> 5))
+            ctl.step(ev, stt if ev == EV_SAMPLE else 0)
+            out.append(dict(ctl.state(), event=evnames[ev], stt=stt if ev == EV_SAMPLE else 0,
+                            branch=names[ctl.last_branch]))
+        case = {"name": f"model-w{tw}-{rw}-{i}", "params": p, "steps": out}
+        if _fits(case, tw, rw):
+            cases.append(case)
+    return cases
+
+
+WIDTHS = [(24, 24), (20, 20)]
+
+
+@pytest.mark.parametrize("sim", SIMS)
+@pytest.mark.parametrize("widths", WIDTHS, ids=lambda w: "tw%d-rw%d" % w)
+def test_narrow_widths_match_values_that_fit(widths, sim):
+    tw, rw = widths
+    vec = [c for c in load_cases(CHECKED_IN) if _fits(c, tw, rw)]
+    assert len(vec) >= 5, "too few checked-in vectors fit the narrowed widths"
+    groups = group_by_shifts(vec)
+    # the hand-checked shift sets, with model cases added beside the vectors that fit; Verilator
+    # (a build per shift set) runs the gated one only
+    keys = sorted(groups) if sim == "icarus" else [(2, 3, 10, 1)]
+    for key in keys:
+        cases = groups[key]
+        if key[:3] == (2, 3, 10):
+            cases = cases + _model_cases(key, tw, rw, seed=tw * 100 + rw + key[3])
+            assert len(cases) >= 10
+        run_stride_cc(plan_interleaved(cases, 2, gap=0.05), key, sim, "narrow", widths)
+
+
+@pytest.mark.parametrize("param,value,error", [
+    ("TW", 30, "parameter_TW_must_be_a_multiple_of_4_from_8_to_32"),
+    ("TW", 36, "parameter_TW_must_be_a_multiple_of_4_from_8_to_32"),
+    ("RW", 7, "parameter_RW_must_be_8_to_32"),
+    ("RW", 33, "parameter_RW_must_be_8_to_32"),
+])
+def test_unsupported_width_stops_elaboration(param, value, error, tmp_path):
+    out = tmp_path / "a.out"
+    r = subprocess.run(["iverilog", "-o", str(out), f"-Pstride_cc.{param}={value}",
+                        str(RTL / "stride_cc.v")], capture_output=True, text=True)
+    assert r.returncode != 0 and error in r.stdout + r.stderr, r.stdout + r.stderr
