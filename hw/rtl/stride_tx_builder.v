@@ -103,14 +103,6 @@ module stride_tx_builder #(
             for (i = 0; i < 8; i = i + 1) popcount8 = popcount8 + {3'd0, k[i]};
         end
     endfunction
-    function [15:0] fold;           // one's-complement fold of a 32-bit sum
-        input [31:0] s;
-        reg [16:0] a;
-        begin
-            a = {1'b0, s[15:0]} + {1'b0, s[31:16]};
-            fold = a[15:0] + {15'd0, a[16]};
-        end
-    endfunction
     // byte-swap helpers: field f (big-endian) placed at lanes l.. of a little-endian beat
     function [63:0] bswap64;
         input [63:0] x;
@@ -205,26 +197,25 @@ module stride_tx_builder #(
     // ---- send side
     reg         sending;
     reg  [SAW+4:0] b;               // beat index within the frame
-    reg  [SAW+4:0] nbeats;          // beats in the frame
+    reg  [SAW+4:0] nbeats;          // beats in the frame, minus 1
     reg  [7:0]  lastkeep;
     reg  [7:0]  e_flags;
     reg  [15:0] e_len, e_window, e_ce, e_port;
     reg  [31:0] e_dst, e_src, e_seq, e_ack, e_echo, e_ts, e_ip, e_psum;
     reg  [15:0] ip_csum, udp_csum;
-    reg  [31:0] ip_acc, udp_acc;
     wire [15:0] ip_total = e_len + 16'd60;
     wire [15:0] udp_len  = e_len + 16'd40;
     wire        m_fire = sending && m_axis_tready;
-    wire        at_last = b == nbeats - 1'b1;
+    wire        at_last = b == nbeats;      // nbeats holds the frame's beats - 1
     wire        start = full[es] && (!sending || (m_fire && at_last));
     wire [15:0] n_len = sl_len[es];
-    wire [15:0] n_tot = n_len + 16'd74;
+    wire [2:0]  n_tot = n_len[2:0] + 3'd2;     // (len + 74) mod 8
     reg         es_cur;             // slot of the frame being sent
     // slot word w is read when beat 8 + w leaves, for beat 9 + w (one cycle of RAM latency)
     wire [SAW+4:0] rw = b - 8;
     assign sm_re = m_fire && b >= 8;
     assign sm_ra = {es_cur, rw[SAW-1:0]};
-    wire [16:0] n_nb = ({1'b0, n_tot} + 17'd7) >> 3;
+    wire [16:0] n_nb = ({1'b0, n_len} + 17'd73) >> 3;   // ceil((len + 74) / 8) - 1
 
     always @(posedge clk) begin
         if (rst) begin
@@ -239,7 +230,7 @@ module stride_tx_builder #(
             if (start) begin
                 sending <= 1'b1; b <= 0; es_cur <= es; es <= !es;
                 nbeats <= n_nb[SAW+4:0];
-                lastkeep <= (n_tot[2:0] == 3'd0) ? 8'hff : ~(8'hff << n_tot[2:0]);
+                lastkeep <= (n_tot == 3'd0) ? 8'hff : ~(8'hff << n_tot);
                 e_flags <= sl_flags[es]; e_len <= n_len; e_window <= sl_window[es];
                 e_ce <= sl_ce[es]; e_port <= sl_port[es]; e_dst <= sl_dst[es];
                 e_src <= sl_src[es]; e_seq <= sl_seq[es]; e_ack <= sl_ack[es];
@@ -249,25 +240,42 @@ module stride_tx_builder #(
             full <= (full | (fill_done ? (2'b01 << fs) : 2'b00)) & ~(start ? (2'b01 << es) : 2'b00);
             occ <= (occ | (d_fire ? (2'b01 << fs) : 2'b00)) &
                    ~((m_fire && at_last) ? (2'b01 << es_cur) : 2'b00);
-            // checksums: sums in the beat-0 cycle, folded in the next; IP needed at beat 3,
-            // UDP at beat 5
-            ip_acc <= 32'h4502 + {16'd0, ip_total} + 32'h4000 + 32'h4011 +
-                      {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]} +
-                      {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]};
-            udp_acc <= {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]} + {16'd0, e_ip[31:16]} +
-                       {16'd0, e_ip[15:0]} + 32'd17 + {15'd0, udp_len, 1'b0} +
-                       {16'd0, cfg_udp_port} + {16'd0, e_port} +
-                       {16'd0, VERSION[7:0], e_flags} + {16'd0, e_len} +
-                       {16'd0, e_dst[31:16]} + {16'd0, e_dst[15:0]} +
-                       {16'd0, e_src[31:16]} + {16'd0, e_src[15:0]} +
-                       {16'd0, e_seq[31:16]} + {16'd0, e_seq[15:0]} +
-                       {16'd0, e_ack[31:16]} + {16'd0, e_ack[15:0]} +
-                       {16'd0, e_ts[31:16]} + {16'd0, e_ts[15:0]} +
-                       {16'd0, e_echo[31:16]} + {16'd0, e_echo[15:0]} +
-                       {16'd0, e_window} + {16'd0, e_ce} + {16'd0, fold(e_psum)};
-            ip_csum <= ~fold(ip_acc);
-            udp_csum <= (fold(udp_acc) == 16'hffff) ? 16'hffff : ~fold(udp_acc);
         end
+    end
+
+    // checksums, a free-running pipeline on the frame's fields (stable from beat 0): the IP
+    // header checksum is needed at beat 3, the UDP checksum at beat 5. For timing (156.25 MHz
+    // on ECP5) each stage holds one carry-save tree of at most six operands and one adder, or
+    // one fold step. Stage 1 (beat 0): the IP sum and five partial UDP sums; stage 2: the UDP
+    // sum and the IP fold; stage 3: the IP checksum and the UDP fold; stage 4: the UDP checksum.
+    // The payload sum enters unfolded (the total stays far below 2^32 and is never 0, so its
+    // fold is the same).
+    localparam [31:0] IP_CONST = 32'h4502 + 32'd60 + 32'h4000 + 32'h4011;
+    localparam [31:0] UDP_CONST = 32'd17 + 32'd80 + {16'd0, VERSION[7:0], 8'd0};
+    reg  [31:0] ip_acc, u1, u2, u3, u4, u5, udp_acc;
+    reg  [16:0] ip_f1, udp_f1;
+    always @(posedge clk) begin
+        // stage 1
+        ip_acc <= IP_CONST + {16'd0, e_len} + {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]} +
+                  {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]};
+        u1 <= UDP_CONST + {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]} +
+              {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]} + {16'd0, cfg_udp_port};
+        u2 <= {16'd0, e_port} + {24'd0, e_flags} + {15'd0, e_len, 1'b0} + {16'd0, e_len} +
+              {16'd0, e_dst[31:16]} + {16'd0, e_dst[15:0]};
+        u3 <= {16'd0, e_src[31:16]} + {16'd0, e_src[15:0]} + {16'd0, e_seq[31:16]} +
+              {16'd0, e_seq[15:0]} + {16'd0, e_ack[31:16]} + {16'd0, e_ack[15:0]};
+        u4 <= {16'd0, e_ts[31:16]} + {16'd0, e_ts[15:0]} + {16'd0, e_echo[31:16]} +
+              {16'd0, e_echo[15:0]} + {16'd0, e_window} + {16'd0, e_ce};
+        u5 <= e_psum;
+        // stage 2
+        udp_acc <= u1 + u2 + u3 + u4 + u5;
+        ip_f1 <= {1'b0, ip_acc[15:0]} + {1'b0, ip_acc[31:16]};
+        // stage 3
+        ip_csum <= ~(ip_f1[15:0] + {15'd0, ip_f1[16]});
+        udp_f1 <= {1'b0, udp_acc[15:0]} + {1'b0, udp_acc[31:16]};
+        // stage 4
+        udp_csum <= (udp_f1[15:0] + {15'd0, udp_f1[16]} == 16'hffff) ? 16'hffff :
+                    ~(udp_f1[15:0] + {15'd0, udp_f1[16]});
     end
 
     // ---- the 74 header bytes, big-endian, as ten beats (bytes 0..79; 74..79 are payload)
