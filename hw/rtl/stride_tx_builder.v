@@ -140,6 +140,7 @@ module stride_tx_builder #(
     reg  [63:0] fprev;              // previous payload beat
     reg  [31:0] facc;               // payload sum
     reg  [17:0] ws;                 // the last beat's word sum
+    reg  [15:0] lc_bytes, lc_len;   // the last beat's byte count and the slot's length
     reg         ws_v, ws_last, ws_slot, fill_late, fill_late_slot;
     reg  [15:0] fbytes;
     assign d_ready = !filling && !fflush && !occ[fs];
@@ -178,7 +179,6 @@ module stride_tx_builder #(
                 fbytes <= fbytes_next;
                 if (s_axis_tlast) begin
                     filling <= 1'b0;
-                    if (fbytes_next != sl_len[fs]) cnt_len_err <= cnt_len_err + 1;
                     if (s_axis_tkeep[7:6] != 2'b00) fflush <= 1'b1;
                     else fs <= !fs;
                 end
@@ -192,6 +192,9 @@ module stride_tx_builder #(
             // the payload sum, pipelined (timing): each beat's word sum is registered, then
             // added; the slot's total is written the clock after its last beat
             ws_v <= s_fire; ws_last <= s_fire && s_axis_tlast; ws_slot <= fs;
+            // the byte count is checked the clock after the last word (timing)
+            lc_bytes <= fbytes_next; lc_len <= sl_len[fs];
+            if (ws_last && lc_bytes != lc_len) cnt_len_err <= cnt_len_err + 1;
             ws <= wsum(s_masked, 8'hff);
             if (ws_v) facc <= ws_last ? 32'd0 : facc + {14'd0, ws};
             if (ws_last) sl_psum[ws_slot] <= facc + {14'd0, ws};
