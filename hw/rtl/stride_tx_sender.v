@@ -300,27 +300,37 @@ module stride_tx_sender #(
     );
     /* verilator lint_on PINCONNECTEMPTY */
 
-    // rate * PACE_SCALE_Q12 / 4096 by shifts and adds of the constant's bits
-    function [31:0] scale;
+    // rate * PACE_SCALE_Q12 / 4096 by shifts and adds of the constant's bits, in two registered
+    // stages for timing (the constant's low and high bytes, then their sum): a new rate reaches
+    // the pacer two clocks later
+    function [47:0] scale_part;
         input [31:0] r;
+        input integer lo;
         reg [47:0] acc;
         integer i;
         begin
             acc = 48'd0;
-            for (i = 0; i < 16; i = i + 1)
+            for (i = lo; i < lo + 8; i = i + 1)
                 if (((PACE_SCALE_Q12 >> i) & 1) != 0) acc = acc + ({16'd0, r} << i);
-            scale = (acc[47:44] != 4'd0) ? 32'hffffffff : acc[43:12];
+            scale_part = acc;
         end
     endfunction
+    function [31:0] sat;
+        input [47:0] acc;
+        sat = (acc[47:44] != 4'd0) ? 32'hffffffff : acc[43:12];
+    endfunction
     reg  [31:0] prate0, prate1;
+    reg  [47:0] sc0_lo, sc0_hi, sc1_lo, sc1_hi;
     always @(posedge clk) begin
         if (rst) begin
             rate0 <= cfg_rate_init; rate1 <= cfg_rate_init;
         end else if (cc_out_valid) begin
             if (cc_out_ctx) rate1 <= cc_rate; else rate0 <= cc_rate;
         end
-        prate0 <= scale(rate0);
-        prate1 <= scale(rate1);
+        sc0_lo <= scale_part(rate0, 0); sc0_hi <= scale_part(rate0, 8);
+        sc1_lo <= scale_part(rate1, 0); sc1_hi <= scale_part(rate1, 8);
+        prate0 <= sat(sc0_lo + sc0_hi);
+        prate1 <= sat(sc1_lo + sc1_hi);
     end
     wire [39:0] credit0, credit1;
     reg         pace_req0, pace_req1;
@@ -346,9 +356,15 @@ module stride_tx_sender #(
     wire             pb_wen = wr_valid && {16'd0, wr_ctx} < N;
     generate
         if (PBUF_EXT == 0) begin : on_chip
+            // the block RAM's output is registered once more (timing: its clock-to-out is slow
+            // on ECP5, and a deep buffer adds a multiplexer behind it): read latency 2
+            wire [63:0] pb_ram_q;
+            reg  [63:0] pb_q_r;
             stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64)) pbuf (
-                .clk(clk), .rd_addr(pb_raddr[PAW-1:0]), .rd_data(pb_q),
+                .clk(clk), .rd_addr(pb_raddr[PAW-1:0]), .rd_data(pb_ram_q),
                 .wr_en(pb_wen), .wr_addr(pb_waddr[PAW-1:0]), .wr_data(wr_data));
+            always @(posedge clk) pb_q_r <= pb_ram_q;
+            assign pb_q = pb_q_r;
             always @(posedge clk) begin
                 pbx_wr_en <= 1'b0; pbx_wr_addr <= 32'd0; pbx_wr_data <= 64'd0;
             end
@@ -368,8 +384,9 @@ module stride_tx_sender #(
 
     // ---- payload reader: one word per clock into an output queue of 2^OQ_LOG2 (+1) entries,
     // credit-based: at most 2^OQ_LOG2 words read and not yet taken, enough to cover the read
-    // latency (PBUF_LAT) and the queue's own with no bubble
-    localparam integer OQ_LOG2 = (PBUF_LAT <= 1) ? 2 : $clog2(PBUF_LAT + 4);
+    // latency (LAT: PBUF_LAT, or 2 on chip) and the queue's own with no bubble
+    localparam integer LAT = (PBUF_EXT != 0) ? PBUF_LAT : 2;    // read latency, clocks
+    localparam integer OQ_LOG2 = (LAT <= 1) ? 2 : $clog2(LAT + 4);
     localparam [OQ_LOG2:0] OQ_CREDIT = 1 << OQ_LOG2;
     reg  [AW-1:0] rd_ctx;
     reg  [RW-1:0] rd_word;
@@ -384,23 +401,23 @@ module stride_tx_sender #(
     assign rd_issue = rd_busy && inflight < OQ_CREDIT;
     assign pb_raddr = {rd_ctx, rd_word};
     // the read's tag (valid, last word, tkeep), delayed by the read latency
-    reg  [PBUF_LAT-1:0] rv_d;
-    reg  [PBUF_LAT*9-1:0] rv_tag;
-    wire          rv = rv_d[PBUF_LAT-1];
-    wire          rv_last = rv_tag[PBUF_LAT*9-1];
-    wire [7:0]    rv_keep = rv_tag[PBUF_LAT*9-2 -: 8];
+    reg  [LAT-1:0] rv_d;
+    reg  [LAT*9-1:0] rv_tag;
+    wire          rv = rv_d[LAT-1];
+    wire          rv_last = rv_tag[LAT*9-1];
+    wire [7:0]    rv_keep = rv_tag[LAT*9-2 -: 8];
     wire [8:0]    rd_tag = {rd_left == 12'd1, (rd_left == 12'd1) ? rd_lastkeep : 8'hff};
-    wire [PBUF_LAT:0] rv_d_next = {rv_d, rd_issue};
-    wire [PBUF_LAT*9+8:0] rv_tag_next = {rv_tag, rd_tag};
+    wire [LAT:0] rv_d_next = {rv_d, rd_issue};
+    wire [LAT*9+8:0] rv_tag_next = {rv_tag, rd_tag};
     always @(posedge clk) begin
         if (rst) begin
-            rd_busy <= 1'b0; rv_d <= {PBUF_LAT{1'b0}}; inflight <= {(OQ_LOG2 + 1) {1'b0}};
+            rd_busy <= 1'b0; rv_d <= {LAT{1'b0}}; inflight <= {(OQ_LOG2 + 1) {1'b0}};
         end else begin
             if (jq_pop) begin
                 rd_busy <= 1'b1;
                 {rd_ctx, rd_word, rd_left, rd_lastkeep} <= jq_q;
             end
-            rv_d <= rv_d_next[PBUF_LAT-1:0];
+            rv_d <= rv_d_next[LAT-1:0];
             if (rd_issue) begin
                 rd_word <= rd_word + 1'b1;
                 rd_left <= rd_left - 12'd1;
@@ -408,7 +425,7 @@ module stride_tx_sender #(
             end
             inflight <= inflight + {{OQ_LOG2{1'b0}}, rd_issue} - {{OQ_LOG2{1'b0}}, oq_pop};
         end
-        rv_tag <= rv_tag_next[PBUF_LAT*9-1:0];
+        rv_tag <= rv_tag_next[LAT*9-1:0];
     end
     stride_fifo #(.WIDTH(73), .DEPTH_LOG2(OQ_LOG2)) out_q (
         .clk(clk), .rst(rst), .push(rv), .in_data({rv_last, rv_keep, pb_q}), .full(oq_full),
@@ -745,8 +762,8 @@ module stride_tx_sender #(
             end
         end
     end
-    wire unused = &{1'b0, oq_full, cc_slot, pb_raddr, pb_waddr, pbx_rd_data, rv_d_next[PBUF_LAT],
-                       rv_tag_next[PBUF_LAT*9+8 -: 9]};
+    wire unused = &{1'b0, oq_full, cc_slot, pb_raddr, pb_waddr, pbx_rd_data, rv_d_next[LAT],
+                       rv_tag_next[LAT*9+8 -: 9]};
 endmodule
 
 `default_nettype wire
