@@ -46,7 +46,11 @@ module stride_engine #(
     parameter integer BURST_BYTES = 16384,
     parameter integer ALPHA_SHIFT = 3,
     parameter integer MD_SHIFT = 3,
-    parameter integer NORM_SHIFT = 13
+    parameter integer NORM_SHIFT = 13,
+    // packet buffer: 0 on chip (N x 2^BUF_LOG2 bytes of block RAM), 1 in external memory on the
+    // pbx_* ports (read data PBUF_LAT clocks after pbx_rd_en); see stride_tx_sender
+    parameter integer PBUF_EXT = 0,
+    parameter integer PBUF_LAT = 1
 ) (
     input  wire        clk,
     input  wire        rst,
@@ -122,6 +126,14 @@ module stride_engine #(
     input  wire [15:0] wr_ctx,
     input  wire [BUF_LOG2-4:0] wr_addr,
     input  wire [63:0] wr_data,
+    // external packet buffer (PBUF_EXT = 1): 64-bit words at {context, ring word}; the host's
+    // wr_* come out on pbx_wr_* one clock later, reads on pbx_rd_*
+    output wire        pbx_wr_en,
+    output wire [31:0] pbx_wr_addr,
+    output wire [63:0] pbx_wr_data,
+    output wire        pbx_rd_en,
+    output wire [31:0] pbx_rd_addr,
+    input  wire [63:0] pbx_rd_data,
     input  wire        db_valid,
     output wire        db_ready,
     input  wire [15:0] db_ctx,
@@ -226,7 +238,8 @@ module stride_engine #(
                        .NACK_HOLD_NS(NACK_HOLD_NS), .PACE_CLK_NS_LOG2(PACE_K),
                        .PACE_SCALE_Q12(PACE_SCALE), .BURST_BYTES(BURST_BYTES),
                        .ALPHA_SHIFT(ALPHA_SHIFT), .MD_SHIFT(MD_SHIFT),
-                       .NORM_SHIFT(NORM_SHIFT)) tx (
+                       .NORM_SHIFT(NORM_SHIFT), .PBUF_EXT(PBUF_EXT),
+                       .PBUF_LAT(PBUF_LAT)) tx (
         .clk(clk), .rst(rst), .now(now), .cfg_window(cfg_window),
         .cfg_beta(cfg_beta), .cfg_wbeta(cfg_wbeta), .cfg_t_low(cfg_t_low),
         .cfg_t_high(cfg_t_high), .cfg_rate_min(cfg_rate_min), .cfg_rate_max(cfg_rate_max),
@@ -238,6 +251,8 @@ module stride_engine #(
         .ctl_rd_valid(tx_rd_valid), .ctl_rd_installed(tx_rd_inst), .ctl_rd_una(tx_rd_una),
         .ctl_rd_nxt(tx_rd_nxt), .ctl_rd_end(tx_rd_end),
         .wr_valid(wr_valid), .wr_ctx(wr_ctx), .wr_addr(wr_addr), .wr_data(wr_data),
+        .pbx_wr_en(pbx_wr_en), .pbx_wr_addr(pbx_wr_addr), .pbx_wr_data(pbx_wr_data),
+        .pbx_rd_en(pbx_rd_en), .pbx_rd_addr(pbx_rd_addr), .pbx_rd_data(pbx_rd_data),
         .db_valid(db_valid), .db_ready(db_ready), .db_ctx(db_ctx), .db_end(db_end),
         .una_valid(una_valid), .una_ctx(una_ctx), .una(una),
         .snd_valid(snd_valid), .snd_ctx(snd_ctx), .snd_flags(snd_flags), .snd_ack(snd_ack),

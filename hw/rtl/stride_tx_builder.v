@@ -103,14 +103,6 @@ module stride_tx_builder #(
             for (i = 0; i < 8; i = i + 1) popcount8 = popcount8 + {3'd0, k[i]};
         end
     endfunction
-    function [15:0] fold;           // one's-complement fold of a 32-bit sum
-        input [31:0] s;
-        reg [16:0] a;
-        begin
-            a = {1'b0, s[15:0]} + {1'b0, s[31:16]};
-            fold = a[15:0] + {15'd0, a[16]};
-        end
-    endfunction
     // byte-swap helpers: field f (big-endian) placed at lanes l.. of a little-endian beat
     function [63:0] bswap64;
         input [63:0] x;
@@ -147,6 +139,9 @@ module stride_tx_builder #(
     reg  [SAW-1:0] fw;              // next slot word
     reg  [63:0] fprev;              // previous payload beat
     reg  [31:0] facc;               // payload sum
+    reg  [17:0] ws;                 // the last beat's word sum
+    reg  [15:0] lc_bytes, lc_len;   // the last beat's byte count and the slot's length
+    reg         ws_v, ws_last, ws_slot, fill_late, fill_late_slot;
     reg  [15:0] fbytes;
     assign d_ready = !filling && !fflush && !occ[fs];
     wire   d_fire = d_valid && d_ready;
@@ -165,6 +160,7 @@ module stride_tx_builder #(
         sm_we <= 1'b0;
         if (rst) begin
             filling <= 1'b0; fflush <= 1'b0; fs <= 1'b0; fw <= 0; facc <= 0; fbytes <= 0;
+            ws_v <= 1'b0; ws_last <= 1'b0; fill_late <= 1'b0;
             fprev <= 0; cnt_len_err <= 0;
         end else begin
             if (d_fire) begin
@@ -172,7 +168,7 @@ module stride_tx_builder #(
                 sl_src[fs] <= d_src_cid; sl_seq[fs] <= d_seq; sl_ack[fs] <= d_ack;
                 sl_echo[fs] <= d_echo_stt; sl_window[fs] <= d_window; sl_ce[fs] <= d_ce_count;
                 sl_ip[fs] <= d_peer_ip; sl_port[fs] <= d_peer_port;
-                fw <= 0; facc <= 0; fbytes <= 0; fprev <= 0;
+                fw <= 0; fbytes <= 0; fprev <= 0;
                 if (d_len != 16'd0) filling <= 1'b1;
                 else fs <= !fs;         // no payload: the slot is complete (marked below)
             end
@@ -180,11 +176,9 @@ module stride_tx_builder #(
                 sm_we <= 1'b1; sm_wa <= {fs, fw}; sm_wd <= {s_masked[47:0], fprev[63:48]};
                 fw <= fw + 1'b1;
                 fprev <= s_masked;
-                facc <= facc + {14'd0, wsum(s_masked, 8'hff)};
                 fbytes <= fbytes_next;
                 if (s_axis_tlast) begin
                     filling <= 1'b0;
-                    if (fbytes_next != sl_len[fs]) cnt_len_err <= cnt_len_err + 1;
                     if (s_axis_tkeep[7:6] != 2'b00) fflush <= 1'b1;
                     else fs <= !fs;
                 end
@@ -195,36 +189,45 @@ module stride_tx_builder #(
                 fs <= !fs;
             end
             if (d_fire && d_len == 16'd0) sl_psum[fs] <= 32'd0;
-            if (s_fire && s_axis_tlast) sl_psum[fs] <= facc + {14'd0, wsum(s_masked, 8'hff)};
+            // the payload sum, pipelined (timing): each beat's word sum is registered, then
+            // added; the slot's total is written the clock after its last beat
+            ws_v <= s_fire; ws_last <= s_fire && s_axis_tlast; ws_slot <= fs;
+            // the byte count is checked the clock after the last word (timing)
+            lc_bytes <= fbytes_next; lc_len <= sl_len[fs];
+            if (ws_last && lc_bytes != lc_len) cnt_len_err <= cnt_len_err + 1;
+            ws <= wsum(s_masked, 8'hff);
+            if (ws_v) facc <= ws_last ? 32'd0 : facc + {14'd0, ws};
+            if (ws_last) sl_psum[ws_slot] <= facc + {14'd0, ws};
+            // a payload slot is complete once its sum is written (one clock after its last word)
+            fill_late <= (s_fire && s_axis_tlast && s_axis_tkeep[7:6] == 2'b00) || fflush;
+            fill_late_slot <= fs;
         end
     end
     // a slot becomes full when its fill completes (fs toggles)
-    wire fill_done = (d_fire && d_len == 16'd0) || (s_fire && s_axis_tlast && s_axis_tkeep[7:6] == 2'b00) ||
-                     fflush;
+    wire fill_done = d_fire && d_len == 16'd0;
 
     // ---- send side
     reg         sending;
     reg  [SAW+4:0] b;               // beat index within the frame
-    reg  [SAW+4:0] nbeats;          // beats in the frame
+    reg  [SAW+4:0] nbeats;          // beats in the frame, minus 1
     reg  [7:0]  lastkeep;
     reg  [7:0]  e_flags;
     reg  [15:0] e_len, e_window, e_ce, e_port;
     reg  [31:0] e_dst, e_src, e_seq, e_ack, e_echo, e_ts, e_ip, e_psum;
     reg  [15:0] ip_csum, udp_csum;
-    reg  [31:0] ip_acc, udp_acc;
     wire [15:0] ip_total = e_len + 16'd60;
     wire [15:0] udp_len  = e_len + 16'd40;
     wire        m_fire = sending && m_axis_tready;
-    wire        at_last = b == nbeats - 1'b1;
+    wire        at_last = b == nbeats;      // nbeats holds the frame's beats - 1
     wire        start = full[es] && (!sending || (m_fire && at_last));
     wire [15:0] n_len = sl_len[es];
-    wire [15:0] n_tot = n_len + 16'd74;
+    wire [2:0]  n_tot = n_len[2:0] + 3'd2;     // (len + 74) mod 8
     reg         es_cur;             // slot of the frame being sent
     // slot word w is read when beat 8 + w leaves, for beat 9 + w (one cycle of RAM latency)
     wire [SAW+4:0] rw = b - 8;
     assign sm_re = m_fire && b >= 8;
     assign sm_ra = {es_cur, rw[SAW-1:0]};
-    wire [16:0] n_nb = ({1'b0, n_tot} + 17'd7) >> 3;
+    wire [16:0] n_nb = ({1'b0, n_len} + 17'd73) >> 3;   // ceil((len + 74) / 8) - 1
 
     always @(posedge clk) begin
         if (rst) begin
@@ -239,35 +242,60 @@ module stride_tx_builder #(
             if (start) begin
                 sending <= 1'b1; b <= 0; es_cur <= es; es <= !es;
                 nbeats <= n_nb[SAW+4:0];
-                lastkeep <= (n_tot[2:0] == 3'd0) ? 8'hff : ~(8'hff << n_tot[2:0]);
+                lastkeep <= (n_tot == 3'd0) ? 8'hff : ~(8'hff << n_tot);
                 e_flags <= sl_flags[es]; e_len <= n_len; e_window <= sl_window[es];
                 e_ce <= sl_ce[es]; e_port <= sl_port[es]; e_dst <= sl_dst[es];
                 e_src <= sl_src[es]; e_seq <= sl_seq[es]; e_ack <= sl_ack[es];
                 e_echo <= sl_echo[es]; e_ts <= now; e_ip <= sl_ip[es]; e_psum <= sl_psum[es];
             end
             // slot bookkeeping: fill_done fills slot fs (before its toggle), start frees es
-            full <= (full | (fill_done ? (2'b01 << fs) : 2'b00)) & ~(start ? (2'b01 << es) : 2'b00);
+            full <= (full | (fill_done ? (2'b01 << fs) : 2'b00) |
+                     (fill_late ? (2'b01 << fill_late_slot) : 2'b00)) &
+                    ~(start ? (2'b01 << es) : 2'b00);
             occ <= (occ | (d_fire ? (2'b01 << fs) : 2'b00)) &
                    ~((m_fire && at_last) ? (2'b01 << es_cur) : 2'b00);
-            // checksums: sums in the beat-0 cycle, folded in the next; IP needed at beat 3,
-            // UDP at beat 5
-            ip_acc <= 32'h4502 + {16'd0, ip_total} + 32'h4000 + 32'h4011 +
-                      {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]} +
-                      {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]};
-            udp_acc <= {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]} + {16'd0, e_ip[31:16]} +
-                       {16'd0, e_ip[15:0]} + 32'd17 + {15'd0, udp_len, 1'b0} +
-                       {16'd0, cfg_udp_port} + {16'd0, e_port} +
-                       {16'd0, VERSION[7:0], e_flags} + {16'd0, e_len} +
-                       {16'd0, e_dst[31:16]} + {16'd0, e_dst[15:0]} +
-                       {16'd0, e_src[31:16]} + {16'd0, e_src[15:0]} +
-                       {16'd0, e_seq[31:16]} + {16'd0, e_seq[15:0]} +
-                       {16'd0, e_ack[31:16]} + {16'd0, e_ack[15:0]} +
-                       {16'd0, e_ts[31:16]} + {16'd0, e_ts[15:0]} +
-                       {16'd0, e_echo[31:16]} + {16'd0, e_echo[15:0]} +
-                       {16'd0, e_window} + {16'd0, e_ce} + {16'd0, fold(e_psum)};
-            ip_csum <= ~fold(ip_acc);
-            udp_csum <= (fold(udp_acc) == 16'hffff) ? 16'hffff : ~fold(udp_acc);
         end
+    end
+
+    // checksums, a free-running pipeline on the frame's fields (stable from beat 0): the IP
+    // header checksum is needed at beat 3, the UDP checksum at beat 5. For timing (156.25 MHz
+    // on ECP5) each stage holds one carry-save layer or two of at most four operands and one
+    // adder, or one fold step. The sums of the cfg_* inputs (stable while frames are in flight)
+    // are registers of their own. Stage 1 (beat 0): the IP sum and six partial UDP sums; stage 2:
+    // two UDP sums and the IP fold; stage 3: the IP checksum and the UDP sum; stage 4: the UDP
+    // fold; stage 5: the UDP checksum. The payload sum enters unfolded (the total stays far below
+    // 2^32 and is never 0, so its fold is the same).
+    localparam [31:0] IP_CONST = 32'h4502 + 32'd60 + 32'h4000 + 32'h4011;
+    localparam [31:0] UDP_CONST = 32'd17 + 32'd80 + {16'd0, VERSION[7:0], 8'd0};
+    reg  [31:0] ip_cfg, udp_cfg, ip_acc, u1, u2, u3, u4, u5, u6, v1, v2, udp_acc;
+    reg  [16:0] ip_f1, udp_f1;
+    always @(posedge clk) begin
+        ip_cfg <= IP_CONST + {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]};
+        udp_cfg <= UDP_CONST + {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]} +
+                   {16'd0, cfg_udp_port};
+        // stage 1
+        ip_acc <= ip_cfg + {16'd0, e_len} + {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]};
+        u1 <= udp_cfg + {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]} + {16'd0, e_port};
+        u2 <= {24'd0, e_flags} + {15'd0, e_len, 1'b0} + {16'd0, e_len} + {16'd0, e_dst[31:16]};
+        u3 <= {16'd0, e_dst[15:0]} + {16'd0, e_src[31:16]} + {16'd0, e_src[15:0]} +
+              {16'd0, e_seq[31:16]};
+        u4 <= {16'd0, e_seq[15:0]} + {16'd0, e_ack[31:16]} + {16'd0, e_ack[15:0]} +
+              {16'd0, e_ts[31:16]};
+        u5 <= {16'd0, e_ts[15:0]} + {16'd0, e_echo[31:16]} + {16'd0, e_echo[15:0]} +
+              {16'd0, e_window};
+        u6 <= {16'd0, e_ce} + e_psum;
+        // stage 2
+        v1 <= u1 + u2 + u3;
+        v2 <= u4 + u5 + u6;
+        ip_f1 <= {1'b0, ip_acc[15:0]} + {1'b0, ip_acc[31:16]};
+        // stage 3
+        ip_csum <= ~(ip_f1[15:0] + {15'd0, ip_f1[16]});
+        udp_acc <= v1 + v2;
+        // stage 4
+        udp_f1 <= {1'b0, udp_acc[15:0]} + {1'b0, udp_acc[31:16]};
+        // stage 5
+        udp_csum <= (udp_f1[15:0] + {15'd0, udp_f1[16]} == 16'hffff) ? 16'hffff :
+                    ~(udp_f1[15:0] + {15'd0, udp_f1[16]});
     end
 
     // ---- the 74 header bytes, big-endian, as ten beats (bytes 0..79; 74..79 are payload)

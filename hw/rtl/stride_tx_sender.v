@@ -66,7 +66,11 @@ module stride_tx_sender #(
     parameter integer BURST_BYTES = 16384,
     parameter integer ALPHA_SHIFT = 3,
     parameter integer MD_SHIFT = 3,
-    parameter integer NORM_SHIFT = 13
+    parameter integer NORM_SHIFT = 13,
+    // packet buffer: 0 = on chip (N rings of block RAM); 1 = external memory on the pbx_* ports
+    // (read data PBUF_LAT clocks after pbx_rd_en, in order, one read per clock)
+    parameter integer PBUF_EXT = 0,
+    parameter integer PBUF_LAT = 1
 ) (
     input  wire        clk,
     input  wire        rst,
@@ -104,6 +108,14 @@ module stride_tx_sender #(
     input  wire [15:0] wr_ctx,
     input  wire [BUF_LOG2-4:0] wr_addr,
     input  wire [63:0] wr_data,
+    // external packet buffer (PBUF_EXT = 1; with 0, pbx_* outputs are 0 and pbx_rd_data unused):
+    // word address {context, ring word}, the host's wr_* forwarded one clock later
+    output reg         pbx_wr_en,
+    output reg  [31:0] pbx_wr_addr,
+    output reg  [63:0] pbx_wr_data,
+    output wire        pbx_rd_en,
+    output wire [31:0] pbx_rd_addr,
+    input  wire [63:0] pbx_rd_data,
     input  wire        db_valid,
     output wire        db_ready,
     input  wire [15:0] db_ctx,
@@ -186,6 +198,10 @@ module stride_tx_sender #(
         end
         if (PACE_SCALE_Q12 < 1 || PACE_SCALE_Q12 > 65535) begin : bad_scale
             parameter_PACE_SCALE_Q12_must_be_1_to_65535 error_instance();
+        end
+        if (PBUF_EXT < 0 || PBUF_EXT > 1 || PBUF_LAT < 1 || PBUF_LAT > 32 ||
+            (PBUF_EXT == 0 && PBUF_LAT != 1)) begin : bad_pbuf
+            parameter_PBUF_EXT_0_or_1_and_PBUF_LAT_1_to_32_1_on_chip error_instance();
         end
         if (PACE_OVERHEAD < 0 || PACE_OVERHEAD > 1024) begin : bad_overhead
             parameter_PACE_OVERHEAD_must_be_0_to_1024 error_instance();
@@ -284,27 +300,37 @@ module stride_tx_sender #(
     );
     /* verilator lint_on PINCONNECTEMPTY */
 
-    // rate * PACE_SCALE_Q12 / 4096 by shifts and adds of the constant's bits
-    function [31:0] scale;
+    // rate * PACE_SCALE_Q12 / 4096 by shifts and adds of the constant's bits, in two registered
+    // stages for timing (the constant's low and high bytes, then their sum): a new rate reaches
+    // the pacer two clocks later
+    function [47:0] scale_part;
         input [31:0] r;
+        input integer lo;
         reg [47:0] acc;
         integer i;
         begin
             acc = 48'd0;
-            for (i = 0; i < 16; i = i + 1)
+            for (i = lo; i < lo + 8; i = i + 1)
                 if (((PACE_SCALE_Q12 >> i) & 1) != 0) acc = acc + ({16'd0, r} << i);
-            scale = (acc[47:44] != 4'd0) ? 32'hffffffff : acc[43:12];
+            scale_part = acc;
         end
     endfunction
+    function [31:0] sat;
+        input [47:0] acc;
+        sat = (acc[47:44] != 4'd0) ? 32'hffffffff : acc[43:12];
+    endfunction
     reg  [31:0] prate0, prate1;
+    reg  [47:0] sc0_lo, sc0_hi, sc1_lo, sc1_hi;
     always @(posedge clk) begin
         if (rst) begin
             rate0 <= cfg_rate_init; rate1 <= cfg_rate_init;
         end else if (cc_out_valid) begin
             if (cc_out_ctx) rate1 <= cc_rate; else rate0 <= cc_rate;
         end
-        prate0 <= scale(rate0);
-        prate1 <= scale(rate1);
+        sc0_lo <= scale_part(rate0, 0); sc0_hi <= scale_part(rate0, 8);
+        sc1_lo <= scale_part(rate1, 0); sc1_hi <= scale_part(rate1, 8);
+        prate0 <= sat(sc0_lo + sc0_hi);
+        prate1 <= sat(sc1_lo + sc1_hi);
     end
     wire [39:0] credit0, credit1;
     reg         pace_req0, pace_req1;
@@ -320,60 +346,105 @@ module stride_tx_sender #(
     wire head_lane = (N > 1) ? rq_q[0] : 1'b0;
     wire head_paced = head_lane ? !credit1[39] : !credit0[39];
 
-    // ---- packet buffer: N rings of 2^RW words
+    // ---- packet buffer: N rings of 2^RW words, on chip or in external memory
     localparam integer PAW = $clog2(N << RW);           // RW with one connection
     wire [AW+RW-1:0] pb_raddr;
     wire [63:0]      pb_q;
+    wire             rd_issue;
     wire [AW-1:0]    wr_idx = wr_ctx[AW-1:0];
     wire [AW+RW-1:0] pb_waddr = {wr_idx, wr_addr};
-    stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64)) pbuf (
-        .clk(clk), .rd_addr(pb_raddr[PAW-1:0]), .rd_data(pb_q),
-        .wr_en(wr_valid && {16'd0, wr_ctx} < N), .wr_addr(pb_waddr[PAW-1:0]),
-        .wr_data(wr_data));
+    wire             pb_wen = wr_valid && {16'd0, wr_ctx} < N;
+    generate
+        if (PBUF_EXT == 0) begin : on_chip
+            // the block RAM's output is registered once more (timing: its clock-to-out is slow
+            // on ECP5, and a deep buffer adds a multiplexer behind it): read latency 2
+            wire [63:0] pb_ram_q;
+            reg  [63:0] pb_q_r;
+            stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64)) pbuf (
+                .clk(clk), .rd_addr(pb_raddr[PAW-1:0]), .rd_data(pb_ram_q),
+                .wr_en(pb_wen), .wr_addr(pb_waddr[PAW-1:0]), .wr_data(wr_data));
+            always @(posedge clk) pb_q_r <= pb_ram_q;
+            assign pb_q = pb_q_r;
+            always @(posedge clk) begin
+                pbx_wr_en <= 1'b0; pbx_wr_addr <= 32'd0; pbx_wr_data <= 64'd0;
+            end
+            assign pbx_rd_en = 1'b0;
+            assign pbx_rd_addr = 32'd0;
+        end else begin : external
+            always @(posedge clk) begin
+                pbx_wr_en <= pb_wen && !rst;
+                pbx_wr_addr <= {{(32 - AW - RW) {1'b0}}, pb_waddr};
+                pbx_wr_data <= wr_data;
+            end
+            assign pbx_rd_en = rd_issue;
+            assign pbx_rd_addr = {{(32 - AW - RW) {1'b0}}, pb_raddr};
+            assign pb_q = pbx_rd_data;
+        end
+    endgenerate
 
-    // ---- payload reader: one word per clock into a 4-entry output queue (credit-based)
+    // ---- payload reader: one word per clock into an output queue of 2^OQ_LOG2 (+1) entries,
+    // credit-based: at most 2^OQ_LOG2 words read and not yet taken, enough to cover the read
+    // latency (LAT: PBUF_LAT, or 2 on chip) and the queue's own with no bubble
+    localparam integer LAT = (PBUF_EXT != 0) ? PBUF_LAT : 2;    // read latency, clocks
+    localparam integer OQ_LOG2 = (LAT <= 1) ? 2 : $clog2(LAT + 4);
+    localparam [OQ_LOG2:0] OQ_CREDIT = 1 << OQ_LOG2;
     reg  [AW-1:0] rd_ctx;
     reg  [RW-1:0] rd_word;
     reg  [11:0]   rd_left;            // words still to read of the current job
     reg  [7:0]    rd_lastkeep;
     reg           rd_busy;
-    reg  [2:0]    inflight;           // words read or in the output queue
+    reg  [OQ_LOG2:0] inflight;        // words read or in the output queue
     wire          oq_full, oq_v;
     wire [72:0]   oq_q;
     wire          oq_pop = oq_v && m_axis_tready;
     assign jq_pop = jq_v && !rd_busy;
-    wire          rd_issue = rd_busy && inflight < 3'd4;
+    assign rd_issue = rd_busy && inflight < OQ_CREDIT;
     assign pb_raddr = {rd_ctx, rd_word};
-    reg           rv, rv_last;
-    reg  [7:0]    rv_keep;
+    // the read's tag (valid, last word, tkeep), delayed by the read latency
+    reg  [LAT-1:0] rv_d;
+    reg  [LAT*9-1:0] rv_tag;
+    wire          rv = rv_d[LAT-1];
+    wire          rv_last = rv_tag[LAT*9-1];
+    wire [7:0]    rv_keep = rv_tag[LAT*9-2 -: 8];
+    wire [8:0]    rd_tag = {rd_left == 12'd1, (rd_left == 12'd1) ? rd_lastkeep : 8'hff};
+    wire [LAT:0] rv_d_next = {rv_d, rd_issue};
+    wire [LAT*9+8:0] rv_tag_next = {rv_tag, rd_tag};
     always @(posedge clk) begin
         if (rst) begin
-            rd_busy <= 1'b0; rv <= 1'b0; inflight <= 3'd0;
+            rd_busy <= 1'b0; rv_d <= {LAT{1'b0}}; inflight <= {(OQ_LOG2 + 1) {1'b0}};
         end else begin
             if (jq_pop) begin
                 rd_busy <= 1'b1;
                 {rd_ctx, rd_word, rd_left, rd_lastkeep} <= jq_q;
             end
-            rv <= rd_issue;
-            rv_last <= rd_left == 12'd1;
-            rv_keep <= (rd_left == 12'd1) ? rd_lastkeep : 8'hff;
+            rv_d <= rv_d_next[LAT-1:0];
             if (rd_issue) begin
                 rd_word <= rd_word + 1'b1;
                 rd_left <= rd_left - 12'd1;
                 if (rd_left == 12'd1) rd_busy <= 1'b0;
             end
-            inflight <= inflight + {2'd0, rd_issue} - {2'd0, oq_pop};
+            inflight <= inflight + {{OQ_LOG2{1'b0}}, rd_issue} - {{OQ_LOG2{1'b0}}, oq_pop};
         end
+        rv_tag <= rv_tag_next[LAT*9-1:0];
     end
-    stride_fifo #(.WIDTH(73), .DEPTH_LOG2(2)) out_q (
+    stride_fifo #(.WIDTH(73), .DEPTH_LOG2(OQ_LOG2)) out_q (
         .clk(clk), .rst(rst), .push(rv), .in_data({rv_last, rv_keep, pb_q}), .full(oq_full),
         .pop(oq_pop), .out_valid(oq_v), .out_data(oq_q));
     assign m_axis_tvalid = oq_v;
     assign {m_axis_tlast, m_axis_tkeep, m_axis_tdata} = oq_q;
 
-    // ---- the record table and its op pipeline (as stride_rx_engine's)
+    // ---- the record table and its op pipeline. One op per 6 cycles (a departure 7), never
+    // overlapped (as stride_rx_engine's): IDLE picks the op and presents the table address; RD
+    // registers the table's output; P1, P2, P3 register the compares and sums (one carry chain
+    // per cycle: P1 from the record and the op's inputs, P2 from P1's sums, P3 the send length,
+    // skipped by the other ops); EX takes the decisions from those flags and registers the
+    // outputs and the record to write back; WR writes it. The next op's read comes after the
+    // write: no forwarding, and the table is declared collision-free (OLD_ON_COLLISION = 0, no
+    // bypass logic after the block RAM).
     localparam [2:0] OP_RX = 0, OP_AOUT = 1, OP_CTL = 2, OP_DB = 3, OP_SEND = 4, OP_SCAN = 5;
+    localparam [2:0] PH_RD = 1, PH_P1 = 2, PH_P2 = 3, PH_EX = 5, PH_WR = 6;   // P3 = 4
     reg           busy;
+    reg  [2:0]    ph;
     reg  [2:0]    op;
     reg  [AW-1:0] scan_idx, x_idx;
     reg           x_ok;
@@ -389,7 +460,7 @@ module stride_tx_sender #(
     wire take_ctl  = idle && !take_rx && !take_aout && ctl_valid;
     wire take_db   = idle && !take_rx && !take_aout && !ctl_valid && db_valid;
     wire take_send = idle && !take_rx && !take_aout && !ctl_valid && !db_valid && rq_v &&
-                     head_paced && !pace_req0 && !pace_req1 && !dq_full && !jq_full;
+                     head_paced && !dq_full && !jq_full;
     assign ctl_ready = take_ctl;
     assign db_ready = take_db;
     wire [AW-1:0] rd_addr = take_rx ? sq_idx : take_aout ? aq_idx : take_ctl ? ctl_idx :
@@ -402,13 +473,11 @@ module stride_tx_sender #(
     wire [W-1:0] ram_q;
     reg          wr_en;
     reg  [W-1:0] wr_data_r;
-    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W)) table_ (
+    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0)) table_ (
         .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
         .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : x_idx),
         .wr_data(clearing ? {W{1'b0}} : wr_data_r));
-    reg          byp;
-    reg  [W-1:0] byp_data;
-    wire [W-1:0] rec = byp ? byp_data : ram_q;
+    reg  [W-1:0] rec;                   // the record, registered after the table (RD)
 
     // the op's inputs, captured at IDLE
     reg  [7:0]  x_flags;
@@ -417,10 +486,82 @@ module stride_tx_sender #(
     reg  [1:0]  x_cop;
     reg         x_nack;
 
+    // the record's fields
+    wire        f_valid = rec[R_VALID];
+    wire [31:0] f_iss = rec[R_ISS +: 32], f_una = rec[R_UNA +: 32], f_nxt = rec[R_NXT +: 32],
+                f_max = rec[R_MAX +: 32], f_end = rec[R_END +: 32], f_wnd = rec[R_WND +: 32],
+                f_rack = rec[R_RACK +: 32], f_rtdl = rec[R_RTDL +: 32],
+                f_nkack = rec[R_NKACK +: 32], f_nkt = rec[R_NKT +: 32], f_stt = rec[R_STT +: 32];
+    wire [15:0] f_rce = rec[R_RCE +: 16];
+    wire        f_rton = rec[R_RTON], f_nkon = rec[R_NKON], f_inq = rec[R_INQ];
+    wire [2:0]  f_rtsh = rec[R_RTSH +: 3];
+    wire [2:0]  rtsh_inc = (f_rtsh != RTO_MAX_SHIFT[2:0]) ? f_rtsh + 3'd1 : f_rtsh;
+    wire [31:0] x_wnd = {6'd0, x_s, 10'd0};     // the window an ACK carries, bytes
+
+    // time: registered each clock (one clock behind `now`: deadlines 1 clock early)
+    reg  [31:0] now_r, now_rto, now_hold;
+    always @(posedge clk) begin
+        now_r <= now;
+        now_rto <= now + RTO;                   // a deadline after progress
+        now_hold <= now - HOLD;                 // lt32(now, t + HOLD) = lt32(now - HOLD, t)
+    end
+
+    // P1: compares and sums from the record and the inputs
+    reg        a_gt_una, a_le_max, nxt_lt_a, a_lt_una, a_lt_nxt, a_eq_max, nk_same, nk_hold;
+    reg        rto_due, nxt_lt_end, end_ok, a_lt_end;
+    reg [31:0] edge_, avail, off, max_nxt, una_xw, a_xw, a_una, dl_sh, dl_inc;
+    // P2: compares of P1's sums
+    reg        nxt_lt_edge, una_lt_end, una_lt_edge, nxt_lt_unaxw, nxt_lt_axw, a_lt_unaxw,
+               a_lt_axw, db_over;
+    reg [31:0] room;
+    reg [15:0] len_a;                           // min(avail, MAX_PAYLOAD)
+    // P3: the send length
+    reg [15:0] slen;
+    reg        can_send;
+
+    always @(posedge clk) begin
+        // P1
+        a_gt_una <= lt32(f_una, x_a);
+        a_le_max <= !lt32(f_max, x_a);
+        nxt_lt_a <= lt32(f_nxt, x_a);
+        a_lt_una <= lt32(x_a, f_una);
+        a_lt_nxt <= lt32(x_a, f_nxt);
+        a_eq_max <= x_a == f_max;
+        nk_same <= f_nkon && f_nkack == x_a;
+        nk_hold <= lt32(now_hold, f_nkt);
+        rto_due <= !lt32(now_r, f_rtdl);
+        nxt_lt_end <= lt32(f_nxt, f_end);
+        a_lt_end <= lt32(x_a, f_end);
+        end_ok <= f_end[2:0] == f_iss[2:0];
+        edge_ <= f_una + f_wnd;
+        avail <= f_end - f_nxt;
+        off <= f_nxt - f_iss;
+        max_nxt <= f_max - f_nxt;
+        una_xw <= f_una + x_wnd;
+        a_xw <= x_a + x_wnd;
+        a_una <= x_a - f_una;
+        dl_sh <= now_r + (RTO << f_rtsh);
+        dl_inc <= now_r + (RTO << rtsh_inc);
+        // P2
+        nxt_lt_edge <= lt32(f_nxt, edge_);
+        una_lt_end <= lt32(f_una, f_end);
+        una_lt_edge <= lt32(f_una, edge_);
+        nxt_lt_unaxw <= lt32(f_nxt, una_xw);
+        nxt_lt_axw <= lt32(f_nxt, a_xw);
+        a_lt_unaxw <= lt32(x_a, una_xw);
+        a_lt_axw <= lt32(x_a, a_xw);
+        db_over <= a_una > RING;
+        room <= edge_ - f_nxt;
+        len_a <= (avail < {16'd0, MAXP}) ? avail[15:0] : MAXP;
+        // P3
+        can_send <= f_valid && nxt_lt_end && nxt_lt_edge;
+        slen <= ({16'd0, len_a} > room) ? room[15:0] : len_a;
+    end
+
     always @(posedge clk) begin
         if (rst) begin
-            busy <= 1'b0; op <= OP_SCAN; scan_idx <= 0; x_idx <= 0; x_ok <= 1'b0;
-            clearing <= 1'b1; clear_idx <= 0; wr_en <= 1'b0; byp <= 1'b0;
+            busy <= 1'b0; ph <= 3'd0; op <= OP_SCAN; scan_idx <= 0; x_idx <= 0; x_ok <= 1'b0;
+            clearing <= 1'b1; clear_idx <= 0; wr_en <= 1'b0;
             sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rq_push <= 1'b0; dq_push <= 1'b0;
             jq_push <= 1'b0; ce_push <= 1'b0; pace_req0 <= 1'b0; pace_req1 <= 1'b0;
             ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
@@ -435,184 +576,194 @@ module stride_tx_sender #(
             rq_push <= 1'b0; dq_push <= 1'b0; jq_push <= 1'b0; ce_push <= 1'b0;
             pace_req0 <= 1'b0; pace_req1 <= 1'b0;
             ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
+            wr_en <= 1'b0;
             if (clearing) begin
                 clear_idx <= clear_idx + 1'b1;
                 if (clear_idx == LAST) clearing <= 1'b0;
-            end else begin
-                wr_en <= 1'b0;
-                byp <= wr_en && rd_addr == x_idx && !busy;
-                byp_data <= wr_data_r;
-                if (!busy) begin
-                    busy <= 1'b1;
-                    x_idx <= rd_addr;
-                    if (take_rx) begin
-                        op <= OP_RX; x_ok <= idx_ok(sq_q[SQW-1 -: 16]);
-                        {x_flags, x_a, x_s, x_b} <= sq_q[SQW-17:0];
-                    end else if (take_aout) begin
-                        op <= OP_AOUT; x_ok <= idx_ok(aq_q[AQW-1 -: 16]);
-                        {x_nack, x_a, x_b, x_s} <= aq_q[AQW-17:0];
-                    end else if (take_ctl) begin
-                        op <= OP_CTL; x_ok <= idx_ok(ctl_ctx); x_cop <= ctl_op;
-                        x_a <= ctl_cid; x_b <= ctl_peer_cid; x_c <= ctl_peer_ip;
-                        x_s <= ctl_peer_port; x_d <= ctl_snd_nxt; x_e <= ctl_rcv_nxt;
-                        x_t <= ctl_peer_window;
-                    end else if (take_db) begin
-                        op <= OP_DB; x_ok <= idx_ok(db_ctx); x_a <= db_end;
-                    end else if (take_send) begin
-                        op <= OP_SEND; x_ok <= 1'b1;
-                    end else begin
-                        op <= OP_SCAN; x_ok <= 1'b1;
-                        scan_idx <= (scan_idx == LAST) ? {AW{1'b0}} : scan_idx + 1'b1;
-                    end
-                    // the queues' heads are taken now (their next entries show in 1 cycle,
-                    // before the next IDLE)
-                    sq_pop <= take_rx; aq_pop <= take_aout; rq_pop <= take_send;
-                end else begin : exec
-                    reg [W-1:0] nr;
-                    reg        valid, rton, nkon, inq, wr, push_rq;
-                    reg [31:0] una_, nxt, max_, end_, wnd, rack, rtdl, nkack, nkt, stt, iss;
-                    reg [15:0] rce, len;
-                    reg [2:0]  rtsh;
-                    reg [31:0] room, avail, off;
-                    nr = rec;
-                    valid = rec[R_VALID]; iss = rec[R_ISS +: 32];
-                    una_ = rec[R_UNA +: 32]; nxt = rec[R_NXT +: 32]; max_ = rec[R_MAX +: 32];
-                    end_ = rec[R_END +: 32]; wnd = rec[R_WND +: 32]; rack = rec[R_RACK +: 32];
-                    rce = rec[R_RCE +: 16]; rton = rec[R_RTON]; rtdl = rec[R_RTDL +: 32];
-                    rtsh = rec[R_RTSH +: 3]; nkon = rec[R_NKON]; nkack = rec[R_NKACK +: 32];
-                    nkt = rec[R_NKT +: 32]; inq = rec[R_INQ]; stt = rec[R_STT +: 32];
-                    wr = 1'b0; push_rq = 1'b0; len = 16'd0;
-                    busy <= 1'b0;
-                    case (op)
-                        OP_RX: if (x_ok && valid) begin
-                            wr = 1'b1;
-                            wnd = {6'd0, x_s, 10'd0};
-                            // x_a = ack, x_b = echo_stt, x_flags
-                            if (lt32(una_, x_a) && !lt32(max_, x_a)) begin
-                                una_ = x_a;
-                                if (lt32(nxt, x_a)) nxt = x_a;
-                                rtsh = 3'd0;
-                                rton = una_ != max_;
-                                rtdl = now + RTO;
-                                una_valid <= 1'b1; una_ctx <= {{(16 - AW) {1'b0}}, x_idx};
-                                una <= x_a;
-                                if ((x_flags & 8'h7f) == 8'h02) begin
-                                    ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd0, x_b};
-                                    stt = x_b;
-                                end
-                            end
-                            if (x_flags == 8'h06 && !lt32(x_a, una_) && lt32(x_a, nxt)) begin
-                                if (nkon && nkack == x_a && lt32(now, nkt + HOLD)) begin
-                                    cnt_nack_held <= cnt_nack_held + 1;
-                                end else begin
-                                    nxt = x_a; nkon = 1'b1; nkack = x_a; nkt = now;
-                                    cnt_gbn_nack <= cnt_gbn_nack + 1;
-                                    ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd1, 32'd0};
-                                end
-                            end
-                            push_rq = 1'b1;
-                        end
-                        OP_AOUT: if (x_ok && valid) begin
-                            // x_nack, x_a = ack, x_b = echo, x_s = ce_count
-                            wr = 1'b1; rack = x_a; rce = x_s;
-                            dq_push <= 1'b1;
-                            dq_in <= {x_nack ? 8'h06 : 8'h02, 16'd0, rec[R_PCID +: 32],
-                                      rec[R_CID +: 32], max_, x_a, x_b, rec[R_PIP +: 32],
-                                      cfg_window, x_s, rec[R_PPORT +: 16]};
-                            cnt_ctl_pkts <= cnt_ctl_pkts + 1;
-                        end
-                        OP_CTL: begin
-                            ctl_rd_valid <= x_cop == 2'd0;
-                            ctl_rd_installed <= valid && rec[R_CID +: 32] == x_a;
-                            ctl_rd_una <= una_; ctl_rd_nxt <= nxt; ctl_rd_end <= end_;
-                            if (x_cop != 2'd0 && x_ok) begin
-                                wr = 1'b1;
-                                nr = {W{1'b0}};
-                                valid = x_cop == 2'd1;
-                                una_ = x_d; nxt = x_d; max_ = x_d; end_ = x_d; iss = x_d;
-                                wnd = {6'd0, x_t, 10'd0}; rack = x_e; rce = 16'd0;
-                                rton = 1'b0; rtdl = 32'd0; rtsh = 3'd0; nkon = 1'b0;
-                                nkack = 32'd0; nkt = 32'd0; inq = 1'b0; stt = 32'd0;
-                                nr[R_CID +: 32] = x_a; nr[R_PCID +: 32] = x_b;
-                                nr[R_PIP +: 32] = x_c; nr[R_PPORT +: 16] = x_s;
-                                if (x_cop == 2'd1) begin
-                                    ce_push <= 1'b1;
-                                    ce_in <= {x_idx[0] & (N > 1), 2'd3, 32'd0};
-                                end
-                            end
-                        end
-                        OP_DB: if (x_ok && valid) begin
-                            if (lt32(x_a, end_) || (x_a - una_) > RING ||
-                                end_[2:0] != iss[2:0]) begin
-                                cnt_db_err <= cnt_db_err + 1;
-                            end else begin
-                                wr = 1'b1; end_ = x_a; push_rq = 1'b1;
-                            end
-                        end else begin
-                            cnt_db_err <= cnt_db_err + 1;
-                        end
-                        OP_SEND: begin
-                            wr = 1'b1; inq = 1'b0;
-                            room = una_ + wnd - nxt;
-                            avail = end_ - nxt;
-                            if (valid && lt32(nxt, end_) && lt32(nxt, una_ + wnd)) begin
-                                len = (avail < {16'd0, MAXP}) ? avail[15:0] : MAXP;
-                                if ({16'd0, len} > room) len = room[15:0];
-                                off = nxt - iss;
-                                dq_push <= 1'b1;
-                                dq_in <= {(nxt + {16'd0, len} == end_) ? 8'h62 : 8'h22, len,
-                                          rec[R_PCID +: 32], rec[R_CID +: 32], nxt, rack,
-                                          32'd0, rec[R_PIP +: 32], cfg_window, rce,
-                                          rec[R_PPORT +: 16]};
-                                jq_push <= 1'b1;
-                                jq_in <= {x_idx, off[BUF_LOG2-1:3],
-                                          len[14:3] + {11'd0, len[2:0] != 3'd0},
-                                          (len[2:0] == 3'd0) ? 8'hff : ~(8'hff << len[2:0])};
-                                if (x_idx[0] && N > 1) pace_req1 <= 1'b1;
-                                else pace_req0 <= 1'b1;
-                                pace_len <= len + OVH;
-                                cnt_data <= cnt_data + 1;
-                                if (lt32(nxt, max_)) cnt_resent <= cnt_resent + 1;
-                                nxt = nxt + {16'd0, len};
-                                if (lt32(max_, nxt)) max_ = nxt;
-                                if (!rton) begin
-                                    rton = 1'b1; rtdl = now + (RTO << rtsh);
-                                end
-                            end
-                            push_rq = valid;
-                        end
-                        default: if (valid && rton && !lt32(now, rtdl)) begin   // OP_SCAN
-                            wr = 1'b1;
-                            if (una_ == max_) begin
-                                rton = 1'b0;
-                            end else begin
-                                nxt = una_;
-                                if (rtsh != RTO_MAX_SHIFT[2:0]) rtsh = rtsh + 3'd1;
-                                rtdl = now + (RTO << rtsh);
-                                cnt_rto <= cnt_rto + 1;
-                                ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd2, 32'd0};
-                                push_rq = 1'b1;
-                            end
-                        end
-                    endcase
-                    // (re)queue a connection that has something to send
-                    if (push_rq && valid && !inq && lt32(nxt, end_) && lt32(nxt, una_ + wnd)) begin
-                        inq = 1'b1;
-                        rq_push <= 1'b1; rq_in <= x_idx;
-                    end
-                    nr[R_VALID] = valid; nr[R_ISS +: 32] = iss;
-                    nr[R_UNA +: 32] = una_; nr[R_NXT +: 32] = nxt; nr[R_MAX +: 32] = max_;
-                    nr[R_END +: 32] = end_; nr[R_WND +: 32] = wnd; nr[R_RACK +: 32] = rack;
-                    nr[R_RCE +: 16] = rce; nr[R_RTON] = rton; nr[R_RTDL +: 32] = rtdl;
-                    nr[R_RTSH +: 3] = rtsh; nr[R_NKON] = nkon; nr[R_NKACK +: 32] = nkack;
-                    nr[R_NKT +: 32] = nkt; nr[R_INQ] = inq; nr[R_STT +: 32] = stt;
-                    wr_en <= wr;
-                    wr_data_r <= nr;
+            end else if (!busy) begin
+                busy <= 1'b1; ph <= PH_RD;
+                x_idx <= rd_addr;
+                if (take_rx) begin
+                    op <= OP_RX; x_ok <= idx_ok(sq_q[SQW-1 -: 16]);
+                    {x_flags, x_a, x_s, x_b} <= sq_q[SQW-17:0];
+                end else if (take_aout) begin
+                    op <= OP_AOUT; x_ok <= idx_ok(aq_q[AQW-1 -: 16]);
+                    {x_nack, x_a, x_b, x_s} <= aq_q[AQW-17:0];
+                end else if (take_ctl) begin
+                    op <= OP_CTL; x_ok <= idx_ok(ctl_ctx); x_cop <= ctl_op;
+                    x_a <= ctl_cid; x_b <= ctl_peer_cid; x_c <= ctl_peer_ip;
+                    x_s <= ctl_peer_port; x_d <= ctl_snd_nxt; x_e <= ctl_rcv_nxt;
+                    x_t <= ctl_peer_window;
+                end else if (take_db) begin
+                    op <= OP_DB; x_ok <= idx_ok(db_ctx); x_a <= db_end;
+                end else if (take_send) begin
+                    op <= OP_SEND; x_ok <= 1'b1;
+                end else begin
+                    op <= OP_SCAN; x_ok <= 1'b1;
+                    scan_idx <= (scan_idx == LAST) ? {AW{1'b0}} : scan_idx + 1'b1;
                 end
+                // the queues' heads are taken now (their next entries show in 1 cycle,
+                // before the next IDLE)
+                sq_pop <= take_rx; aq_pop <= take_aout; rq_pop <= take_send;
+            end else if (ph == PH_RD) begin
+                rec <= ram_q; ph <= PH_P1;
+            end else if (ph == PH_WR) begin
+                busy <= 1'b0; ph <= 3'd0;
+            end else if (ph != PH_EX) begin
+                // only a departure needs P3 (its length): the other ops skip it
+                ph <= (ph == PH_P2 && op != OP_SEND) ? PH_EX : ph + 3'd1;
+            end else begin : exec
+                reg [W-1:0] nr;
+                reg        valid, rton, nkon, inq, wr, upd, gbn, rq_ok, to_a;
+                reg [31:0] una_, nxt, max_, end_, wnd, rack, rtdl, nkack, nkt, stt, iss;
+                reg [15:0] rce;
+                reg [2:0]  rtsh;
+                reg [31:0] nxt_sent;
+                nr = rec;
+                valid = f_valid; iss = f_iss; una_ = f_una; nxt = f_nxt; max_ = f_max;
+                end_ = f_end; wnd = f_wnd; rack = f_rack; rce = f_rce; rton = f_rton;
+                rtdl = f_rtdl; rtsh = f_rtsh; nkon = f_nkon; nkack = f_nkack; nkt = f_nkt;
+                inq = f_inq; stt = f_stt;
+                wr = 1'b0; rq_ok = 1'b0; to_a = 1'b0;
+                ph <= PH_WR;
+                case (op)
+                    OP_RX: if (x_ok && valid) begin
+                        wr = 1'b1;
+                        wnd = x_wnd;
+                        // x_a = ack, x_b = echo_stt, x_flags
+                        upd = a_gt_una && a_le_max;
+                        if (upd) begin
+                            una_ = x_a;
+                            if (nxt_lt_a) begin
+                                nxt = x_a; to_a = 1'b1;
+                            end
+                            rtsh = 3'd0;
+                            rton = !a_eq_max;
+                            rtdl = now_rto;
+                            una_valid <= 1'b1; una_ctx <= {{(16 - AW) {1'b0}}, x_idx};
+                            una <= x_a;
+                            if ((x_flags & 8'h7f) == 8'h02) begin
+                                ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd0, x_b};
+                                stt = x_b;
+                            end
+                        end
+                        // go-back-N on a NACK with una <= ack < nxt (una, nxt as updated)
+                        gbn = x_flags == 8'h06 &&
+                              (upd ? (!nxt_lt_a && a_lt_nxt) : (!a_lt_una && a_lt_nxt));
+                        if (gbn) begin
+                            if (nk_same && nk_hold) begin
+                                cnt_nack_held <= cnt_nack_held + 1;
+                            end else begin
+                                nxt = x_a; to_a = 1'b1; nkon = 1'b1; nkack = x_a; nkt = now_r;
+                                cnt_gbn_nack <= cnt_gbn_nack + 1;
+                                ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd1, 32'd0};
+                            end
+                        end
+                        // requeue test on the updated nxt (f_nxt or x_a), end, una + window
+                        if (to_a)
+                            rq_ok = a_lt_end && (upd ? a_lt_axw : a_lt_unaxw);
+                        else
+                            rq_ok = nxt_lt_end && (upd ? nxt_lt_axw : nxt_lt_unaxw);
+                    end
+                    OP_AOUT: if (x_ok && valid) begin
+                        // x_nack, x_a = ack, x_b = echo, x_s = ce_count
+                        wr = 1'b1; rack = x_a; rce = x_s;
+                        dq_push <= 1'b1;
+                        dq_in <= {x_nack ? 8'h06 : 8'h02, 16'd0, rec[R_PCID +: 32],
+                                  rec[R_CID +: 32], max_, x_a, x_b, rec[R_PIP +: 32],
+                                  cfg_window, x_s, rec[R_PPORT +: 16]};
+                        cnt_ctl_pkts <= cnt_ctl_pkts + 1;
+                    end
+                    OP_CTL: begin
+                        ctl_rd_valid <= x_cop == 2'd0;
+                        ctl_rd_installed <= valid && rec[R_CID +: 32] == x_a;
+                        ctl_rd_una <= una_; ctl_rd_nxt <= nxt; ctl_rd_end <= end_;
+                        if (x_cop != 2'd0 && x_ok) begin
+                            wr = 1'b1;
+                            nr = {W{1'b0}};
+                            valid = x_cop == 2'd1;
+                            una_ = x_d; nxt = x_d; max_ = x_d; end_ = x_d; iss = x_d;
+                            wnd = {6'd0, x_t, 10'd0}; rack = x_e; rce = 16'd0;
+                            rton = 1'b0; rtdl = 32'd0; rtsh = 3'd0; nkon = 1'b0;
+                            nkack = 32'd0; nkt = 32'd0; inq = 1'b0; stt = 32'd0;
+                            nr[R_CID +: 32] = x_a; nr[R_PCID +: 32] = x_b;
+                            nr[R_PIP +: 32] = x_c; nr[R_PPORT +: 16] = x_s;
+                            if (x_cop == 2'd1) begin
+                                ce_push <= 1'b1;
+                                ce_in <= {x_idx[0] & (N > 1), 2'd3, 32'd0};
+                            end
+                        end
+                    end
+                    OP_DB: if (x_ok && valid) begin
+                        if (a_lt_end || db_over || !end_ok) begin
+                            cnt_db_err <= cnt_db_err + 1;
+                        end else begin
+                            wr = 1'b1; end_ = x_a;
+                            rq_ok = nxt_lt_a && nxt_lt_edge;
+                        end
+                    end else begin
+                        cnt_db_err <= cnt_db_err + 1;
+                    end
+                    OP_SEND: begin
+                        wr = 1'b1; inq = 1'b0;
+                        if (can_send) begin
+                            nxt_sent = nxt + {16'd0, slen};
+                            dq_push <= 1'b1;
+                            dq_in <= {({16'd0, slen} == avail) ? 8'h62 : 8'h22, slen,
+                                      rec[R_PCID +: 32], rec[R_CID +: 32], nxt, rack,
+                                      32'd0, rec[R_PIP +: 32], cfg_window, rce,
+                                      rec[R_PPORT +: 16]};
+                            jq_push <= 1'b1;
+                            jq_in <= {x_idx, off[BUF_LOG2-1:3],
+                                      slen[14:3] + {11'd0, slen[2:0] != 3'd0},
+                                      (slen[2:0] == 3'd0) ? 8'hff : ~(8'hff << slen[2:0])};
+                            if (x_idx[0] && N > 1) pace_req1 <= 1'b1;
+                            else pace_req0 <= 1'b1;
+                            pace_len <= slen + OVH;
+                            cnt_data <= cnt_data + 1;
+                            if (max_nxt != 32'd0) cnt_resent <= cnt_resent + 1;
+                            // max = nxt + len if that passes it (nxt <= max on the circle)
+                            if ({16'd0, slen} > max_nxt) max_ = nxt_sent;
+                            nxt = nxt_sent;
+                            if (!rton) begin
+                                rton = 1'b1; rtdl = dl_sh;
+                            end
+                            // more to send: len < end - nxt and len < window room
+                            rq_ok = {16'd0, slen} != avail && {16'd0, slen} != room;
+                        end
+                    end
+                    default: if (valid && rton && rto_due) begin   // OP_SCAN
+                        wr = 1'b1;
+                        if (una_ == max_) begin
+                            rton = 1'b0;
+                        end else begin
+                            nxt = una_;
+                            rtsh = rtsh_inc;
+                            rtdl = dl_inc;
+                            cnt_rto <= cnt_rto + 1;
+                            ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd2, 32'd0};
+                            rq_ok = una_lt_end && una_lt_edge;
+                        end
+                    end
+                endcase
+                // (re)queue a connection that has something to send
+                if (rq_ok && valid && !inq) begin
+                    inq = 1'b1;
+                    rq_push <= 1'b1; rq_in <= x_idx;
+                end
+                nr[R_VALID] = valid; nr[R_ISS +: 32] = iss;
+                nr[R_UNA +: 32] = una_; nr[R_NXT +: 32] = nxt; nr[R_MAX +: 32] = max_;
+                nr[R_END +: 32] = end_; nr[R_WND +: 32] = wnd; nr[R_RACK +: 32] = rack;
+                nr[R_RCE +: 16] = rce; nr[R_RTON] = rton; nr[R_RTDL +: 32] = rtdl;
+                nr[R_RTSH +: 3] = rtsh; nr[R_NKON] = nkon; nr[R_NKACK +: 32] = nkack;
+                nr[R_NKT +: 32] = nkt; nr[R_INQ] = inq; nr[R_STT +: 32] = stt;
+                wr_en <= wr;
+                wr_data_r <= nr;
             end
         end
     end
-    wire unused = &{1'b0, oq_full, cc_slot, pb_raddr, pb_waddr};
+    wire unused = &{1'b0, oq_full, cc_slot, pb_raddr, pb_waddr, pbx_rd_data, rv_d_next[LAT],
+                       rv_tag_next[LAT*9+8 -: 9]};
 endmodule
 
 `default_nettype wire

@@ -113,7 +113,10 @@ lines = ["# Hardware resource report", "",
          "`stride_engine, N=...` is the whole engine (`rtl/stride_engine.v`: parser, receive "
          "engine, sender with `stride_cc` and a pacer per rate lane, packet buffer, frame builder) "
          "with N connection contexts and `BUF_LOG2=11`: a 2 KiB send ring per connection, so its "
-         "packet buffer is N x 16 kbit of block RAM. `stride_cc_table, N=...` is the rate "
+         "packet buffer is N x 16 kbit of block RAM for N = 1 and 64; at N = 1024 (16 Mbit, more "
+         "than the LFE5U-85F's 3.7 Mbit of block RAM) the buffer is in external memory "
+         "(`PBUF_EXT=1`, `PBUF_LAT=12`, see `hw/README.md`) and the row counts only the engine's "
+         "side of that port. `stride_cc_table, N=...` is the rate "
          "controller for N connections (`rtl/stride_cc_table.v`: one update core, 178 bits of "
          "state per connection in a table). `BRAM kbit` is the capacity of the block RAMs "
          "used, not the bits stored.", ""]
@@ -149,7 +152,8 @@ if eng and "arriav" in TARGETS:
               "packing and retiming; `M10K` blocks as Yosys maps them (Quartus may choose MLAB for "
               "small memories); the paper's \"ALUs\" and \"Mem. Alloc.\" units are not defined "
               "(ALMs or ALUTs; buffer bytes, possibly in DRAM). Our packet buffer is on chip "
-              "(N x 2 KiB here); the paper's memory allocation suggests buffers off the block RAM.",
+              "(N x 2 KiB) for N = 1 and 64 and in external memory for N = 1024 (2 MiB, not in "
+              "the row); the paper's memory allocation suggests buffers off the block RAM.",
               "",
               "| design | logic | memory | BRAM |", "|---|---|---|---|"]
     for name, (alus, mem, bram) in PAPER.items():
@@ -158,8 +162,9 @@ if eng and "arriav" in TARGETS:
         if (m, "arriav") not in table:
             continue
         v = table[(m, "arriav")]
+        ext = " + 2 MiB external packet buffer" if m == "stride_engine_n1024" else ""
         lines.append(f"| ours: {LABEL.get(m, m)} | {v[0]} ALUT + {v[1]} carry ALUT = {v[0] + v[1]} "
-                     f"| {v[6]} kbit block RAM, {v[7]} MLAB | {v[5]} M10K |")
+                     f"| {v[6]} kbit block RAM, {v[7]} MLAB{ext} | {v[5]} M10K |")
     lines.append("")
 sweep = OUT / "cc_width_sweep.md"
 if "arriav" in TARGETS and "stride_cc" in MODULES and sweep.exists():

@@ -25,10 +25,15 @@ case "$mod" in
     chparam="chparam -set N ${mod#stride_rx_engine_n} stride_rx_engine;" ;;
   stride_engine_n*)
     # the whole engine; packet buffer rings of 2^BUF_LOG2 = 2 KiB per connection (the smallest
-    # the sender allows), so the buffer is N x 2 KiB of block RAM
+    # the sender allows), so the buffer is N x 2 KiB of block RAM; with N = 1024 (2 MiB, more
+    # than the LFE5U-85F's 3.7 Mbit of block RAM) the buffer is external (PBUF_EXT=1, reads
+    # answered 12 clocks later: the engine's part is the 16-word output queue)
     top=stride_engine
     extra=$(ls "$here"/../rtl/*.v | grep -v -e /stride_engine.v -e /timely_cc.v | tr '\n' ' ')
-    chparam="chparam -set N ${mod#stride_engine_n} -set BUF_LOG2 11 stride_engine;" ;;
+    n=${mod#stride_engine_n}
+    ext=""
+    [ "$n" -ge 1024 ] && ext="-set PBUF_EXT 1 -set PBUF_LAT 12"
+    chparam="chparam -set N $n -set BUF_LOG2 11 $ext stride_engine;" ;;
 esac
 rtl="$here/../rtl/$top.v $extra"
 mkdir -p "$out"

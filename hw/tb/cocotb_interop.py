@@ -250,7 +250,9 @@ async def byte_stream(dut):
                 ring_ready.set()
             if dut.m_axis_tx_tvalid.value:
                 n = bin(int(dut.m_axis_tx_tkeep.value)).count("1")
-                out += int(dut.m_axis_tx_tdata.value).to_bytes(8, "little")[:n]
+                # only the bytes under tkeep are the frame's (the others may be undefined)
+                bits = dut.m_axis_tx_tdata.value.binstr[64 - 8 * n:]
+                out += int(bits, 2).to_bytes(8, "little")[:n]
                 if dut.m_axis_tx_tlast.value:
                     d = check_frame(bytes(out))
                     out = bytearray()

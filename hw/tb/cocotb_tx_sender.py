@@ -49,6 +49,7 @@ class Conn:
         self.max_sent = 0     # relative snd_max as seen in descriptors
         self.gb_expect = None  # (seq, cycle) a NACK asked to resend
         self.last_nack = None
+        self.forced = False   # the one loss every stream of more than 3 packets has (a gap)
 
 
 @cocotb.test()
@@ -161,6 +162,11 @@ async def senders_against_receivers(dut):
     def receiver(c, seq, payload, flags):
         rel = (seq - c.iss) & M32
         drop = blackout[0] or rng.random() < 0.03
+        # one certain gap per stream (the first packet sent from its middle third, when more
+        # follow), so go-back-N on NACK is exercised whatever the random draws
+        if (not c.forced and len(c.data) // 3 <= rel and rel + len(payload) < len(c.data)
+                and len(payload) > 0 and not blackout[0]):
+            c.forced = drop = True
         if drop:
             events["drops"] += 1
             return

@@ -52,8 +52,18 @@ def test_engine_line_rate(sim):
          {}, ENGINE_ALL, "_rate")
 
 
+# N = 1024 with the packet buffer in external memory (modelled by the test) whose reads answer
+# 12 clocks later: line rate and every payload byte, as on chip
 @pytest.mark.parametrize("sim", SIMS)
-@pytest.mark.parametrize("bad", [{"CLK_PS": 500}], ids=["clk"])
+def test_engine_line_rate_external_buffer(sim):
+    run_module("stride_engine", "cocotb_engine_rate", sim,
+               {"N": 1024, "BUF_LOG2": 16, "CLK_PS": 6400, "PBUF_EXT": 1, "PBUF_LAT": 12},
+               {"PBUF_EXT": "1", "PBUF_LAT": "12", "ENGINE_N": "1024"}, ENGINE_ALL, "_rate_ext")
+
+
+@pytest.mark.parametrize("sim", SIMS)
+@pytest.mark.parametrize("bad", [{"CLK_PS": 500}, {"PBUF_EXT": 0, "PBUF_LAT": 4}],
+                         ids=["clk", "pbuf_lat"])
 def test_engine_bad_params_stop_elaboration(sim, bad):
     with pytest.raises(SystemExit):
         run_module("stride_engine", "cocotb_engine_rate", sim, bad, {}, ENGINE_ALL,
