@@ -323,14 +323,20 @@ module stride_tx_sender #(
     reg  [47:0] sc0_lo, sc0_hi, sc1_lo, sc1_hi;
     always @(posedge clk) begin
         if (rst) begin
+            // the scaling stages hold 0 through reset: a pacer must never integrate an
+            // unknown (X) rate in the clocks before the new rate has passed both stages
             rate0 <= cfg_rate_init; rate1 <= cfg_rate_init;
-        end else if (cc_out_valid) begin
-            if (cc_out_ctx) rate1 <= cc_rate; else rate0 <= cc_rate;
+            sc0_lo <= 48'd0; sc0_hi <= 48'd0; sc1_lo <= 48'd0; sc1_hi <= 48'd0;
+            prate0 <= 32'd0; prate1 <= 32'd0;
+        end else begin
+            if (cc_out_valid) begin
+                if (cc_out_ctx) rate1 <= cc_rate; else rate0 <= cc_rate;
+            end
+            sc0_lo <= scale_part(rate0, 0); sc0_hi <= scale_part(rate0, 8);
+            sc1_lo <= scale_part(rate1, 0); sc1_hi <= scale_part(rate1, 8);
+            prate0 <= sat(sc0_lo + sc0_hi);
+            prate1 <= sat(sc1_lo + sc1_hi);
         end
-        sc0_lo <= scale_part(rate0, 0); sc0_hi <= scale_part(rate0, 8);
-        sc1_lo <= scale_part(rate1, 0); sc1_hi <= scale_part(rate1, 8);
-        prate0 <= sat(sc0_lo + sc0_hi);
-        prate1 <= sat(sc1_lo + sc1_hi);
     end
     wire [39:0] credit0, credit1;
     reg         pace_req0, pace_req1;
