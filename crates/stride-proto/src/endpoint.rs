@@ -554,6 +554,17 @@ impl Endpoint {
 
     /// Writes the next datagram into `buf` (at least 32 + `max_payload` bytes).
     pub fn poll_transmit(&mut self, now: u64, buf: &mut [u8]) -> Option<Transmit> {
+        self.next_transmit(now, buf, |c, now, buf| c.poll_transmit(now, buf))
+    }
+
+    /// The next datagram: a queued control packet, else the next connection of the ready
+    /// queue that has one (`emit` builds it), in round robin.
+    fn next_transmit(
+        &mut self,
+        now: u64,
+        buf: &mut [u8],
+        mut emit: impl FnMut(&mut Connection, u64, &mut [u8]) -> Option<usize>,
+    ) -> Option<Transmit> {
         if let Some((remote, b)) = self.ctrl.pop_front() {
             buf[..HEADER_LEN].copy_from_slice(&b);
             return Some(Transmit {
@@ -568,7 +579,7 @@ impl Endpoint {
             e.queued = false;
             e.conn.set_rx_share(self.rx_share);
             if e.conn.wants_transmit(now) {
-                if let Some(len) = e.conn.poll_transmit(now, buf) {
+                if let Some(len) = emit(&mut e.conn, now, buf) {
                     let remote = e.remote;
                     // Round robin: go to the back of the queue if it has more to send.
                     if e.conn.wants_transmit(now) {
@@ -724,33 +735,7 @@ impl Endpoint {
         buf: &mut [u8],
         parts: &mut Vec<Bytes>,
     ) -> Option<Transmit> {
-        if let Some((remote, b)) = self.ctrl.pop_front() {
-            buf[..HEADER_LEN].copy_from_slice(&b);
-            return Some(Transmit {
-                remote,
-                len: HEADER_LEN,
-            });
-        }
-        while let Some(cid) = self.ready.pop_front() {
-            let Some(e) = self.conns.get_mut(&cid) else {
-                continue;
-            };
-            e.queued = false;
-            if e.conn.wants_transmit(now) {
-                if let Some(len) = e.conn.poll_transmit_parts(now, buf, parts) {
-                    let remote = e.remote;
-                    if e.conn.wants_transmit(now) {
-                        e.queued = true;
-                        self.ready.push_back(cid);
-                    } else {
-                        self.park(cid);
-                    }
-                    return Some(Transmit { remote, len });
-                }
-            }
-            self.park(cid);
-        }
-        None
+        self.next_transmit(now, buf, |c, now, buf| c.poll_transmit_parts(now, buf, parts))
     }
 
     /// Reads delivered bytes. `Ok(0)` with [`Endpoint::is_eof`] true means end of stream.
@@ -1030,7 +1015,10 @@ mod tests {
 
     /// Four clients send to one listener. Returns the largest `window` (KiB) of the
     /// listener's pure ACKs while all four were sending, and the bytes it received in all.
-    fn four_senders(rx_share: u32) -> (u16, usize) {
+    /// Four clients send 300 KB each to one listener; the listener transmits through
+    /// `poll_transmit` or, with `zero_copy`, `poll_transmit_parts`. Returns the largest window
+    /// its ACKs advertised while all four were sending, and the bytes it received.
+    fn four_senders(rx_share: u32, zero_copy: bool) -> (u16, usize) {
         let cfg = Config {
             rx_share,
             ..Config::default()
@@ -1078,7 +1066,16 @@ mod tests {
                 && accepted
                     .iter()
                     .all(|h| server.conn(*h).is_some_and(|c| c.rx_active()));
-            while let Some(t) = server.poll_transmit(now, &mut buf) {
+            let mut parts = Vec::new();
+            loop {
+                parts.clear();
+                let t = if zero_copy {
+                    server.poll_transmit_parts(now, &mut buf, &mut parts)
+                } else {
+                    server.poll_transmit(now, &mut buf)
+                };
+                let Some(t) = t else { break };
+                assert!(parts.is_empty(), "the listener sends no payload");
                 let p = Packet::new_checked(&buf[..t.len]).unwrap();
                 if all_sending && p.flags() == Flags::ACK {
                     max_win = max_win.max(p.window());
@@ -1098,14 +1095,26 @@ mod tests {
     #[test]
     fn the_receive_share_divides_the_window_among_active_senders() {
         let share = Config::default().rx_share;
-        let (win, got) = four_senders(share);
+        let (win, got) = four_senders(share, false);
         assert_eq!(got, 4 * 300_000, "every byte arrives under the share");
         assert!(
             win > 0 && u32::from(win) <= share >> 12,
             "window {win} KiB with four senders"
         );
-        let (win_off, got_off) = four_senders(0);
+        let (win_off, got_off) = four_senders(0, false);
         assert_eq!(got_off, 4 * 300_000);
         assert!(win_off >= 1024, "without the share: {win_off} KiB");
+    }
+
+    /// The zero-copy transmit path applies the share like the copying one (it once did not).
+    #[test]
+    fn the_receive_share_holds_on_the_zero_copy_path() {
+        let share = Config::default().rx_share;
+        let (win, got) = four_senders(share, true);
+        assert_eq!(got, 4 * 300_000);
+        assert!(
+            win > 0 && u32::from(win) <= share >> 12,
+            "window {win} KiB with four senders"
+        );
     }
 }
