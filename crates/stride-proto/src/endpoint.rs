@@ -735,7 +735,9 @@ impl Endpoint {
         buf: &mut [u8],
         parts: &mut Vec<Bytes>,
     ) -> Option<Transmit> {
-        self.next_transmit(now, buf, |c, now, buf| c.poll_transmit_parts(now, buf, parts))
+        self.next_transmit(now, buf, |c, now, buf| {
+            c.poll_transmit_parts(now, buf, parts)
+        })
     }
 
     /// Reads delivered bytes. `Ok(0)` with [`Endpoint::is_eof`] true means end of stream.
