@@ -37,7 +37,7 @@ pub struct DemoArgs {
     pub queue: u64,
     /// The receiver's delayed-ACK backstop: an ACK at the latest this long after the first
     /// unacknowledged byte (ACKs also go every 64 KB and at the end of what the sender had
-    /// queued) [default: 200us, the host profile's `stride::HOST_DELAYED_ACK_NS`].
+    /// queued) [default: 100us, the host profile's `stride::HOST_DELAYED_ACK_NS`].
     #[arg(long, value_name = "D", value_parser = parse_duration_ns)]
     pub delayed_ack: Option<u64>,
     /// Controller options (the sender's line rate defaults to the relay's --rate).

@@ -291,7 +291,7 @@ pub const HOST_PACING_QUANTUM_NS: u64 = 50_000;
 /// Host-stack floor of the retransmission timeout (see [`host_config`]).
 pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 /// Host-stack delayed-ACK backstop (see [`host_config`]).
-pub const HOST_DELAYED_ACK_NS: u64 = 200_000;
+pub const HOST_DELAYED_ACK_NS: u64 = 100_000;
 
 /// The protocol's defaults for a host whose NIC runs at `line_bps`, adjusted for a software
 /// stack on a general-purpose OS:
@@ -325,17 +325,18 @@ pub const HOST_DELAYED_ACK_NS: u64 = 200_000;
 ///   the 8 KiB / 10 µs bucket). At rates of 1.3 Gbit/s and below 8 KiB is the larger, so the
 ///   1 Gbit/s relay figures keep their bucket; a 10 Gbit/s sender slowed by its controller
 ///   to 1 Gbit/s has a 65 µs (8 KiB) bucket, not 50 µs at its line rate;
-/// - the receiver's delayed-ACK backstop is [`HOST_DELAYED_ACK_NS`] (200 µs) instead of 50 µs.
+/// - the receiver's delayed-ACK backstop is [`HOST_DELAYED_ACK_NS`] (100 µs) instead of 50 µs.
 ///   ACKs still go every 64 KB and at once on PSH (the end of what the sender had queued), so
 ///   the backstop only decides how often a paced flow below 64 KB per 50 µs (10 Gbit/s) is
 ///   sampled, and each sample moves the rate by a fixed step (line/64 up, 1/8 down). With 50 µs
 ///   a 10 Gbit/s sender slowed to a 1 Gbit/s bottleneck is sampled ten times per 64 KB: it
 ///   climbs 10x faster than the paper's ACK-per-64 KB and, after the overshoot, keeps cutting
 ///   1/8 per sample while the queue it built drains, from 1.9 down to 0.06 Gbit/s, every few
-///   ms. 200 µs samples such a flow every 25 KB (at 1 Gbit/s): in the simulator's model of
-///   `stride demo --line-rate 10gbit` (`scenarios/relay-10g-1g.toml`, docs/results.md)
-///   utilization goes from 88 % to 94 % with a smaller queue, and a sender whose line equals
-///   the bottleneck loses only its start (it climbs from line/4 in fewer, equal steps).
+///   ms. In the simulator's model of `stride demo --line-rate 10gbit`
+///   (`scenarios/relay-10g-1g.toml`, docs/results.md) utilization goes from 88 % to 93 % at
+///   100 µs and 94 % at 200 µs; through the UDP relay 200 µs lowered the demo's own figure
+///   (sender line = bottleneck: 0.86 against 0.92 median of 8 interleaved runs) while 100 µs
+///   raised both (0.96 against 0.90 at a 1 Gbit/s line, 0.91 against 0.88 at 10 Gbit/s).
 pub fn host_config(line_bps: u64) -> Config {
     let mut c = Config::for_line_rate_gbps(line_bps as f64 / 1e9);
     c.min_rto_ns = HOST_MIN_RTO_NS;
