@@ -384,6 +384,14 @@ pub struct StrideParams {
     /// and in `hw/rtl/stride_cc.v` (`NACK_GATE`).
     #[cfg_attr(feature = "serde", serde(default))]
     pub nack_gate: bool,
+    /// With `nack_gate`: the gate's threshold is `t_high` instead of `t_low`, so a NACK cuts
+    /// only behind a queue the delay signal would cut for anyway. For software hosts, whose
+    /// STT noise alone reaches past `t_low` (user-space stamps and wake-ups: a sender pinned
+    /// below a 1 Gbit/s bottleneck reads p99 131-262 us of "queue" with none there), so that
+    /// random loss is not read as congestion (spec §8.6, §11.1). On in the host profile; off
+    /// by default and not in `hw/rtl/stride_cc.v`, whose NIC stamps have no such noise.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub gate_high: bool,
 }
 
 impl StrideParams {
@@ -415,6 +423,7 @@ impl StrideParams {
             // Random loss under no queue is not congestion (docs/results.md, issue 12: 5 %
             // loss 0.32 -> 0.81 of the line in the loss model; incast and FatTree unchanged).
             nack_gate: true,
+            gate_high: false,
         }
     }
 
@@ -433,6 +442,7 @@ impl StrideParams {
             step_shift: 0,
             first_md_shift: 0,
             nack_gate: false,
+            gate_high: false,
             ..self
         }
     }
@@ -463,6 +473,7 @@ impl StrideParams {
             step_shift: 0,
             first_md_shift: 0,
             nack_gate: false,
+            gate_high: false,
         }
     }
 
@@ -723,11 +734,16 @@ impl Stride {
     }
 
     /// A NACK: decrease by 2^-md_shift (with `nack_gate`, only when the last sample showed a
-    /// queueing delay of at least `t_low`).
+    /// queueing delay of at least `t_low`, or `t_high` with `gate_high`).
     pub fn nack(&mut self) {
         // The queueing delay of the last sample, floored at 0 as in `on_sample`.
         let qd = wdiff(self.stt_old, self.stt_min()).max(0);
-        if self.p.nack_gate && self.init && qd < self.p.t_low as i32 {
+        let gate = if self.p.gate_high {
+            self.p.t_high
+        } else {
+            self.p.t_low
+        };
+        if self.p.nack_gate && self.init && qd < gate as i32 {
             self.branch = Branch::NackHeld;
             return;
         }
@@ -808,6 +824,7 @@ const STRIDE_KEYS: &[&str] = &[
     "step_shift",
     "first_md_shift",
     "nack_gate",
+    "gate_high",
 ];
 
 // By hand rather than `factory_params!`: the name follows the switches (every mechanism off
@@ -845,6 +862,7 @@ impl ControllerFactory for StrideParams {
             "step_shift" => self.step_shift = parse_param(key, value)?,
             "first_md_shift" => self.first_md_shift = parse_param(key, value)?,
             "nack_gate" => self.nack_gate = parse_switch(key, value)?,
+            "gate_high" => self.gate_high = parse_switch(key, value)?,
             _ => {
                 return Err(format!(
                     "{key}: not a parameter of {}; it has: {}",
@@ -875,6 +893,7 @@ impl ControllerFactory for StrideParams {
             p.step_shift.to_string(),
             p.first_md_shift.to_string(),
             p.nack_gate.to_string(),
+            p.gate_high.to_string(),
         ];
         STRIDE_KEYS.iter().copied().zip(v).collect()
     }
@@ -1287,6 +1306,35 @@ mod tests {
             (c.branch(), c.rate()),
             (Branch::Nack, 80_100 - (80_100 >> 3))
         );
+    }
+
+    #[test]
+    fn gate_high_holds_nacks_below_t_high() {
+        let mut p = params();
+        p.nack_gate = true;
+        p.gate_high = true;
+        let mut c = Stride::new(p);
+        c.on_sample(50_000);
+        c.on_sample(55_000); // qd 5_000: between t_low and t_high
+        let r = c.rate();
+        c.nack(); // held: below t_high
+        assert_eq!((c.branch(), c.rate()), (Branch::NackHeld, r));
+        c.on_sample(60_000); // qd = t_high: the NACK cuts
+        let r = c.rate();
+        c.nack();
+        assert_eq!((c.branch(), c.rate()), (Branch::Nack, r - (r >> 3)));
+        // The same samples with the gate at t_low: the first NACK cuts.
+        p.gate_high = false;
+        let mut c = Stride::new(p);
+        c.on_sample(50_000);
+        c.on_sample(55_000);
+        let r = c.rate();
+        c.nack();
+        assert_eq!((c.branch(), c.rate()), (Branch::Nack, r - (r >> 3)));
+        // Not a mechanism of the paper's profile.
+        p.gate_high = true;
+        assert!(!p.is_paper());
+        assert!(p.without_mechanisms().is_paper() && !p.without_mechanisms().gate_high);
     }
 
     #[test]

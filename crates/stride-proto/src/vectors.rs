@@ -132,6 +132,7 @@ pub fn random_params(rng: &mut SplitMix) -> StrideParams {
         step_shift: 0,
         first_md_shift: 0,
         nack_gate: false,
+        gate_high: false,
     }
 }
 

@@ -350,6 +350,8 @@ pub fn host_config(line_bps: u64) -> Config {
         p.norm_shift = HOST_NORM_SHIFT;
         // The receive share is off for software hosts (below), so the start grant stays on.
         p.grant = true;
+        // Software STT noise reaches past t_low: a NACK cuts only behind t_high of queue.
+        p.gate_high = true;
     }
     // Software RTTs are hundreds of µs: a 52 µs receive share would throttle concurrent
     // senders (spec §8.6 `rx_share`, §11.1).
@@ -1326,5 +1328,36 @@ mod tests {
         assert_eq!(connection_limit(1_000, Some(1 << 30)), 1_000);
         assert_eq!(connection_limit(65_536, Some(0)), 64);
         assert_eq!(connection_limit(65_536, None), 65_536);
+    }
+
+    #[test]
+    fn the_host_profile_holds_nacks_below_t_high() {
+        use stride_proto::cc::Controller;
+        // A NACK after a sample 100 us above the minimum (past the host's t_low, below its
+        // t_high): random loss on a noisy host, not congestion, so the rate stays.
+        let cfg = host_config(1_000_000_000);
+        let p = *cfg
+            .cc
+            .params_ref::<stride_proto::cc::StrideParams>()
+            .unwrap();
+        let mut c = stride_proto::cc::Stride::new(p);
+        c.on_sample(1_000_000);
+        c.on_sample(1_100_000);
+        let r = c.rate();
+        c.nack();
+        assert_eq!(c.rate(), r);
+        // The core's default (NIC stamps) cuts there.
+        let core = stride_proto::Config::for_line_rate_gbps(1.0);
+        let mut q = *core
+            .cc
+            .params_ref::<stride_proto::cc::StrideParams>()
+            .unwrap();
+        (q.t_low, q.t_high) = (p.t_low, p.t_high);
+        let mut c = stride_proto::cc::Stride::new(q);
+        c.on_sample(1_000_000);
+        c.on_sample(1_100_000);
+        let r = c.rate();
+        c.nack();
+        assert!(c.rate() < r);
     }
 }
