@@ -1,6 +1,7 @@
 """Shared helpers of the hardware tests: paths, vector loading, grouping by shift parameters."""
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -14,6 +15,16 @@ BRANCHES = {"none": 0, "low": 1, "high": 2, "grad_inc": 3, "grad_dec": 4, "nack"
             "nack_held": 7}
 EVENTS = {"sample": 0, "nack": 1, "timeout": 2}
 SHIFT_KEYS = ("alpha_shift", "md_shift", "norm_shift")
+
+
+def arithmetic_operators(verilog_file):
+    """The operators among `*`, `/`, `%` that `verilog_file` (in rtl/) uses outside comments and
+    compiler directives (`timescale 1ns / 1ps is not a division)."""
+    code = re.sub(r"/\*.*?\*/", "", (RTL / verilog_file).read_text(), flags=re.S)
+    code = "\n".join(
+        line.split("//")[0] for line in code.splitlines() if not line.lstrip().startswith("`")
+    )
+    return {op for op in "*/%" if op in code}
 
 
 def load_cases(paths):
