@@ -16,7 +16,9 @@ Variants are the sender's and receiver's `--recovery` (the transport's `recovery
 `default` passes nothing (the build's default). A `+md30` suffix (e.g. `selective+md30`) also
 gives the sender `--cc-param md_shift=30`, which makes the controller's multiplicative cuts
 (NACK and high delay) negligible: evidence of what the NACK reaction costs on a random-loss
-path, not a configuration to use. For each case the variants run interleaved
+path, not a configuration to use. A `+gatelow` suffix gives the sender `--cc-param
+gate_high=off`: the NACK gate at t_low (the core's) instead of the host profile's t_high (spec
+§8.6 `gate_high`). For each case the variants run interleaved
 (case, rep, variant order), and the table reports medians per (case, variant):
 
   goodput  file bytes / sender's wall time (Gbit/s), and over (1 - loss) x bottleneck
@@ -77,9 +79,11 @@ def one_run(case, variant, path, size, seed, timeout):
     rp, lp = port(), port()
     base, _, suffix = variant.partition("+")
     rec = [] if base == "default" else ["--recovery", base]
-    extra = ["--cc-param", "md_shift=30"] if suffix == "md30" else []
-    if suffix not in ("", "md30"):
-        sys.exit(f"unknown variant suffix {suffix!r} (known: md30)")
+    suffixes = {"": [], "md30": ["--cc-param", "md_shift=30"],
+                "gatelow": ["--cc-param", "gate_high=off"]}
+    if suffix not in suffixes:
+        sys.exit(f"unknown variant suffix {suffix!r} (known: md30, gatelow)")
+    extra = suffixes[suffix]
     with tempfile.TemporaryDirectory() as out:
         recv = subprocess.Popen([STRIDE, "recv", "--listen", f"127.0.0.1:{rp}", "--out", out,
                                  "--once", "--json", "--force"] + rec,
