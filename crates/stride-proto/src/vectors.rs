@@ -132,6 +132,9 @@ pub fn random_params(rng: &mut SplitMix) -> StrideParams {
         step_shift: 0,
         first_md_shift: 0,
         nack_gate: false,
+        grad_dead: 0,
+        cut_floor: 0,
+        dr_shift: 0,
     }
 }
 
