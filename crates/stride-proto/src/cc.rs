@@ -392,6 +392,25 @@ pub struct StrideParams {
     /// by default and not in `hw/rtl/stride_cc.v`, whose NIC stamps have no such noise.
     #[cfg_attr(feature = "serde", serde(default))]
     pub gate_high: bool,
+    /// Gradient dead band (ns): a smoothed gradient `0 < d < grad_dead` counts as zero (the
+    /// `grad_inc` branch), so the jitter of one or two packets of another flow does not cut
+    /// (0: off). A compare on the per-sample path; not in `hw/rtl/stride_cc.v`, off by default:
+    /// it lost on the paper FatTree (docs/results.md, issue 12 session 8).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub grad_dead: u32,
+    /// Cut floor (ns): between `t_low` and `t_high` a positive gradient cuts only while the
+    /// queueing delay is at least `cut_floor`; below it the rate is held (branch `grad_hold`)
+    /// (0: off). A compare on the per-sample path; not in the RTL, off by default (no gain on
+    /// the paper FatTree, docs/results.md, issue 12 session 8).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub cut_floor: u32,
+    /// Delivery floor: a gradient cut never takes the rate below `delivered - (delivered >>
+    /// md_shift)`, `delivered` being the bytes acknowledged in the last whole window of
+    /// 2^dr_shift ns, shifted to rate units (0: off; else 10..=20). Per-ACK bookkeeping and a
+    /// compare; not in the RTL, off by default (it lost on the paper FatTree, docs/results.md,
+    /// issue 12 session 8).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub dr_shift: u8,
 }
 
 impl StrideParams {
@@ -424,6 +443,9 @@ impl StrideParams {
             // loss 0.32 -> 0.81 of the line in the loss model; incast and FatTree unchanged).
             nack_gate: true,
             gate_high: false,
+            grad_dead: 0,
+            cut_floor: 0,
+            dr_shift: 0,
         }
     }
 
@@ -443,6 +465,9 @@ impl StrideParams {
             first_md_shift: 0,
             nack_gate: false,
             gate_high: false,
+            grad_dead: 0,
+            cut_floor: 0,
+            dr_shift: 0,
             ..self
         }
     }
@@ -474,6 +499,9 @@ impl StrideParams {
             first_md_shift: 0,
             nack_gate: false,
             gate_high: false,
+            grad_dead: 0,
+            cut_floor: 0,
+            dr_shift: 0,
         }
     }
 
@@ -515,6 +543,9 @@ impl StrideParams {
         if self.step_shift > 31 {
             return Err(("step_shift", "must be at most 31"));
         }
+        if self.dr_shift != 0 && !(10..=20).contains(&self.dr_shift) {
+            return Err(("dr_shift", "must be 0 (off) or in 10..=20"));
+        }
         Ok(())
     }
 }
@@ -538,6 +569,8 @@ pub enum Branch {
     Timeout,
     /// NACK while the last sample showed no queue (`nack_gate`): rate unchanged.
     NackHeld,
+    /// Positive gradient below `cut_floor` of queueing delay: rate unchanged.
+    GradHold,
 }
 
 impl Branch {
@@ -552,6 +585,7 @@ impl Branch {
             Branch::Nack => "nack",
             Branch::Timeout => "timeout",
             Branch::NackHeld => "nack_held",
+            Branch::GradHold => "grad_hold",
         }
     }
 }
@@ -576,6 +610,11 @@ pub struct Stride {
     seeded: bool,
     /// The sample being processed is the first after the seed.
     first: bool,
+    /// Delivery floor: the window (now >> dr_shift) being counted, its acknowledged bytes,
+    /// and the rate delivered in the last whole window (rate units).
+    dr_win: u64,
+    dr_acc: u32,
+    delivered: u32,
 }
 
 /// `(a - b)` on the mod-2^32 clock, read as a signed distance.
@@ -606,6 +645,9 @@ impl Stride {
             low_run: 0,
             seeded: false,
             first: false,
+            dr_win: 0,
+            dr_acc: 0,
+            delivered: 0,
         }
     }
 
@@ -713,7 +755,7 @@ impl Stride {
                 self.rate -= self.rate >> self.p.md_shift;
             }
             self.branch = Branch::High;
-        } else if self.d <= 0 {
+        } else if self.d <= 0 || self.d < self.p.grad_dead as i32 {
             let mut inc = self.p.wbeta;
             if self.p.step_shift != 0 && (self.rate >> self.p.step_shift) < inc {
                 inc = self.rate >> self.p.step_shift;
@@ -727,8 +769,18 @@ impl Stride {
             let ns = u32::from(self.p.norm_shift);
             // sh is in 1..=31 because norm_shift <= 31 and p >= 0.
             let sh = if p >= ns { 1 } else { ns - p };
-            self.rate -= self.rate >> sh;
-            self.branch = Branch::GradDec;
+            if qd < self.p.cut_floor as i32 {
+                self.branch = Branch::GradHold;
+            } else {
+                self.rate -= self.rate >> sh;
+                if self.p.dr_shift != 0 {
+                    let floor = self.delivered - (self.delivered >> self.p.md_shift);
+                    if self.rate < floor {
+                        self.rate = floor;
+                    }
+                }
+                self.branch = Branch::GradDec;
+            }
         }
         self.clamp();
     }
@@ -775,6 +827,26 @@ impl Stride {
         }
     }
 
+    /// Delivery floor bookkeeping: `acked` bytes acknowledged at `now` (counted per window of
+    /// 2^dr_shift ns; a window that ends latches its rate, a skipped window means none).
+    pub fn delivered_bytes(&mut self, now: u64, acked: u32) {
+        if self.p.dr_shift == 0 {
+            return;
+        }
+        let w = now >> self.p.dr_shift;
+        if w != self.dr_win {
+            let rate = if w == self.dr_win + 1 {
+                u64::from(self.dr_acc) << (RATE_FRAC_BITS - u32::from(self.p.dr_shift))
+            } else {
+                0
+            };
+            self.delivered = rate.min(u64::from(self.p.rate_max)) as u32;
+            self.dr_win = w;
+            self.dr_acc = 0;
+        }
+        self.dr_acc = self.dr_acc.saturating_add(acked);
+    }
+
     /// A retransmission timeout: halve.
     pub fn timeout(&mut self) {
         self.rate -= self.rate >> 1;
@@ -785,7 +857,8 @@ impl Stride {
 }
 
 impl Controller for Stride {
-    fn on_ack(&mut self, _now: u64, sample: &AckSample) {
+    fn on_ack(&mut self, now: u64, sample: &AckSample) {
+        self.delivered_bytes(now, sample.acked);
         self.on_sample(sample.stt);
     }
     fn on_nack(&mut self, _now: u64) {
@@ -825,6 +898,9 @@ const STRIDE_KEYS: &[&str] = &[
     "first_md_shift",
     "nack_gate",
     "gate_high",
+    "grad_dead",
+    "cut_floor",
+    "dr_shift",
 ];
 
 // By hand rather than `factory_params!`: the name follows the switches (every mechanism off
@@ -863,6 +939,9 @@ impl ControllerFactory for StrideParams {
             "first_md_shift" => self.first_md_shift = parse_param(key, value)?,
             "nack_gate" => self.nack_gate = parse_switch(key, value)?,
             "gate_high" => self.gate_high = parse_switch(key, value)?,
+            "grad_dead" => self.grad_dead = parse_param(key, value)?,
+            "cut_floor" => self.cut_floor = parse_param(key, value)?,
+            "dr_shift" => self.dr_shift = parse_param(key, value)?,
             _ => {
                 return Err(format!(
                     "{key}: not a parameter of {}; it has: {}",
@@ -894,6 +973,9 @@ impl ControllerFactory for StrideParams {
             p.first_md_shift.to_string(),
             p.nack_gate.to_string(),
             p.gate_high.to_string(),
+            p.grad_dead.to_string(),
+            p.cut_floor.to_string(),
+            p.dr_shift.to_string(),
         ];
         STRIDE_KEYS.iter().copied().zip(v).collect()
     }
@@ -1002,6 +1084,86 @@ mod tests {
         assert_eq!(c.gradient(), 500);
         assert_eq!(c.rate(), 80_100 - (80_100 >> 12));
         assert_eq!(c.branch(), Branch::GradDec);
+    }
+
+    #[test]
+    fn gradient_dead_band_counts_a_small_gradient_as_zero() {
+        // d = 1_250 after the second sample (see gradient_decrease_uses_leading_one).
+        let run = |dead: u32| {
+            let mut p = params();
+            p.grad_dead = dead;
+            let mut c = Stride::new(p);
+            c.on_sample(50_000); // 80_100
+            c.on_sample(55_000);
+            (c.branch(), c.rate())
+        };
+        assert_eq!(run(0), (Branch::GradDec, 80_100 - 40_050));
+        assert_eq!(run(1_251), (Branch::GradInc, 80_100 + 500));
+        // The band is open at its top: d = grad_dead cuts.
+        assert_eq!(run(1_250), (Branch::GradDec, 80_100 - 40_050));
+    }
+
+    #[test]
+    fn cut_floor_holds_the_rate_under_a_small_queue() {
+        // qd = 5_000 ns, between t_low (1_000) and t_high (10_000), gradient positive.
+        let run = |floor: u32| {
+            let mut p = params();
+            p.cut_floor = floor;
+            let mut c = Stride::new(p);
+            c.on_sample(50_000);
+            c.on_sample(55_000);
+            (c.branch(), c.rate())
+        };
+        assert_eq!(run(0), (Branch::GradDec, 40_050));
+        assert_eq!(run(5_001), (Branch::GradHold, 80_100));
+        assert_eq!(run(5_000), (Branch::GradDec, 40_050));
+        assert_eq!(Branch::GradHold.name(), "grad_hold");
+    }
+
+    #[test]
+    fn delivery_floor_bounds_the_gradient_cut() {
+        let run = |dr: u8, second_at: u64| {
+            let mut p = params();
+            p.dr_shift = dr;
+            let mut c = Stride::new(p);
+            // 60 bytes acknowledged in the window [0, 1024) ns: 60 / 1024 bytes/ns, i.e.
+            // 60 << (20 - 10) = 61_440 rate units once that window has ended.
+            c.on_ack(100, &AckSample::stt_only(50_000, 60)); // low: 80_100
+            c.on_ack(second_at, &AckSample::stt_only(55_000, 0)); // halves to 40_050
+            (c.branch(), c.rate())
+        };
+        assert_eq!(run(0, 1_100), (Branch::GradDec, 40_050));
+        // Floor 61_440 - (61_440 >> 3) = 53_760.
+        assert_eq!(run(10, 1_100), (Branch::GradDec, 53_760));
+        // A window with no ACK in between: nothing was delivered in the last whole window.
+        assert_eq!(run(10, 3_100), (Branch::GradDec, 40_050));
+        let mut p = params();
+        p.dr_shift = 9;
+        assert_eq!(
+            p.validate(),
+            Err(("dr_shift", "must be 0 (off) or in 10..=20"))
+        );
+    }
+
+    #[test]
+    fn the_session_8_switches_are_off_by_default_and_in_the_paper_profile() {
+        for p in [
+            StrideParams::for_line_rate(rate_from_gbps(10.0)),
+            StrideParams::paper(rate_from_gbps(10.0)),
+        ] {
+            assert_eq!((p.grad_dead, p.cut_floor, p.dr_shift), (0, 0, 0));
+        }
+        let mut p = StrideParams::paper(rate_from_gbps(10.0));
+        p.grad_dead = 1;
+        assert!(!p.is_paper());
+        assert!(p.without_mechanisms().is_paper());
+        let mut c = CcConfig::stride(StrideParams::paper(rate_from_gbps(10.0)));
+        c.set("cut_floor", "16000").unwrap();
+        c.set("grad_dead", "1024").unwrap();
+        c.set("dr_shift", "16").unwrap();
+        assert_eq!(c.name(), "stride");
+        let q = c.params_ref::<StrideParams>().unwrap();
+        assert_eq!((q.grad_dead, q.cut_floor, q.dr_shift), (1024, 16_000, 16));
     }
 
     #[test]

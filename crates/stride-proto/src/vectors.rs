@@ -133,6 +133,9 @@ pub fn random_params(rng: &mut SplitMix) -> StrideParams {
         first_md_shift: 0,
         nack_gate: false,
         gate_high: false,
+        grad_dead: 0,
+        cut_floor: 0,
+        dr_shift: 0,
     }
 }
 

@@ -271,6 +271,12 @@ pub struct StrideCfg {
     pub first_md_shift: Option<u8>,
     /// Mechanism switch (issue 12): a NACK cuts only when the last sample showed a queue.
     pub nack_gate: Option<bool>,
+    /// Mechanism (issue 12): gradient dead band, ns (0: off).
+    pub grad_dead_ns: Option<u32>,
+    /// Mechanism (issue 12): the gradient cuts only at or above this queueing delay, ns (0: off).
+    pub cut_floor_ns: Option<u32>,
+    /// Mechanism (issue 12): delivery floor window 2^dr_shift ns (0: off).
+    pub dr_shift: Option<u8>,
     /// Loss recovery of `stride` (issue 12): `selective` (default) or `go-back-n`
     /// (`stride-paper` and the RDMA baselines always go back N).
     pub recovery: Option<String>,
@@ -732,6 +738,15 @@ impl Scenario {
         }
         if let Some(v) = s.nack_gate {
             p.nack_gate = v;
+        }
+        if let Some(v) = s.grad_dead_ns {
+            p.grad_dead = v;
+        }
+        if let Some(v) = s.cut_floor_ns {
+            p.cut_floor = v;
+        }
+        if let Some(v) = s.dr_shift {
+            p.dr_shift = v;
         }
         if let Some(f) = s.start_fraction {
             if !(f > 0.0 && f <= 1.0) {

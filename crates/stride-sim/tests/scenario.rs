@@ -465,3 +465,31 @@ p = 0.01
     );
     assert!(e.contains("stride.recovery"), "{e}");
 }
+
+/// The session-8 switches of `[stride]` (off by default) reach the controller: the two
+/// thresholds in the duration grammar, the delivery-floor window as a shift.
+#[test]
+fn session_8_switches_reach_the_controller() {
+    let p = |extra: &str| {
+        let l = Scenario::load(&write(
+            "s8.toml",
+            &(TINY.to_string() + "[stride]\n" + extra),
+        ))
+        .unwrap();
+        *l.sc
+            .stride_config()
+            .unwrap()
+            .cc
+            .params_ref::<stride_proto::cc::StrideParams>()
+            .unwrap()
+    };
+    let d = p("");
+    assert_eq!((d.grad_dead, d.cut_floor, d.dr_shift), (0, 0, 0));
+    let s = p("grad_dead = \"1us\"\ncut_floor = \"16us\"\ndr_shift = 16\n");
+    assert_eq!((s.grad_dead, s.cut_floor, s.dr_shift), (1_000, 16_000, 16));
+    let e = err(
+        "s8bad.toml",
+        &(TINY.to_string() + "[stride]\ndr_shift = 5\n"),
+    );
+    assert!(e.contains("stride.dr_shift"), "{e}");
+}
