@@ -271,6 +271,9 @@ pub struct StrideCfg {
     pub first_md_shift: Option<u8>,
     /// Mechanism switch (issue 12): a NACK cuts only when the last sample showed a queue.
     pub nack_gate: Option<bool>,
+    /// Mechanism switch (issue 12): with `nack_gate`, gate at t_high instead of t_low (the
+    /// software host profile's setting, spec §8.6 `gate_high`).
+    pub gate_high: Option<bool>,
     /// Mechanism (issue 12): gradient dead band, ns (0: off).
     pub grad_dead_ns: Option<u32>,
     /// Mechanism (issue 12): the gradient cuts only at or above this queueing delay, ns (0: off).
@@ -738,6 +741,9 @@ impl Scenario {
         }
         if let Some(v) = s.nack_gate {
             p.nack_gate = v;
+        }
+        if let Some(v) = s.gate_high {
+            p.gate_high = v;
         }
         if let Some(v) = s.grad_dead_ns {
             p.grad_dead = v;

@@ -487,6 +487,7 @@ fn session_8_switches_reach_the_controller() {
     assert_eq!((d.grad_dead, d.cut_floor, d.dr_shift), (0, 0, 0));
     let s = p("grad_dead = \"1us\"\ncut_floor = \"16us\"\ndr_shift = 16\n");
     assert_eq!((s.grad_dead, s.cut_floor, s.dr_shift), (1_000, 16_000, 16));
+    assert!(!d.gate_high && p("gate_high = true\n").gate_high);
     let e = err(
         "s8bad.toml",
         &(TINY.to_string() + "[stride]\ndr_shift = 5\n"),
