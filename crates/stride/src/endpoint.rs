@@ -17,6 +17,14 @@
 //! `poll_transmit` just before the call. Then wait for the earliest of: socket readable (or
 //! writable after `EAGAIN`), an application wake-up, the core's next deadline.
 //!
+//! Request/response without thread hand-offs (issue 17): a small write is sent by the writing
+//! thread itself when the core lets it leave now; a read that finds nothing registers the
+//! socket with the tokio reactor and, once it is readable, receives the batch on the reader's
+//! thread ([`EndpointConfig::inline_receive`]), sending what the core then has to send (ACKs)
+//! from there too. The driver is woken (eventfd) only when it must act before its own timeout:
+//! datagrams left to send, or a deadline earlier than the one it sleeps to. While readers wait,
+//! the driver leaves arrivals to them and sleeps at most [`READER_WAIT_NS`].
+//!
 //! Sub-millisecond waits: a wait shorter than [`SPIN_NS`] is spun (one `sched_yield` per turn,
 //! so a peer or relay sharing a small machine still runs); a longer one sleeps in `ppoll` on the
 //! socket and the eventfd with a nanosecond timeout, the thread's timer slack lowered to 1 µs.
@@ -31,9 +39,10 @@ use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use stride_proto::{CloseReason, ConnHandle, ConnStats, Event};
@@ -56,6 +65,15 @@ pub const SPIN_NS: u64 = 20_000;
 pub const RX_DEFER_NS: u64 = 150_000;
 /// Longest sleep of the driver between looks at its exit condition.
 pub const MAX_WAIT_NS: u64 = 50_000_000;
+/// Longest sleep of a driver that has connections. Below the host's 10 ms RTO floor, so a
+/// write that arms a retransmission timer finds the driver waking before it anyway and need
+/// not wake it (one eventfd write and one driver wake-up less per request on a
+/// request/response path); an idle connection costs 200 driver wake-ups a second.
+pub const CONN_WAIT_NS: u64 = 5_000_000;
+/// Longest sleep of a driver that leaves arriving datagrams to waiting readers (inline
+/// receive): a reader that stopped waiting without receiving leaves the socket unwatched
+/// for at most this long.
+pub const READER_WAIT_NS: u64 = 1_000_000;
 /// Socket buffer size requested each way.
 pub const SOCKET_BUFFER: usize = 4 << 20;
 /// Receive buffer size requested (the kernel doubles it for its bookkeeping): a receiver that
@@ -96,6 +114,9 @@ pub struct IoStats {
     pub send_errors: u64,
     /// Datagrams an application thread sent itself after a small write (see [`Stream`]).
     pub direct_sends: u64,
+    /// Receive calls a reader made itself ([`EndpointConfig::inline_receive`]); included in
+    /// `rx_calls`.
+    pub inline_receives: u64,
     /// Datagrams the kernel dropped at the socket because its receive buffer was full
     /// (`SO_RXQ_OVFL`; stays 0 when the kernel does not report it).
     pub rx_overflow: u64,
@@ -248,6 +269,22 @@ struct Shared {
     /// The driver is in (or about to enter) `ppoll`: only then does a wake-up cost an eventfd
     /// write. A driver that is running looks at `notified` before it sleeps.
     sleeping: AtomicBool,
+    /// When a sleeping driver wakes by itself (ns, [`sys::now_ns`] clock; written before
+    /// `sleeping` is set): a change whose deadline is no earlier needs no eventfd write.
+    sleep_until: AtomicU64,
+    /// The receive buffers, shared by the driver and readers that receive inline; whoever
+    /// holds them receives (so datagrams are handled in the order the socket gave them).
+    rx: Mutex<RxBatch>,
+    /// See [`EndpointConfig::read_delay_slack_ns`].
+    slack: Option<u64>,
+    /// Readers receive from the socket themselves ([`EndpointConfig::inline_receive`]).
+    inline_rx: bool,
+    /// The socket registered with the tokio reactor of the first reader that waited (a
+    /// duplicate descriptor of the driver's socket), or None when there is no reactor.
+    reactor: OnceLock<Option<tokio::io::unix::AsyncFd<OwnedFd>>>,
+    /// Readers waiting for the reactor to report the socket readable: while there are any,
+    /// the driver leaves arriving datagrams to them.
+    rx_waiters: AtomicUsize,
 }
 
 impl Drop for Shared {
@@ -266,9 +303,116 @@ impl Shared {
         if !self.sleeping.load(Ordering::SeqCst) {
             return;
         }
+        self.kick();
+    }
+
+    /// Like [`Shared::wake`], but writes the eventfd only when the driver must act before it
+    /// wakes by itself: it has datagrams to send (`pending`) or the core's earliest deadline
+    /// (`deadline`, read under the lock after the change) comes before the driver's own
+    /// timeout. `sleep_until` is read after `sleeping`, so it belongs to the sleep that
+    /// `sleeping` reports.
+    fn wake_for(&self, pending: bool, deadline: Option<u64>) {
+        self.notified.store(true, Ordering::SeqCst);
+        if !self.sleeping.load(Ordering::SeqCst) {
+            return;
+        }
+        if !pending && deadline.is_none_or(|d| d >= self.sleep_until.load(Ordering::SeqCst)) {
+            return;
+        }
+        self.kick();
+    }
+
+    fn kick(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd.
         unsafe { libc::write(self.efd, &one as *const u64 as *const libc::c_void, 8) };
+    }
+
+    /// The socket as registered with the current tokio reactor (registered on first use).
+    fn reactor(&self) -> Option<&tokio::io::unix::AsyncFd<OwnedFd>> {
+        if !self.inline_rx {
+            return None;
+        }
+        self.reactor
+            .get_or_init(|| {
+                tokio::runtime::Handle::try_current().ok()?;
+                // SAFETY: duplicates our live socket descriptor; the copy is owned below.
+                let fd = unsafe { libc::fcntl(self.sock_fd, libc::F_DUPFD_CLOEXEC, 0) };
+                if fd < 0 {
+                    return None;
+                }
+                // SAFETY: `fd` is a fresh descriptor nobody else owns.
+                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                // SAFETY: the AsyncFd owns `owned`, which stays open and the same descriptor
+                // for the AsyncFd's whole life.
+                unsafe {
+                    tokio::io::unix::AsyncFd::register_with_interest(
+                        owned,
+                        tokio::io::Interest::READABLE,
+                    )
+                }
+                .ok()
+            })
+            .as_ref()
+    }
+
+    /// Receives one batch from the socket (non-blocking) and hands it to the core; the caller
+    /// holds the receive buffers. `WouldBlock` when nothing is queued. A reader receiving
+    /// inline names its connection (`me`): its own read waker is not woken (it is running and
+    /// looks again itself; a task woken while it runs is polled once more for nothing, and
+    /// tokio wakes a second worker to take it).
+    fn receive(&self, rx: &mut RxBatch, me: Option<ConnHandle>) -> std::io::Result<usize> {
+        let n = rx.recv(self.sock_fd)?;
+        let fallback_now = sys::now_ns();
+        let mut st = self.lock();
+        st.io.rx_calls += 1;
+        st.io.inline_receives += u64::from(me.is_some());
+        st.io.truncated = rx.truncated;
+        st.io.rx_overflow = rx.overflow;
+        for i in 0..n {
+            let r = rx.got[i];
+            if r.len == 0 {
+                st.io.datagrams_in += 1;
+                continue;
+            }
+            if r.seg < r.len {
+                st.io.gro_messages += 1;
+            }
+            // A GRO message's datagrams share its one kernel stamp.
+            let now = match r.kernel_ts {
+                Some(t) => {
+                    st.io.kernel_rx_stamps += 1;
+                    match self.slack {
+                        Some(s) if fallback_now.saturating_sub(t) > s => {
+                            st.io.late_reads += 1;
+                            fallback_now - s
+                        }
+                        _ => t,
+                    }
+                }
+                None => fallback_now,
+            };
+            if rx.message(i).is_some() {
+                // A long (GRO) message is shared, not copied: in-order payloads stay in the
+                // receive buffer as slices of it until the application takes them.
+                for d in rx.datagram_bytes(i) {
+                    st.io.datagrams_in += 1;
+                    st.ep
+                        .handle_ecn_bytes(now, r.from, &d, r.ecn == sys::ECN_CE);
+                }
+            } else {
+                for d in rx.datagrams(i) {
+                    st.io.datagrams_in += 1;
+                    st.ep.handle_ecn(now, r.from, d, r.ecn == sys::ECN_CE);
+                }
+            }
+        }
+        if let Some(s) = me.and_then(|h| st.slots.get_mut(&h)) {
+            s.read = None;
+        }
+        st.dispatch();
+        st.check_shutdowns();
+        Ok(n)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -399,6 +543,12 @@ pub struct EndpointConfig {
     /// Bind with `SO_REUSEPORT`, so that several endpoints (each its own socket and driver
     /// thread) share one address; see [`Endpoint::bind_shards`].
     pub reuse_port: bool,
+    /// Readers receive from the socket themselves (default on): a stream read that finds
+    /// nothing registers the socket with the tokio reactor and, when it becomes readable,
+    /// receives and handles the batch on the reader's own thread, like a TCP `recv`, instead
+    /// of waiting for the driver thread to receive it and wake the reader (two thread
+    /// hand-offs per arriving datagram). The driver still receives whenever no reader waits.
+    pub inline_receive: bool,
 }
 
 impl Default for EndpointConfig {
@@ -413,6 +563,7 @@ impl Default for EndpointConfig {
             recv_buffer: RECV_BUFFER,
             read_delay_slack_ns: None,
             reuse_port: false,
+            inline_receive: true,
         }
     }
 }
@@ -508,6 +659,7 @@ impl Endpoint {
         }
         let spin_ns = opts.spin_ns;
         let slack = opts.read_delay_slack_ns;
+        let inline_rx = opts.inline_receive;
         let mut opts = opts;
         opts.proto.max_connections =
             connection_limit(opts.proto.max_connections, sys::mem_available());
@@ -532,13 +684,23 @@ impl Endpoint {
             info,
             notified: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
+            sleep_until: AtomicU64::new(0),
+            rx: Mutex::new(if gro {
+                RxBatch::for_gro()
+            } else {
+                RxBatch::new()
+            }),
+            slack,
+            inline_rx,
+            reactor: OnceLock::new(),
+            rx_waiters: AtomicUsize::new(0),
         });
         let guard = Arc::new(HandleGuard(shared.clone()));
         let weak = Arc::downgrade(&guard);
         let s2 = shared.clone();
         std::thread::Builder::new()
             .name("stride-driver".into())
-            .spawn(move || drive(s2, udp, weak, spin_ns, slack))?;
+            .spawn(move || drive(s2, udp, weak, spin_ns))?;
         Ok(Endpoint {
             shared,
             _guard: guard,
@@ -737,6 +899,62 @@ pub struct Stream {
     h: ConnHandle,
     remote: SocketAddr,
     shut: bool,
+    /// A pending inline receive (see [`EndpointConfig::inline_receive`]).
+    rx_wait: Option<RxWait>,
+    /// Inline receive failed on this stream (no usable reactor): the driver receives.
+    rx_off: bool,
+}
+
+/// A reader's wait for the socket (see [`rx_wait`]).
+type RxWait = Pin<Box<dyn std::future::Future<Output = RxOutcome> + Send + Sync>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RxOutcome {
+    /// The reader received a batch and handed it to the core.
+    Received,
+    /// The driver was receiving: it wakes the reader if anything arrived for it.
+    Busy,
+    /// The reactor failed; the driver receives for this stream from now on.
+    Failed,
+}
+
+/// Counts a reader waiting on the reactor for as long as it lives.
+struct Waiting(Arc<Shared>);
+impl Waiting {
+    fn new(s: &Arc<Shared>) -> Self {
+        s.rx_waiters.fetch_add(1, Ordering::SeqCst);
+        Waiting(s.clone())
+    }
+}
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.rx_waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits until the socket is readable, then receives one batch on the caller's thread. Uses
+/// the readiness future (not `poll_read_ready`), so any number of readers may wait at once
+/// and each is woken.
+fn rx_wait(shared: Arc<Shared>, me: ConnHandle) -> RxWait {
+    Box::pin(async move {
+        let Some(afd) = shared.reactor() else {
+            return RxOutcome::Failed;
+        };
+        let _waiting = Waiting::new(&shared);
+        loop {
+            let Ok(mut g) = afd.readable().await else {
+                return RxOutcome::Failed;
+            };
+            let Ok(mut rx) = shared.rx.try_lock() else {
+                return RxOutcome::Busy;
+            };
+            match shared.receive(&mut rx, Some(me)) {
+                Ok(_) => return RxOutcome::Received,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => g.clear_ready(),
+                Err(_) => {} // an ICMP error reported on the socket: look again
+            }
+        }
+    })
 }
 
 impl std::fmt::Debug for Stream {
@@ -761,6 +979,38 @@ impl Stream {
             h,
             remote,
             shut: false,
+            rx_wait: None,
+            rx_off: false,
+        }
+    }
+
+    /// Called when a read found nothing (the read waker is in the slot): receives inline if
+    /// the socket has something (true: look again) or leaves the reader waiting on the
+    /// reactor (false: pending). A finished inline receive sends what the core now has to send
+    /// (ACKs) from this thread when the driver holds nothing unsent, and wakes the driver only
+    /// for what is left or for an earlier deadline.
+    fn receive_inline(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.rx_off || !self.shared.inline_rx {
+            return false;
+        }
+        let w = self
+            .rx_wait
+            .get_or_insert_with(|| rx_wait(self.shared.clone(), self.h));
+        let out = match w.as_mut().poll(cx) {
+            Poll::Pending => return false,
+            Poll::Ready(o) => o,
+        };
+        self.rx_wait = None;
+        match out {
+            RxOutcome::Received => {
+                settle(&self.shared, self.shared.lock());
+                true
+            }
+            RxOutcome::Busy => false,
+            RxOutcome::Failed => {
+                self.rx_off = true;
+                false
+            }
         }
     }
 
@@ -874,6 +1124,25 @@ impl Stream {
         max: usize,
         most: usize,
     ) -> Poll<std::io::Result<usize>> {
+        loop {
+            match self.try_take_chunks(cx, out, max, most) {
+                Poll::Pending if self.receive_inline(cx) => continue,
+                Poll::Pending => return Poll::Pending,
+                r => {
+                    self.rx_wait = None;
+                    return r;
+                }
+            }
+        }
+    }
+
+    fn try_take_chunks(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Vec<Bytes>,
+        max: usize,
+        most: usize,
+    ) -> Poll<std::io::Result<usize>> {
         let mut st = self.shared.lock();
         let mut taken = 0;
         let mut count = 0;
@@ -888,15 +1157,9 @@ impl Stream {
             }
         }
         if taken > 0 {
-            st.dispatch();
-            // The driver only needs to hear of it when the read reopened the window enough
-            // for a window update (the core then has a datagram to send): waking it for every
-            // read costs a context switch each on a receiver whose driver sleeps.
-            let wake = st.ep.has_pending_transmit();
-            drop(st);
-            if wake {
-                self.shared.wake();
-            }
+            // A read may reopen the window (a window update to send): sent from here, and
+            // the driver is woken only when something is left for it.
+            settle(&self.shared, st);
             return Poll::Ready(Ok(taken));
         }
         if let Some(e) = Stream::closed_error(&st, self.h) {
@@ -953,13 +1216,13 @@ impl Stream {
     ) -> Poll<std::io::Result<usize>> {
         match r {
             Ok(n) if n > 0 => {
-                if n <= DIRECT_MAX_BYTES && !st.tx_inflight {
-                    send_direct(&mut st, self.shared.sock_fd);
+                if n <= DIRECT_MAX_BYTES {
+                    settle(&self.shared, st);
+                } else {
+                    st.dispatch();
+                    drop(st);
+                    self.shared.wake();
                 }
-                st.dispatch();
-                drop(st);
-                // Even after a direct send: the driver recomputes its deadlines (the RTO).
-                self.shared.wake();
                 Poll::Ready(Ok(n))
             }
             Ok(_) => {
@@ -989,14 +1252,32 @@ impl AsyncRead for Stream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
+        loop {
+            match this.try_read(cx, buf) {
+                Poll::Pending if this.receive_inline(cx) => continue,
+                Poll::Pending => return Poll::Pending,
+                r => {
+                    this.rx_wait = None;
+                    return r;
+                }
+            }
+        }
+    }
+}
+
+impl Stream {
+    fn try_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self;
         let mut st = this.shared.lock();
         let dst = buf.initialize_unfilled();
         let n = st.ep.read(this.h, dst).unwrap_or(0);
         if n > 0 {
             buf.advance(n);
-            st.dispatch();
-            drop(st);
-            this.shared.wake();
+            settle(&this.shared, st);
             return Poll::Ready(Ok(()));
         }
         if let Some(e) = Stream::closed_error(&st, this.h) {
@@ -1101,6 +1382,23 @@ impl Drop for Stream {
     }
 }
 
+/// After an application call changed the core: sends what may leave now from the calling
+/// thread ([`send_direct`], only while the driver holds nothing unsent), then wakes the driver
+/// only when it must act before its own timeout: datagrams are left to send, or the core's
+/// earliest deadline (an RTO, a pacing slot, a delayed ACK) is earlier. The core's ready queue
+/// counts every touched connection, so walking it here (cheap when nothing is due) is also what
+/// tells "nothing to send" from "something to send".
+fn settle(shared: &Shared, mut st: MutexGuard<'_, State>) {
+    if st.ep.has_pending_transmit() && !st.tx_inflight {
+        send_direct(&mut st, shared.sock_fd);
+    }
+    st.dispatch();
+    let pending = st.ep.has_pending_transmit() || st.tx_inflight;
+    let deadline = st.ep.poll_timeout();
+    drop(st);
+    shared.wake_for(pending, deadline);
+}
+
 /// Sends, from the calling application thread, the few datagrams the core lets leave now, so a
 /// small write does not wait for the driver thread to wake (one thread wake-up less on a
 /// request/response path). Only while the driver holds no unsent datagrams, so nothing is
@@ -1136,71 +1434,23 @@ fn drive(
     sock: std::net::UdpSocket,
     handles: std::sync::Weak<HandleGuard>,
     spin_ns: u64,
-    slack: Option<u64>,
 ) {
     // SAFETY: changes only this thread's timer slack (1 µs), so short ppoll waits are precise.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let fd = sock.as_raw_fd();
     let efd = shared.efd;
-    let mut rx = if shared.info.gro {
-        RxBatch::for_gro()
-    } else {
-        RxBatch::new()
-    };
     let mut tx = TxBatch::new();
     let mut need_writable = false;
     loop {
-        // 1. Receive what is queued (a few batches at most, so sending is not starved).
+        // 1. Receive what is queued (a few batches at most, so sending is not starved), unless
+        // a reader is receiving right now.
         let mut got_any = false;
         for _ in 0..4 {
-            match rx.recv(fd) {
+            let Ok(mut rx) = shared.rx.try_lock() else {
+                break;
+            };
+            match shared.receive(&mut rx, None) {
                 Ok(n) => {
-                    let fallback_now = sys::now_ns();
-                    let mut st = shared.lock();
-                    st.io.rx_calls += 1;
-                    st.io.truncated = rx.truncated;
-                    st.io.rx_overflow = rx.overflow;
-                    for i in 0..n {
-                        let r = rx.got[i];
-                        if r.len == 0 {
-                            st.io.datagrams_in += 1;
-                            continue;
-                        }
-                        if r.seg < r.len {
-                            st.io.gro_messages += 1;
-                        }
-                        // A GRO message's datagrams share its one kernel stamp.
-                        let now = match r.kernel_ts {
-                            Some(t) => {
-                                st.io.kernel_rx_stamps += 1;
-                                match slack {
-                                    Some(s) if fallback_now.saturating_sub(t) > s => {
-                                        st.io.late_reads += 1;
-                                        fallback_now - s
-                                    }
-                                    _ => t,
-                                }
-                            }
-                            None => fallback_now,
-                        };
-                        if rx.message(i).is_some() {
-                            // A long (GRO) message is shared, not copied: in-order payloads
-                            // stay in the receive buffer as slices of it until the application
-                            // takes them.
-                            for d in rx.datagram_bytes(i) {
-                                st.io.datagrams_in += 1;
-                                st.ep
-                                    .handle_ecn_bytes(now, r.from, &d, r.ecn == sys::ECN_CE);
-                            }
-                        } else {
-                            for d in rx.datagrams(i) {
-                                st.io.datagrams_in += 1;
-                                st.ep.handle_ecn(now, r.from, d, r.ecn == sys::ECN_CE);
-                            }
-                        }
-                    }
-                    st.dispatch();
-                    st.check_shutdowns();
                     got_any = true;
                     if n < rx.slots() {
                         break;
@@ -1214,6 +1464,7 @@ fn drive(
         shared.notified.store(false, Ordering::SeqCst);
         let deadline;
         let exit;
+        let conns;
         {
             let mut st = shared.lock();
             let now = sys::now_ns();
@@ -1236,6 +1487,7 @@ fn drive(
             st.dispatch();
             st.check_shutdowns();
             deadline = st.ep.poll_timeout();
+            conns = st.ep.connection_count();
             exit = handles.strong_count() == 0 && st.ep.connection_count() == 0;
             if exit {
                 st.driver_gone = true;
@@ -1266,9 +1518,17 @@ fn drive(
         }
         // 4. Wait for a datagram, an application wake-up or the next deadline.
         let now = sys::now_ns();
+        let readers = shared.rx_waiters.load(Ordering::SeqCst) > 0;
+        let cap = if readers {
+            READER_WAIT_NS
+        } else if conns > 0 {
+            CONN_WAIT_NS
+        } else {
+            MAX_WAIT_NS
+        };
         let wait = match deadline {
-            Some(t) => t.saturating_sub(now).min(MAX_WAIT_NS),
-            None => MAX_WAIT_NS,
+            Some(t) => t.saturating_sub(now).min(cap),
+            None => cap,
         };
         if wait == 0 {
             continue;
@@ -1282,7 +1542,13 @@ fn drive(
         // When the deadline is near, arrivals wait for it instead of waking the thread once
         // more: at low rates that halves the wake-ups (one per packet instead of one for the
         // pacer and one for the ACK). Their kernel timestamps keep the STT samples exact.
-        let rx_events = if wait <= RX_DEFER_NS { 0 } else { libc::POLLIN };
+        // Waiting readers receive arrivals themselves (the reactor wakes them): a driver woken
+        // too would only contend for the same datagrams.
+        let rx_events = if wait <= RX_DEFER_NS || readers {
+            0
+        } else {
+            libc::POLLIN
+        };
         let mut fds = [
             libc::pollfd {
                 fd,
@@ -1299,6 +1565,7 @@ fn drive(
             tv_sec: (wait / 1_000_000_000) as libc::time_t,
             tv_nsec: (wait % 1_000_000_000) as libc::c_long,
         };
+        shared.sleep_until.store(now + wait, Ordering::SeqCst);
         shared.sleeping.store(true, Ordering::SeqCst);
         if shared.notified.load(Ordering::SeqCst) {
             shared.sleeping.store(false, Ordering::SeqCst);
