@@ -70,6 +70,11 @@ pub const MAX_WAIT_NS: u64 = 50_000_000;
 /// not wake it (one eventfd write and one driver wake-up less per request on a
 /// request/response path); an idle connection costs 200 driver wake-ups a second.
 pub const CONN_WAIT_NS: u64 = 5_000_000;
+/// Longest a reader holds back what the core has to send (an ACK) after it received on a
+/// request/response stream (one that alternates reads and writes): the application's response
+/// then leaves with it in one system call and the peer wakes once, not once for the ACK and
+/// again for the response. When nothing is written meanwhile the driver sends it at the end.
+pub const ACK_HOLD_NS: u64 = 50_000;
 /// Longest sleep of a driver that leaves arriving datagrams to waiting readers (inline
 /// receive): a reader that stopped waiting without receiving leaves the socket unwatched
 /// for at most this long.
@@ -114,6 +119,9 @@ pub struct IoStats {
     pub send_errors: u64,
     /// Datagrams an application thread sent itself after a small write (see [`Stream`]).
     pub direct_sends: u64,
+    /// Send calls an application thread made for them (an ACK held back for a response
+    /// leaves with it in one call, see [`ACK_HOLD_NS`]).
+    pub direct_calls: u64,
     /// Receive calls a reader made itself ([`EndpointConfig::inline_receive`]); included in
     /// `rx_calls`.
     pub inline_receives: u64,
@@ -163,6 +171,8 @@ struct State {
     /// Datagrams an application thread took from the core but could not send (socket buffer
     /// full); the driver sends them first.
     spill: Vec<(SocketAddr, Vec<u8>)>,
+    /// Transmissions are held back until this time ([`ACK_HOLD_NS`]).
+    hold_until: Option<u64>,
 }
 
 impl State {
@@ -678,6 +688,7 @@ impl Endpoint {
                 driver_gone: false,
                 tx_inflight: false,
                 spill: Vec::new(),
+                hold_until: None,
             }),
             efd,
             sock_fd: fd,
@@ -903,6 +914,11 @@ pub struct Stream {
     rx_wait: Option<RxWait>,
     /// Inline receive failed on this stream (no usable reactor): the driver receives.
     rx_off: bool,
+    /// The last call that moved data was a read.
+    last_read: bool,
+    /// Reads and writes alternate (request/response): an inline receive holds the ACK back
+    /// for the response ([`ACK_HOLD_NS`]).
+    exchange: bool,
 }
 
 /// A reader's wait for the socket (see [`rx_wait`]).
@@ -949,7 +965,15 @@ fn rx_wait(shared: Arc<Shared>, me: ConnHandle) -> RxWait {
                 return RxOutcome::Busy;
             };
             match shared.receive(&mut rx, Some(me)) {
-                Ok(_) => return RxOutcome::Received,
+                Ok(n) => {
+                    if n < rx.slots() {
+                        // A short batch emptied the queue: forget this readiness now instead of
+                        // learning it from one more (empty) receive call before the next wait.
+                        // The reactor keeps any readiness reported since it gave us `g`.
+                        g.clear_ready();
+                    }
+                    return RxOutcome::Received;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => g.clear_ready(),
                 Err(_) => {} // an ICMP error reported on the socket: look again
             }
@@ -981,6 +1005,8 @@ impl Stream {
             shut: false,
             rx_wait: None,
             rx_off: false,
+            last_read: false,
+            exchange: false,
         }
     }
 
@@ -1003,7 +1029,8 @@ impl Stream {
         self.rx_wait = None;
         match out {
             RxOutcome::Received => {
-                settle(&self.shared, self.shared.lock());
+                let mode = if self.exchange { Tx::Hold } else { Tx::Keep };
+                settle(&self.shared, self.shared.lock(), mode);
                 true
             }
             RxOutcome::Busy => false,
@@ -1074,6 +1101,7 @@ impl Stream {
         if data.is_empty() {
             return Poll::Ready(Ok(0));
         }
+        self.note_write();
         let mut st = self.shared.lock();
         if let Some(e) = self.write_refused(&st) {
             return Poll::Ready(Err(e));
@@ -1159,7 +1187,8 @@ impl Stream {
         if taken > 0 {
             // A read may reopen the window (a window update to send): sent from here, and
             // the driver is woken only when something is left for it.
-            settle(&self.shared, st);
+            settle(&self.shared, st, Tx::Keep);
+            self.read_done();
             return Poll::Ready(Ok(taken));
         }
         if let Some(e) = Stream::closed_error(&st, self.h) {
@@ -1208,6 +1237,21 @@ impl Stream {
         None
     }
 
+    fn read_done(&mut self) {
+        if self.last_read {
+            // Two reads in a row: a receiving stream, whose ACKs must not wait.
+            self.exchange = false;
+        }
+        self.last_read = true;
+    }
+
+    fn note_write(&mut self) {
+        if self.last_read {
+            self.exchange = true;
+        }
+        self.last_read = false;
+    }
+
     fn after_write(
         &self,
         mut st: MutexGuard<'_, State>,
@@ -1217,8 +1261,9 @@ impl Stream {
         match r {
             Ok(n) if n > 0 => {
                 if n <= DIRECT_MAX_BYTES {
-                    settle(&self.shared, st);
+                    settle(&self.shared, st, Tx::Now);
                 } else {
+                    st.hold_until = None;
                     st.dispatch();
                     drop(st);
                     self.shared.wake();
@@ -1277,7 +1322,8 @@ impl Stream {
         let n = st.ep.read(this.h, dst).unwrap_or(0);
         if n > 0 {
             buf.advance(n);
-            settle(&this.shared, st);
+            settle(&this.shared, st, Tx::Keep);
+            this.read_done();
             return Poll::Ready(Ok(()));
         }
         if let Some(e) = Stream::closed_error(&st, this.h) {
@@ -1306,6 +1352,7 @@ impl AsyncWrite for Stream {
         if data.is_empty() {
             return Poll::Ready(Ok(0));
         }
+        this.note_write();
         let mut st = this.shared.lock();
         if let Some(e) = Stream::closed_error(&st, this.h) {
             return Poll::Ready(Err(e.into_io()));
@@ -1388,7 +1435,31 @@ impl Drop for Stream {
 /// earliest deadline (an RTO, a pacing slot, a delayed ACK) is earlier. The core's ready queue
 /// counts every touched connection, so walking it here (cheap when nothing is due) is also what
 /// tells "nothing to send" from "something to send".
-fn settle(shared: &Shared, mut st: MutexGuard<'_, State>) {
+///
+/// `mode`: [`Tx::Now`] sends (and ends a hold), [`Tx::Keep`] sends unless a hold is on,
+/// [`Tx::Hold`] starts a hold of [`ACK_HOLD_NS`] (the driver then sends at its end).
+fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
+    let now = sys::now_ns();
+    match mode {
+        Tx::Now => st.hold_until = None,
+        Tx::Keep => {
+            if st.hold_until.is_some_and(|t| now >= t) {
+                st.hold_until = None;
+            }
+        }
+        Tx::Hold => {
+            if st.hold_until.is_none() && st.ep.has_pending_transmit() {
+                st.hold_until = Some(now + ACK_HOLD_NS);
+            }
+        }
+    }
+    if let Some(t) = st.hold_until {
+        st.dispatch();
+        let deadline = st.ep.next_timer().map_or(t, |d| d.min(t));
+        drop(st);
+        shared.wake_for(false, Some(deadline));
+        return;
+    }
     if st.ep.has_pending_transmit() && !st.tx_inflight {
         send_direct(&mut st, shared.sock_fd);
     }
@@ -1399,32 +1470,67 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>) {
     shared.wake_for(pending, deadline);
 }
 
+/// What [`settle`] does with the core's datagrams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tx {
+    Now,
+    Keep,
+    Hold,
+}
+
 /// Sends, from the calling application thread, the few datagrams the core lets leave now, so a
 /// small write does not wait for the driver thread to wake (one thread wake-up less on a
 /// request/response path). Only while the driver holds no unsent datagrams, so nothing is
 /// reordered; a datagram the kernel refuses (buffer full) goes to `spill` for the driver.
 fn send_direct(st: &mut State, fd: RawFd) {
-    let mut buf = [0u8; sys::DATAGRAM_ROOM];
-    for _ in 0..DIRECT_MAX_DATAGRAMS {
-        let Some(t) = st.ep.poll_transmit(sys::now_ns(), &mut buf) else {
+    let mut bufs = [[0u8; sys::DATAGRAM_ROOM]; DIRECT_MAX_DATAGRAMS];
+    let mut took: [Option<(SocketAddr, usize)>; DIRECT_MAX_DATAGRAMS] =
+        [None; DIRECT_MAX_DATAGRAMS];
+    let mut n = 0;
+    for (b, t) in bufs.iter_mut().zip(took.iter_mut()) {
+        let Some(x) = st.ep.poll_transmit(sys::now_ns(), b) else {
             break;
         };
-        match sys::send_one(fd, &t.remote, &buf[..t.len]) {
-            Ok(()) => {
-                st.io.tx_calls += 1;
-                st.io.datagrams_out += 1;
-                st.io.direct_sends += 1;
-            }
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::Interrupted =>
-            {
-                st.spill.push((t.remote, buf[..t.len].to_vec()));
-                st.tx_inflight = true;
-                return;
-            }
-            Err(_) => st.io.send_errors += 1,
+        *t = Some((x.remote, x.len));
+        n += 1;
+    }
+    if n == 0 {
+        return;
+    }
+    // One call for all of them, so a peer woken by the first finds the rest (an ACK and the
+    // response that follows it) already queued.
+    let mut msgs: [(SocketAddr, &[u8]); DIRECT_MAX_DATAGRAMS] =
+        [(SocketAddr::from(([0, 0, 0, 0], 0)), &[]); DIRECT_MAX_DATAGRAMS];
+    for i in 0..n {
+        let (to, len) = took[i].expect("taken");
+        msgs[i] = (to, &bufs[i][..len]);
+    }
+    let sent = match sys::send_many(fd, &msgs[..n]) {
+        Ok(k) => {
+            st.io.tx_calls += 1;
+            st.io.datagrams_out += k as u64;
+            st.io.direct_sends += k as u64;
+            st.io.direct_calls += 1;
+            k
         }
+        Err(e)
+            if e.kind() == std::io::ErrorKind::WouldBlock
+                || e.kind() == std::io::ErrorKind::Interrupted =>
+        {
+            0
+        }
+        Err(_) => {
+            // Dropped like any datagram the network loses; the core repairs it.
+            st.io.send_errors += n as u64;
+            n
+        }
+    };
+    if sent < n {
+        // The socket buffer is full: the driver sends the rest first.
+        for (to, d) in &msgs[sent..n] {
+            st.spill.push((*to, d.to_vec()));
+        }
+        st.tx_inflight = true;
     }
 }
 
@@ -1469,7 +1575,14 @@ fn drive(
             let mut st = shared.lock();
             let now = sys::now_ns();
             st.ep.handle_timeout(now);
-            if tx.is_empty() {
+            let held = match st.hold_until {
+                Some(t) if now < t => Some(t),
+                _ => {
+                    st.hold_until = None;
+                    None
+                }
+            };
+            if tx.is_empty() && held.is_none() {
                 for (to, d) in std::mem::take(&mut st.spill) {
                     tx.push(to, &d);
                 }
@@ -1486,7 +1599,10 @@ fn drive(
             st.tx_inflight = !tx.is_empty();
             st.dispatch();
             st.check_shutdowns();
-            deadline = st.ep.poll_timeout();
+            deadline = match held {
+                Some(t) => Some(st.ep.next_timer().map_or(t, |d| d.min(t))),
+                None => st.ep.poll_timeout(),
+            };
             conns = st.ep.connection_count();
             exit = handles.strong_count() == 0 && st.ep.connection_count() == 0;
             if exit {
