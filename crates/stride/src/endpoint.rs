@@ -1016,7 +1016,10 @@ impl Stream {
     /// (ACKs) from this thread when the driver holds nothing unsent, and wakes the driver only
     /// for what is left or for an earlier deadline.
     fn receive_inline(&mut self, cx: &mut Context<'_>) -> bool {
-        if self.rx_off || !self.shared.inline_rx {
+        // Only streams whose reads and writes alternate: a bulk receiver's batches stay with
+        // the driver, whose receive loop and GRO batches keep its reader's thread free (inline
+        // receive there measured slower: `bench/ab.py` bulk, par4 and demo, docs/results.md).
+        if self.rx_off || !self.shared.inline_rx || !self.exchange {
             return false;
         }
         let w = self
