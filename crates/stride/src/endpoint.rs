@@ -18,9 +18,9 @@
 //! writable after `EAGAIN`), an application wake-up, the core's next deadline.
 //!
 //! Request/response without thread hand-offs (issue 17): a small write is sent by the writing
-//! thread itself when the core lets it leave now; a read that finds nothing registers the
-//! socket with the tokio reactor and, once it is readable, receives the batch on the reader's
-//! thread ([`EndpointConfig::inline_receive`]), sending what the core then has to send (ACKs)
+//! thread itself when the core lets it leave now; a read on a stream whose reads and writes
+//! alternate that finds nothing registers the socket with the tokio reactor and, once it is
+//! readable, receives the batch on the reader's thread ([`EndpointConfig::inline_receive`]), sending what the core then has to send (ACKs)
 //! from there too. The driver is woken (eventfd) only when it must act before its own timeout:
 //! datagrams left to send, or a deadline earlier than the one it sleeps to. While readers wait,
 //! the driver leaves arrivals to them and sleeps at most [`READER_WAIT_NS`].
@@ -553,7 +553,8 @@ pub struct EndpointConfig {
     /// Bind with `SO_REUSEPORT`, so that several endpoints (each its own socket and driver
     /// thread) share one address; see [`Endpoint::bind_shards`].
     pub reuse_port: bool,
-    /// Readers receive from the socket themselves (default on): a stream read that finds
+    /// Readers receive from the socket themselves (default on): a read on a stream whose reads
+    /// and writes alternate (request/response; a bulk reader leaves it to the driver) that finds
     /// nothing registers the socket with the tokio reactor and, when it becomes readable,
     /// receives and handles the batch on the reader's own thread, like a TCP `recv`, instead
     /// of waiting for the driver thread to receive it and wake the reader (two thread
