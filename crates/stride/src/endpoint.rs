@@ -74,6 +74,7 @@ pub const CONN_WAIT_NS: u64 = 5_000_000;
 /// request/response stream (one that alternates reads and writes): the application's response
 /// then leaves with it in one system call and the peer wakes once, not once for the ACK and
 /// again for the response. When nothing is written meanwhile the driver sends it at the end.
+/// Only on an endpoint with a single connection (the hold stops all its transmissions).
 pub const ACK_HOLD_NS: u64 = 50_000;
 /// Longest sleep of a driver that leaves arriving datagrams to waiting readers (inline
 /// receive): a reader that stopped waiting without receiving leaves the socket unwatched
@@ -1452,7 +1453,12 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
             }
         }
         Tx::Hold => {
-            if st.hold_until.is_none() && st.ep.has_pending_transmit() {
+            // Only on an endpoint with this one connection: the hold stops every
+            // transmission of the endpoint, and another connection's data must not wait.
+            if st.hold_until.is_none()
+                && st.ep.has_pending_transmit()
+                && st.ep.connection_count() == 1
+            {
                 st.hold_until = Some(now + ACK_HOLD_NS);
             }
         }
