@@ -96,84 +96,93 @@ pub enum Role {
 /// `stride perf`.
 pub fn run(a: PerfArgs) -> anyhow::Result<()> {
     let rt = runtime()?;
+    // The job runs as a spawned task, on a worker thread that also drives the reactor, not on
+    // the main thread: a task woken by socket readiness then runs where it was woken instead of
+    // costing a futex wake-up of the blocked main thread (same for every transport measured).
     let code = rt.block_on(async move {
-        match a.role {
-            Role::Server {
-                listen,
-                json,
-                shards,
-                transport,
-            } => {
-                if transport.tcp {
-                    tcp_server(listen, json).await
-                } else if transport.udp {
-                    udp_server(listen).await
-                } else {
-                    server(listen, json, usize::from(shards)).await
-                }
-            }
-            Role::Client {
-                to,
-                bytes,
-                time,
-                rr,
-                size,
-                json,
-                parallel,
-                endpoints,
-                transport,
-                control,
-            } => {
-                let job = match rr {
-                    Some(count) => {
-                        if size == 0 || size > 65_000 {
-                            fail("perf client", "--size must be in 1..=65000");
-                        }
-                        Job::RoundTrips { count, size }
+        tokio::spawn(async move {
+            match a.role {
+                Role::Server {
+                    listen,
+                    json,
+                    shards,
+                    transport,
+                } => {
+                    if transport.tcp {
+                        tcp_server(listen, json).await
+                    } else if transport.udp {
+                        udp_server(listen).await
+                    } else {
+                        server(listen, json, usize::from(shards)).await
                     }
-                    None => Job::Bulk {
-                        bytes,
-                        time: time.map(|d| d.as_secs_f64()),
-                    },
-                };
-                if parallel > 1 {
-                    let Job::Bulk { bytes, time } = job else {
-                        fail(
-                            "perf client",
-                            "--parallel needs a bulk job (--bytes or --time)",
-                        );
+                }
+                Role::Client {
+                    to,
+                    bytes,
+                    time,
+                    rr,
+                    size,
+                    json,
+                    parallel,
+                    endpoints,
+                    transport,
+                    control,
+                } => {
+                    let job = match rr {
+                        Some(count) => {
+                            if size == 0 || size > 65_000 {
+                                fail("perf client", "--size must be in 1..=65000");
+                            }
+                            Job::RoundTrips { count, size }
+                        }
+                        None => Job::Bulk {
+                            bytes,
+                            time: time.map(|d| d.as_secs_f64()),
+                        },
                     };
-                    let proto = if transport.tcp {
-                        None
+                    if parallel > 1 {
+                        let Job::Bulk { bytes, time } = job else {
+                            fail(
+                                "perf client",
+                                "--parallel needs a bulk job (--bytes or --time)",
+                            );
+                        };
+                        let proto = if transport.tcp {
+                            None
+                        } else {
+                            match control.config() {
+                                Ok(c) => Some(c),
+                                Err(e) => fail("perf client", e),
+                            }
+                        };
+                        if transport.udp {
+                            fail("perf client", "--udp needs --rr");
+                        }
+                        let shape = (
+                            usize::from(parallel),
+                            usize::from(endpoints.unwrap_or(parallel)),
+                        );
+                        parallel_client(to, shape, bytes, time, json, proto).await
+                    } else if transport.udp {
+                        match job {
+                            Job::RoundTrips { count, size } => {
+                                udp_client(to, count, size, json).await
+                            }
+                            Job::Bulk { .. } => fail("perf client", "--udp needs --rr"),
+                        }
+                    } else if transport.tcp {
+                        tcp_client(to, job, json).await
                     } else {
                         match control.config() {
-                            Ok(c) => Some(c),
+                            Ok(c) => client(to, job, json, c).await,
                             Err(e) => fail("perf client", e),
                         }
-                    };
-                    if transport.udp {
-                        fail("perf client", "--udp needs --rr");
-                    }
-                    let shape = (
-                        usize::from(parallel),
-                        usize::from(endpoints.unwrap_or(parallel)),
-                    );
-                    parallel_client(to, shape, bytes, time, json, proto).await
-                } else if transport.udp {
-                    match job {
-                        Job::RoundTrips { count, size } => udp_client(to, count, size, json).await,
-                        Job::Bulk { .. } => fail("perf client", "--udp needs --rr"),
-                    }
-                } else if transport.tcp {
-                    tcp_client(to, job, json).await
-                } else {
-                    match control.config() {
-                        Ok(c) => client(to, job, json, c).await,
-                        Err(e) => fail("perf client", e),
                     }
                 }
             }
-        }
+        })
+        .await
+        .unwrap_or(1)
     });
     drop(rt);
     std::process::exit(code)

@@ -17,6 +17,14 @@
 //! `poll_transmit` just before the call. Then wait for the earliest of: socket readable (or
 //! writable after `EAGAIN`), an application wake-up, the core's next deadline.
 //!
+//! Request/response without thread hand-offs (issue 17): a small write is sent by the writing
+//! thread itself when the core lets it leave now; a read on a stream whose reads and writes
+//! alternate that finds nothing registers the socket with the tokio reactor and, once it is
+//! readable, receives the batch on the reader's thread ([`EndpointConfig::inline_receive`]), sending what the core then has to send (ACKs)
+//! from there too. The driver is woken (eventfd) only when it must act before its own timeout:
+//! datagrams left to send, or a deadline earlier than the one it sleeps to. While readers wait,
+//! the driver leaves arrivals to them and sleeps at most [`READER_WAIT_NS`].
+//!
 //! Sub-millisecond waits: a wait shorter than [`SPIN_NS`] is spun (one `sched_yield` per turn,
 //! so a peer or relay sharing a small machine still runs); a longer one sleeps in `ppoll` on the
 //! socket and the eventfd with a nanosecond timeout, the thread's timer slack lowered to 1 µs.
@@ -31,9 +39,10 @@ use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use stride_proto::{CloseReason, ConnHandle, ConnStats, Event};
@@ -56,6 +65,21 @@ pub const SPIN_NS: u64 = 20_000;
 pub const RX_DEFER_NS: u64 = 150_000;
 /// Longest sleep of the driver between looks at its exit condition.
 pub const MAX_WAIT_NS: u64 = 50_000_000;
+/// Longest sleep of a driver that has connections. Below the host's 10 ms RTO floor, so a
+/// write that arms a retransmission timer finds the driver waking before it anyway and need
+/// not wake it (one eventfd write and one driver wake-up less per request on a
+/// request/response path); an idle connection costs 200 driver wake-ups a second.
+pub const CONN_WAIT_NS: u64 = 5_000_000;
+/// Longest a reader holds back what the core has to send (an ACK) after it received on a
+/// request/response stream (one that alternates reads and writes): the application's response
+/// then leaves with it in one system call and the peer wakes once, not once for the ACK and
+/// again for the response. When nothing is written meanwhile the driver sends it at the end.
+/// Only on an endpoint with a single connection (the hold stops all its transmissions).
+pub const ACK_HOLD_NS: u64 = 50_000;
+/// Longest sleep of a driver that leaves arriving datagrams to waiting readers (inline
+/// receive): a reader that stopped waiting without receiving leaves the socket unwatched
+/// for at most this long.
+pub const READER_WAIT_NS: u64 = 1_000_000;
 /// Socket buffer size requested each way.
 pub const SOCKET_BUFFER: usize = 4 << 20;
 /// Receive buffer size requested (the kernel doubles it for its bookkeeping): a receiver that
@@ -96,6 +120,12 @@ pub struct IoStats {
     pub send_errors: u64,
     /// Datagrams an application thread sent itself after a small write (see [`Stream`]).
     pub direct_sends: u64,
+    /// Send calls an application thread made for them (an ACK held back for a response
+    /// leaves with it in one call, see [`ACK_HOLD_NS`]).
+    pub direct_calls: u64,
+    /// Receive calls a reader made itself ([`EndpointConfig::inline_receive`]); included in
+    /// `rx_calls`.
+    pub inline_receives: u64,
     /// Datagrams the kernel dropped at the socket because its receive buffer was full
     /// (`SO_RXQ_OVFL`; stays 0 when the kernel does not report it).
     pub rx_overflow: u64,
@@ -142,6 +172,8 @@ struct State {
     /// Datagrams an application thread took from the core but could not send (socket buffer
     /// full); the driver sends them first.
     spill: Vec<(SocketAddr, Vec<u8>)>,
+    /// Transmissions are held back until this time ([`ACK_HOLD_NS`]).
+    hold_until: Option<u64>,
 }
 
 impl State {
@@ -248,6 +280,22 @@ struct Shared {
     /// The driver is in (or about to enter) `ppoll`: only then does a wake-up cost an eventfd
     /// write. A driver that is running looks at `notified` before it sleeps.
     sleeping: AtomicBool,
+    /// When a sleeping driver wakes by itself (ns, [`sys::now_ns`] clock; written before
+    /// `sleeping` is set): a change whose deadline is no earlier needs no eventfd write.
+    sleep_until: AtomicU64,
+    /// The receive buffers, shared by the driver and readers that receive inline; whoever
+    /// holds them receives (so datagrams are handled in the order the socket gave them).
+    rx: Mutex<RxBatch>,
+    /// See [`EndpointConfig::read_delay_slack_ns`].
+    slack: Option<u64>,
+    /// Readers receive from the socket themselves ([`EndpointConfig::inline_receive`]).
+    inline_rx: bool,
+    /// The socket registered with the tokio reactor of the first reader that waited (a
+    /// duplicate descriptor of the driver's socket), or None when there is no reactor.
+    reactor: OnceLock<Option<tokio::io::unix::AsyncFd<OwnedFd>>>,
+    /// Readers waiting for the reactor to report the socket readable: while there are any,
+    /// the driver leaves arriving datagrams to them.
+    rx_waiters: AtomicUsize,
 }
 
 impl Drop for Shared {
@@ -266,9 +314,116 @@ impl Shared {
         if !self.sleeping.load(Ordering::SeqCst) {
             return;
         }
+        self.kick();
+    }
+
+    /// Like [`Shared::wake`], but writes the eventfd only when the driver must act before it
+    /// wakes by itself: it has datagrams to send (`pending`) or the core's earliest deadline
+    /// (`deadline`, read under the lock after the change) comes before the driver's own
+    /// timeout. `sleep_until` is read after `sleeping`, so it belongs to the sleep that
+    /// `sleeping` reports.
+    fn wake_for(&self, pending: bool, deadline: Option<u64>) {
+        self.notified.store(true, Ordering::SeqCst);
+        if !self.sleeping.load(Ordering::SeqCst) {
+            return;
+        }
+        if !pending && deadline.is_none_or(|d| d >= self.sleep_until.load(Ordering::SeqCst)) {
+            return;
+        }
+        self.kick();
+    }
+
+    fn kick(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd.
         unsafe { libc::write(self.efd, &one as *const u64 as *const libc::c_void, 8) };
+    }
+
+    /// The socket as registered with the current tokio reactor (registered on first use).
+    fn reactor(&self) -> Option<&tokio::io::unix::AsyncFd<OwnedFd>> {
+        if !self.inline_rx {
+            return None;
+        }
+        self.reactor
+            .get_or_init(|| {
+                tokio::runtime::Handle::try_current().ok()?;
+                // SAFETY: duplicates our live socket descriptor; the copy is owned below.
+                let fd = unsafe { libc::fcntl(self.sock_fd, libc::F_DUPFD_CLOEXEC, 0) };
+                if fd < 0 {
+                    return None;
+                }
+                // SAFETY: `fd` is a fresh descriptor nobody else owns.
+                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                // SAFETY: the AsyncFd owns `owned`, which stays open and the same descriptor
+                // for the AsyncFd's whole life.
+                unsafe {
+                    tokio::io::unix::AsyncFd::register_with_interest(
+                        owned,
+                        tokio::io::Interest::READABLE,
+                    )
+                }
+                .ok()
+            })
+            .as_ref()
+    }
+
+    /// Receives one batch from the socket (non-blocking) and hands it to the core; the caller
+    /// holds the receive buffers. `WouldBlock` when nothing is queued. A reader receiving
+    /// inline names its connection (`me`): its own read waker is not woken (it is running and
+    /// looks again itself; a task woken while it runs is polled once more for nothing, and
+    /// tokio wakes a second worker to take it).
+    fn receive(&self, rx: &mut RxBatch, me: Option<ConnHandle>) -> std::io::Result<usize> {
+        let n = rx.recv(self.sock_fd)?;
+        let fallback_now = sys::now_ns();
+        let mut st = self.lock();
+        st.io.rx_calls += 1;
+        st.io.inline_receives += u64::from(me.is_some());
+        st.io.truncated = rx.truncated;
+        st.io.rx_overflow = rx.overflow;
+        for i in 0..n {
+            let r = rx.got[i];
+            if r.len == 0 {
+                st.io.datagrams_in += 1;
+                continue;
+            }
+            if r.seg < r.len {
+                st.io.gro_messages += 1;
+            }
+            // A GRO message's datagrams share its one kernel stamp.
+            let now = match r.kernel_ts {
+                Some(t) => {
+                    st.io.kernel_rx_stamps += 1;
+                    match self.slack {
+                        Some(s) if fallback_now.saturating_sub(t) > s => {
+                            st.io.late_reads += 1;
+                            fallback_now - s
+                        }
+                        _ => t,
+                    }
+                }
+                None => fallback_now,
+            };
+            if rx.message(i).is_some() {
+                // A long (GRO) message is shared, not copied: in-order payloads stay in the
+                // receive buffer as slices of it until the application takes them.
+                for d in rx.datagram_bytes(i) {
+                    st.io.datagrams_in += 1;
+                    st.ep
+                        .handle_ecn_bytes(now, r.from, &d, r.ecn == sys::ECN_CE);
+                }
+            } else {
+                for d in rx.datagrams(i) {
+                    st.io.datagrams_in += 1;
+                    st.ep.handle_ecn(now, r.from, d, r.ecn == sys::ECN_CE);
+                }
+            }
+        }
+        if let Some(s) = me.and_then(|h| st.slots.get_mut(&h)) {
+            s.read = None;
+        }
+        st.dispatch();
+        st.check_shutdowns();
+        Ok(n)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -401,6 +556,13 @@ pub struct EndpointConfig {
     /// Bind with `SO_REUSEPORT`, so that several endpoints (each its own socket and driver
     /// thread) share one address; see [`Endpoint::bind_shards`].
     pub reuse_port: bool,
+    /// Readers receive from the socket themselves (default on): a read on a stream whose reads
+    /// and writes alternate (request/response; a bulk reader leaves it to the driver) that finds
+    /// nothing registers the socket with the tokio reactor and, when it becomes readable,
+    /// receives and handles the batch on the reader's own thread, like a TCP `recv`, instead
+    /// of waiting for the driver thread to receive it and wake the reader (two thread
+    /// hand-offs per arriving datagram). The driver still receives whenever no reader waits.
+    pub inline_receive: bool,
 }
 
 impl Default for EndpointConfig {
@@ -415,6 +577,7 @@ impl Default for EndpointConfig {
             recv_buffer: RECV_BUFFER,
             read_delay_slack_ns: None,
             reuse_port: false,
+            inline_receive: true,
         }
     }
 }
@@ -510,6 +673,7 @@ impl Endpoint {
         }
         let spin_ns = opts.spin_ns;
         let slack = opts.read_delay_slack_ns;
+        let inline_rx = opts.inline_receive;
         let mut opts = opts;
         opts.proto.max_connections =
             connection_limit(opts.proto.max_connections, sys::mem_available());
@@ -528,19 +692,30 @@ impl Endpoint {
                 driver_gone: false,
                 tx_inflight: false,
                 spill: Vec::new(),
+                hold_until: None,
             }),
             efd,
             sock_fd: fd,
             info,
             notified: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
+            sleep_until: AtomicU64::new(0),
+            rx: Mutex::new(if gro {
+                RxBatch::for_gro()
+            } else {
+                RxBatch::new()
+            }),
+            slack,
+            inline_rx,
+            reactor: OnceLock::new(),
+            rx_waiters: AtomicUsize::new(0),
         });
         let guard = Arc::new(HandleGuard(shared.clone()));
         let weak = Arc::downgrade(&guard);
         let s2 = shared.clone();
         std::thread::Builder::new()
             .name("stride-driver".into())
-            .spawn(move || drive(s2, udp, weak, spin_ns, slack))?;
+            .spawn(move || drive(s2, udp, weak, spin_ns))?;
         Ok(Endpoint {
             shared,
             _guard: guard,
@@ -739,6 +914,75 @@ pub struct Stream {
     h: ConnHandle,
     remote: SocketAddr,
     shut: bool,
+    /// A pending inline receive (see [`EndpointConfig::inline_receive`]).
+    rx_wait: Option<RxWait>,
+    /// Inline receive failed on this stream (no usable reactor): the driver receives.
+    rx_off: bool,
+    /// The last call that moved data was a read.
+    last_read: bool,
+    /// Reads and writes alternate (request/response): an inline receive holds the ACK back
+    /// for the response ([`ACK_HOLD_NS`]).
+    exchange: bool,
+}
+
+/// A reader's wait for the socket (see [`rx_wait`]).
+type RxWait = Pin<Box<dyn std::future::Future<Output = RxOutcome> + Send + Sync>>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RxOutcome {
+    /// The reader received a batch and handed it to the core.
+    Received,
+    /// The driver was receiving: it wakes the reader if anything arrived for it.
+    Busy,
+    /// The reactor failed; the driver receives for this stream from now on.
+    Failed,
+}
+
+/// Counts a reader waiting on the reactor for as long as it lives.
+struct Waiting(Arc<Shared>);
+impl Waiting {
+    fn new(s: &Arc<Shared>) -> Self {
+        s.rx_waiters.fetch_add(1, Ordering::SeqCst);
+        Waiting(s.clone())
+    }
+}
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.rx_waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits until the socket is readable, then receives one batch on the caller's thread. Uses
+/// the readiness future (not `poll_read_ready`), so any number of readers may wait at once
+/// and each is woken.
+fn rx_wait(shared: Arc<Shared>, me: ConnHandle) -> RxWait {
+    Box::pin(async move {
+        let Some(afd) = shared.reactor() else {
+            return RxOutcome::Failed;
+        };
+        let _waiting = Waiting::new(&shared);
+        loop {
+            let Ok(mut g) = afd.readable().await else {
+                return RxOutcome::Failed;
+            };
+            let Ok(mut rx) = shared.rx.try_lock() else {
+                return RxOutcome::Busy;
+            };
+            match shared.receive(&mut rx, Some(me)) {
+                Ok(n) => {
+                    if n < rx.slots() {
+                        // A short batch emptied the queue: forget this readiness now instead of
+                        // learning it from one more (empty) receive call before the next wait.
+                        // The reactor keeps any readiness reported since it gave us `g`.
+                        g.clear_ready();
+                    }
+                    return RxOutcome::Received;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => g.clear_ready(),
+                Err(_) => {} // an ICMP error reported on the socket: look again
+            }
+        }
+    })
 }
 
 impl std::fmt::Debug for Stream {
@@ -763,6 +1007,44 @@ impl Stream {
             h,
             remote,
             shut: false,
+            rx_wait: None,
+            rx_off: false,
+            last_read: false,
+            exchange: false,
+        }
+    }
+
+    /// Called when a read found nothing (the read waker is in the slot): receives inline if
+    /// the socket has something (true: look again) or leaves the reader waiting on the
+    /// reactor (false: pending). A finished inline receive sends what the core now has to send
+    /// (ACKs) from this thread when the driver holds nothing unsent, and wakes the driver only
+    /// for what is left or for an earlier deadline.
+    fn receive_inline(&mut self, cx: &mut Context<'_>) -> bool {
+        // Only streams whose reads and writes alternate: a bulk receiver's batches stay with
+        // the driver, whose receive loop and GRO batches keep its reader's thread free (inline
+        // receive there measured slower: `bench/ab.py` bulk, par4 and demo, docs/results.md).
+        if self.rx_off || !self.shared.inline_rx || !self.exchange {
+            return false;
+        }
+        let w = self
+            .rx_wait
+            .get_or_insert_with(|| rx_wait(self.shared.clone(), self.h));
+        let out = match w.as_mut().poll(cx) {
+            Poll::Pending => return false,
+            Poll::Ready(o) => o,
+        };
+        self.rx_wait = None;
+        match out {
+            RxOutcome::Received => {
+                let mode = if self.exchange { Tx::Hold } else { Tx::Keep };
+                settle(&self.shared, self.shared.lock(), mode);
+                true
+            }
+            RxOutcome::Busy => false,
+            RxOutcome::Failed => {
+                self.rx_off = true;
+                false
+            }
         }
     }
 
@@ -826,6 +1108,7 @@ impl Stream {
         if data.is_empty() {
             return Poll::Ready(Ok(0));
         }
+        self.note_write();
         let mut st = self.shared.lock();
         if let Some(e) = self.write_refused(&st) {
             return Poll::Ready(Err(e));
@@ -876,6 +1159,25 @@ impl Stream {
         max: usize,
         most: usize,
     ) -> Poll<std::io::Result<usize>> {
+        loop {
+            match self.try_take_chunks(cx, out, max, most) {
+                Poll::Pending if self.receive_inline(cx) => continue,
+                Poll::Pending => return Poll::Pending,
+                r => {
+                    self.rx_wait = None;
+                    return r;
+                }
+            }
+        }
+    }
+
+    fn try_take_chunks(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Vec<Bytes>,
+        max: usize,
+        most: usize,
+    ) -> Poll<std::io::Result<usize>> {
         let mut st = self.shared.lock();
         let mut taken = 0;
         let mut count = 0;
@@ -890,15 +1192,10 @@ impl Stream {
             }
         }
         if taken > 0 {
-            st.dispatch();
-            // The driver only needs to hear of it when the read reopened the window enough
-            // for a window update (the core then has a datagram to send): waking it for every
-            // read costs a context switch each on a receiver whose driver sleeps.
-            let wake = st.ep.has_pending_transmit();
-            drop(st);
-            if wake {
-                self.shared.wake();
-            }
+            // A read may reopen the window (a window update to send): sent from here, and
+            // the driver is woken only when something is left for it.
+            settle(&self.shared, st, Tx::Keep);
+            self.read_done();
             return Poll::Ready(Ok(taken));
         }
         if let Some(e) = Stream::closed_error(&st, self.h) {
@@ -947,6 +1244,21 @@ impl Stream {
         None
     }
 
+    fn read_done(&mut self) {
+        if self.last_read {
+            // Two reads in a row: a receiving stream, whose ACKs must not wait.
+            self.exchange = false;
+        }
+        self.last_read = true;
+    }
+
+    fn note_write(&mut self) {
+        if self.last_read {
+            self.exchange = true;
+        }
+        self.last_read = false;
+    }
+
     fn after_write(
         &self,
         mut st: MutexGuard<'_, State>,
@@ -955,13 +1267,14 @@ impl Stream {
     ) -> Poll<std::io::Result<usize>> {
         match r {
             Ok(n) if n > 0 => {
-                if n <= DIRECT_MAX_BYTES && !st.tx_inflight {
-                    send_direct(&mut st, self.shared.sock_fd);
+                if n <= DIRECT_MAX_BYTES {
+                    settle(&self.shared, st, Tx::Now);
+                } else {
+                    st.hold_until = None;
+                    st.dispatch();
+                    drop(st);
+                    self.shared.wake();
                 }
-                st.dispatch();
-                drop(st);
-                // Even after a direct send: the driver recomputes its deadlines (the RTO).
-                self.shared.wake();
                 Poll::Ready(Ok(n))
             }
             Ok(_) => {
@@ -991,14 +1304,33 @@ impl AsyncRead for Stream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
+        loop {
+            match this.try_read(cx, buf) {
+                Poll::Pending if this.receive_inline(cx) => continue,
+                Poll::Pending => return Poll::Pending,
+                r => {
+                    this.rx_wait = None;
+                    return r;
+                }
+            }
+        }
+    }
+}
+
+impl Stream {
+    fn try_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self;
         let mut st = this.shared.lock();
         let dst = buf.initialize_unfilled();
         let n = st.ep.read(this.h, dst).unwrap_or(0);
         if n > 0 {
             buf.advance(n);
-            st.dispatch();
-            drop(st);
-            this.shared.wake();
+            settle(&this.shared, st, Tx::Keep);
+            this.read_done();
             return Poll::Ready(Ok(()));
         }
         if let Some(e) = Stream::closed_error(&st, this.h) {
@@ -1027,6 +1359,7 @@ impl AsyncWrite for Stream {
         if data.is_empty() {
             return Poll::Ready(Ok(0));
         }
+        this.note_write();
         let mut st = this.shared.lock();
         if let Some(e) = Stream::closed_error(&st, this.h) {
             return Poll::Ready(Err(e.into_io()));
@@ -1103,32 +1436,113 @@ impl Drop for Stream {
     }
 }
 
+/// After an application call changed the core: sends what may leave now from the calling
+/// thread ([`send_direct`], only while the driver holds nothing unsent), then wakes the driver
+/// only when it must act before its own timeout: datagrams are left to send, or the core's
+/// earliest deadline (an RTO, a pacing slot, a delayed ACK) is earlier. The core's ready queue
+/// counts every touched connection, so walking it here (cheap when nothing is due) is also what
+/// tells "nothing to send" from "something to send".
+///
+/// `mode`: [`Tx::Now`] sends (and ends a hold), [`Tx::Keep`] sends unless a hold is on,
+/// [`Tx::Hold`] starts a hold of [`ACK_HOLD_NS`] (the driver then sends at its end).
+fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
+    let now = sys::now_ns();
+    match mode {
+        Tx::Now => st.hold_until = None,
+        Tx::Keep => {
+            if st.hold_until.is_some_and(|t| now >= t) {
+                st.hold_until = None;
+            }
+        }
+        Tx::Hold => {
+            // Only on an endpoint with this one connection: the hold stops every
+            // transmission of the endpoint, and another connection's data must not wait.
+            if st.hold_until.is_none()
+                && st.ep.has_pending_transmit()
+                && st.ep.connection_count() == 1
+            {
+                st.hold_until = Some(now + ACK_HOLD_NS);
+            }
+        }
+    }
+    if let Some(t) = st.hold_until {
+        st.dispatch();
+        let deadline = st.ep.next_timer().map_or(t, |d| d.min(t));
+        drop(st);
+        shared.wake_for(false, Some(deadline));
+        return;
+    }
+    if st.ep.has_pending_transmit() && !st.tx_inflight {
+        send_direct(&mut st, shared.sock_fd);
+    }
+    st.dispatch();
+    let pending = st.ep.has_pending_transmit() || st.tx_inflight;
+    let deadline = st.ep.poll_timeout();
+    drop(st);
+    shared.wake_for(pending, deadline);
+}
+
+/// What [`settle`] does with the core's datagrams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tx {
+    Now,
+    Keep,
+    Hold,
+}
+
 /// Sends, from the calling application thread, the few datagrams the core lets leave now, so a
 /// small write does not wait for the driver thread to wake (one thread wake-up less on a
 /// request/response path). Only while the driver holds no unsent datagrams, so nothing is
 /// reordered; a datagram the kernel refuses (buffer full) goes to `spill` for the driver.
 fn send_direct(st: &mut State, fd: RawFd) {
-    let mut buf = [0u8; sys::DATAGRAM_ROOM];
-    for _ in 0..DIRECT_MAX_DATAGRAMS {
-        let Some(t) = st.ep.poll_transmit(sys::now_ns(), &mut buf) else {
+    let mut bufs = [[0u8; sys::DATAGRAM_ROOM]; DIRECT_MAX_DATAGRAMS];
+    let mut took: [Option<(SocketAddr, usize)>; DIRECT_MAX_DATAGRAMS] =
+        [None; DIRECT_MAX_DATAGRAMS];
+    let mut n = 0;
+    for (b, t) in bufs.iter_mut().zip(took.iter_mut()) {
+        let Some(x) = st.ep.poll_transmit(sys::now_ns(), b) else {
             break;
         };
-        match sys::send_one(fd, &t.remote, &buf[..t.len]) {
-            Ok(()) => {
-                st.io.tx_calls += 1;
-                st.io.datagrams_out += 1;
-                st.io.direct_sends += 1;
-            }
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::Interrupted =>
-            {
-                st.spill.push((t.remote, buf[..t.len].to_vec()));
-                st.tx_inflight = true;
-                return;
-            }
-            Err(_) => st.io.send_errors += 1,
+        *t = Some((x.remote, x.len));
+        n += 1;
+    }
+    if n == 0 {
+        return;
+    }
+    // One call for all of them, so a peer woken by the first finds the rest (an ACK and the
+    // response that follows it) already queued.
+    let mut msgs: [(SocketAddr, &[u8]); DIRECT_MAX_DATAGRAMS] =
+        [(SocketAddr::from(([0, 0, 0, 0], 0)), &[]); DIRECT_MAX_DATAGRAMS];
+    for i in 0..n {
+        let (to, len) = took[i].expect("taken");
+        msgs[i] = (to, &bufs[i][..len]);
+    }
+    let sent = match sys::send_many(fd, &msgs[..n]) {
+        Ok(k) => {
+            st.io.tx_calls += 1;
+            st.io.datagrams_out += k as u64;
+            st.io.direct_sends += k as u64;
+            st.io.direct_calls += 1;
+            k
         }
+        Err(e)
+            if e.kind() == std::io::ErrorKind::WouldBlock
+                || e.kind() == std::io::ErrorKind::Interrupted =>
+        {
+            0
+        }
+        Err(_) => {
+            // Dropped like any datagram the network loses; the core repairs it.
+            st.io.send_errors += n as u64;
+            n
+        }
+    };
+    if sent < n {
+        // The socket buffer is full: the driver sends the rest first.
+        for (to, d) in &msgs[sent..n] {
+            st.spill.push((*to, d.to_vec()));
+        }
+        st.tx_inflight = true;
     }
 }
 
@@ -1138,71 +1552,23 @@ fn drive(
     sock: std::net::UdpSocket,
     handles: std::sync::Weak<HandleGuard>,
     spin_ns: u64,
-    slack: Option<u64>,
 ) {
     // SAFETY: changes only this thread's timer slack (1 µs), so short ppoll waits are precise.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let fd = sock.as_raw_fd();
     let efd = shared.efd;
-    let mut rx = if shared.info.gro {
-        RxBatch::for_gro()
-    } else {
-        RxBatch::new()
-    };
     let mut tx = TxBatch::new();
     let mut need_writable = false;
     loop {
-        // 1. Receive what is queued (a few batches at most, so sending is not starved).
+        // 1. Receive what is queued (a few batches at most, so sending is not starved), unless
+        // a reader is receiving right now.
         let mut got_any = false;
         for _ in 0..4 {
-            match rx.recv(fd) {
+            let Ok(mut rx) = shared.rx.try_lock() else {
+                break;
+            };
+            match shared.receive(&mut rx, None) {
                 Ok(n) => {
-                    let fallback_now = sys::now_ns();
-                    let mut st = shared.lock();
-                    st.io.rx_calls += 1;
-                    st.io.truncated = rx.truncated;
-                    st.io.rx_overflow = rx.overflow;
-                    for i in 0..n {
-                        let r = rx.got[i];
-                        if r.len == 0 {
-                            st.io.datagrams_in += 1;
-                            continue;
-                        }
-                        if r.seg < r.len {
-                            st.io.gro_messages += 1;
-                        }
-                        // A GRO message's datagrams share its one kernel stamp.
-                        let now = match r.kernel_ts {
-                            Some(t) => {
-                                st.io.kernel_rx_stamps += 1;
-                                match slack {
-                                    Some(s) if fallback_now.saturating_sub(t) > s => {
-                                        st.io.late_reads += 1;
-                                        fallback_now - s
-                                    }
-                                    _ => t,
-                                }
-                            }
-                            None => fallback_now,
-                        };
-                        if rx.message(i).is_some() {
-                            // A long (GRO) message is shared, not copied: in-order payloads
-                            // stay in the receive buffer as slices of it until the application
-                            // takes them.
-                            for d in rx.datagram_bytes(i) {
-                                st.io.datagrams_in += 1;
-                                st.ep
-                                    .handle_ecn_bytes(now, r.from, &d, r.ecn == sys::ECN_CE);
-                            }
-                        } else {
-                            for d in rx.datagrams(i) {
-                                st.io.datagrams_in += 1;
-                                st.ep.handle_ecn(now, r.from, d, r.ecn == sys::ECN_CE);
-                            }
-                        }
-                    }
-                    st.dispatch();
-                    st.check_shutdowns();
                     got_any = true;
                     if n < rx.slots() {
                         break;
@@ -1216,11 +1582,19 @@ fn drive(
         shared.notified.store(false, Ordering::SeqCst);
         let deadline;
         let exit;
+        let conns;
         {
             let mut st = shared.lock();
             let now = sys::now_ns();
             st.ep.handle_timeout(now);
-            if tx.is_empty() {
+            let held = match st.hold_until {
+                Some(t) if now < t => Some(t),
+                _ => {
+                    st.hold_until = None;
+                    None
+                }
+            };
+            if tx.is_empty() && held.is_none() {
                 for (to, d) in std::mem::take(&mut st.spill) {
                     tx.push(to, &d);
                 }
@@ -1237,7 +1611,11 @@ fn drive(
             st.tx_inflight = !tx.is_empty();
             st.dispatch();
             st.check_shutdowns();
-            deadline = st.ep.poll_timeout();
+            deadline = match held {
+                Some(t) => Some(st.ep.next_timer().map_or(t, |d| d.min(t))),
+                None => st.ep.poll_timeout(),
+            };
+            conns = st.ep.connection_count();
             exit = handles.strong_count() == 0 && st.ep.connection_count() == 0;
             if exit {
                 st.driver_gone = true;
@@ -1268,9 +1646,17 @@ fn drive(
         }
         // 4. Wait for a datagram, an application wake-up or the next deadline.
         let now = sys::now_ns();
+        let readers = shared.rx_waiters.load(Ordering::SeqCst) > 0;
+        let cap = if readers {
+            READER_WAIT_NS
+        } else if conns > 0 {
+            CONN_WAIT_NS
+        } else {
+            MAX_WAIT_NS
+        };
         let wait = match deadline {
-            Some(t) => t.saturating_sub(now).min(MAX_WAIT_NS),
-            None => MAX_WAIT_NS,
+            Some(t) => t.saturating_sub(now).min(cap),
+            None => cap,
         };
         if wait == 0 {
             continue;
@@ -1284,7 +1670,13 @@ fn drive(
         // When the deadline is near, arrivals wait for it instead of waking the thread once
         // more: at low rates that halves the wake-ups (one per packet instead of one for the
         // pacer and one for the ACK). Their kernel timestamps keep the STT samples exact.
-        let rx_events = if wait <= RX_DEFER_NS { 0 } else { libc::POLLIN };
+        // Waiting readers receive arrivals themselves (the reactor wakes them): a driver woken
+        // too would only contend for the same datagrams.
+        let rx_events = if wait <= RX_DEFER_NS || readers {
+            0
+        } else {
+            libc::POLLIN
+        };
         let mut fds = [
             libc::pollfd {
                 fd,
@@ -1301,6 +1693,7 @@ fn drive(
             tv_sec: (wait / 1_000_000_000) as libc::time_t,
             tv_nsec: (wait % 1_000_000_000) as libc::c_long,
         };
+        shared.sleep_until.store(now + wait, Ordering::SeqCst);
         shared.sleeping.store(true, Ordering::SeqCst);
         if shared.notified.load(Ordering::SeqCst) {
             shared.sleeping.store(false, Ordering::SeqCst);

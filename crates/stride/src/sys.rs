@@ -731,6 +731,44 @@ pub fn send_one(fd: RawFd, to: &SocketAddr, data: &[u8]) -> io::Result<()> {
     }
 }
 
+/// Sends `msgs` (address, datagram) in one `sendmmsg` (non-blocking); returns how many the
+/// kernel took, in order (an error only when it took none).
+pub fn send_many(fd: RawFd, msgs: &[(SocketAddr, &[u8])]) -> io::Result<usize> {
+    if msgs.len() == 1 {
+        return send_one(fd, &msgs[0].0, msgs[0].1).map(|()| 1);
+    }
+    let names: Vec<_> = msgs.iter().map(|(a, _)| to_storage(a)).collect();
+    let mut iov: Vec<libc::iovec> = msgs
+        .iter()
+        .map(|(_, d)| libc::iovec {
+            iov_base: d.as_ptr() as *mut libc::c_void,
+            iov_len: d.len(),
+        })
+        .collect();
+    // SAFETY: all-zero is valid for mmsghdr; every pointer set below outlives the call.
+    let mut hdrs: Vec<libc::mmsghdr> = (0..msgs.len()).map(|_| unsafe { zeroed() }).collect();
+    for (i, h) in hdrs.iter_mut().enumerate() {
+        h.msg_hdr.msg_name = &names[i].0 as *const _ as *mut libc::c_void;
+        h.msg_hdr.msg_namelen = names[i].1;
+        h.msg_hdr.msg_iov = &mut iov[i];
+        h.msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: `hdrs` describes live buffers and addresses.
+    let r = unsafe {
+        libc::sendmmsg(
+            fd,
+            hdrs.as_mut_ptr(),
+            hdrs.len() as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
 /// `MemAvailable` of `/proc/meminfo` in bytes, when readable.
 pub fn mem_available() -> Option<u64> {
     let m = std::fs::read_to_string("/proc/meminfo").ok()?;
