@@ -314,14 +314,12 @@ module stride_rx_engine #(
                     end
                     default: begin   // OP_PKT
                         if (!k_match || handshake_or_rst) begin
-                            host_valid <= 1'b1; host_flags <= h_flags; host_dst_cid <= h_dst;
+                            host_valid <= 1'b1;
                             cnt_to_host <= cnt_to_host + 1;
                         end else begin
                             wr = 1'b1;
                             if (is_data) begin
-                                dlv_valid <= 1'b1; dlv_ctx <= {{(16 - AW) {1'b0}}, x_idx};
-                                dlv_seq <= h_seq; dlv_len <= h_len;
-                                dlv_accept <= k_in_order;
+                                dlv_valid <= 1'b1;
                                 if (h_ce) ce = k_ce1;
                                 if (k_in_order) begin
                                     cnt_in_order <= cnt_in_order + 1;
@@ -351,23 +349,27 @@ module stride_rx_engine #(
                                 if (k_in_order) rnxt = is_data ? h_seq_end_p1 : h_seq_p1;
                                 send_ack = 1'b1;
                             end
-                            if (has_ack) begin
-                                snd_valid <= 1'b1; snd_ctx <= {{(16 - AW) {1'b0}}, x_idx};
-                                snd_flags <= h_flags; snd_ack <= h_ack; snd_window <= h_window;
-                                snd_echo_stt <= h_echo; snd_tx_ts <= h_tx_ts;
-                                snd_ce_count <= h_ce_count;
-                            end
+                            if (has_ack) snd_valid <= 1'b1;
                         end
                     end
                 endcase
                 if (send_ack) begin
                     acc = 17'd0; don = 1'b0;
                 end
-                if (send_ack || send_nack) begin
-                    ack_valid <= 1'b1; ack_nack <= send_nack && !send_ack;
-                    ack_ctx <= {{(16 - AW) {1'b0}}, x_idx};
-                    ack_ack <= rnxt; ack_echo_stt <= stt; ack_ce_count <= ce;
-                end
+                // the fields of the ACK/NACK request, the ACK for the sender, the delivery verdict
+                // and the host notice are loaded in every C2, whatever the decisions (they
+                // matter only with their valid): the decisions reach two
+                // flip-flops, not the enables of a hundred (timing)
+                if (send_ack || send_nack) ack_valid <= 1'b1;
+                ack_nack <= send_nack && !send_ack;
+                ack_ctx <= {{(16 - AW) {1'b0}}, x_idx};
+                ack_ack <= rnxt; ack_echo_stt <= stt; ack_ce_count <= ce;
+                snd_ctx <= {{(16 - AW) {1'b0}}, x_idx};
+                snd_flags <= h_flags; snd_ack <= h_ack; snd_window <= h_window;
+                snd_echo_stt <= h_echo; snd_tx_ts <= h_tx_ts; snd_ce_count <= h_ce_count;
+                dlv_ctx <= {{(16 - AW) {1'b0}}, x_idx}; dlv_seq <= h_seq; dlv_len <= h_len;
+                dlv_accept <= k_in_order;
+                host_flags <= h_flags; host_dst_cid <= h_dst;
                 if (op != OP_CTL) begin
                     nr[R_RNXT +: 32] = rnxt; nr[R_ACC +: 17] = acc; nr[R_STT +: 32] = stt;
                     nr[R_NACK] = nack; nr[R_OOO] = ooo; nr[R_NDL +: 32] = ndl;

@@ -21,8 +21,8 @@
 // peer IPv4 address and UDP port, iss, snd_una, snd_nxt, snd_max, end, the peer's window, the
 // ack / ce_count to carry in DATA (the receive side's latest ACK), the retransmission timer
 // (deadline, back-off), the last go-back-N NACK (ack, time), the last STT sample, and whether
-// the connection is in the ready queue. One op per 2 cycles (read the record, then compute and
-// write it back, with forwarding of the record just written), chosen in this order: a packet
+// the connection is in the ready queue. One op at a time, 8 cycles (a departure 9; pipeline
+// below), chosen in this order: a packet
 // with ACK from the peer (snd_*, from stride_rx_engine), an ACK/NACK request of the receive side
 // (ack_*), a control op, a doorbell, a departure, the timer scanner.
 //
@@ -247,8 +247,16 @@ module stride_tx_sender #(
     wire [AW-1:0] rq_q;
     reg           rq_push, rq_pop;
     reg  [AW-1:0] rq_in;
+    wire          rqb_v, rq2_full;
+    wire [AW-1:0] rqb_q;
+    wire          rq_move = rqb_v && !rq2_full;
     stride_fifo #(.WIDTH(AW), .DEPTH_LOG2(AW)) ready_q (
         .clk(clk), .rst(rst), .push(rq_push), .in_data(rq_in), .full(rq_full),
+        .pop(rq_move), .out_valid(rqb_v), .out_data(rqb_q));
+    // the head goes through a small queue in flip-flops: with many contexts the ready queue is
+    // block RAM, whose slow clock-to-out would otherwise feed the op pick
+    stride_fifo #(.WIDTH(AW), .DEPTH_LOG2(1)) ready_head (
+        .clk(clk), .rst(rst), .push(rq_move), .in_data(rqb_q), .full(rq2_full),
         .pop(rq_pop), .out_valid(rq_v), .out_data(rq_q));
 
     // ---- descriptor queue (to the builder) and payload jobs (to the reader)
@@ -300,45 +308,57 @@ module stride_tx_sender #(
     );
     /* verilator lint_on PINCONNECTEMPTY */
 
-    // rate * PACE_SCALE_Q12 / 4096 by shifts and adds of the constant's bits, in two registered
-    // stages for timing (the constant's low and high bytes, then their sum): a new rate reaches
-    // the pacer two clocks later
-    function [47:0] scale_part;
+    // rate * PACE_SCALE_Q12 / 4096 by shifts and adds of the constant's 16 bits, as an adder
+    // tree with a register per level for timing (pairs of terms, pairs of pairs, ..., one carry
+    // chain per clock; terms of zero bits vanish in synthesis): a new rate reaches the pacer
+    // four clocks later
+    function [47:0] term;
         input [31:0] r;
-        input integer lo;
-        reg [47:0] acc;
-        integer i;
-        begin
-            acc = 48'd0;
-            for (i = lo; i < lo + 8; i = i + 1)
-                if (((PACE_SCALE_Q12 >> i) & 1) != 0) acc = acc + ({16'd0, r} << i);
-            scale_part = acc;
-        end
+        input integer i;
+        term = (((PACE_SCALE_Q12 >> i) & 1) != 0) ? ({16'd0, r} << i) : 48'd0;
     endfunction
     function [31:0] sat;
         input [47:0] acc;
         sat = (acc[47:44] != 4'd0) ? 32'hffffffff : acc[43:12];
     endfunction
     reg  [31:0] prate0, prate1;
-    reg  [47:0] sc0_lo, sc0_hi, sc1_lo, sc1_hi;
+    // the levels of the tree, 48 bits per sum, flat (8, 4 and 2 sums per lane)
+    reg  [383:0] sa0, sa1;
+    reg  [191:0] sb0, sb1;
+    reg  [95:0]  sc0, sc1;
+    integer si;
     always @(posedge clk) begin
         if (rst) begin
             // the scaling stages hold 0 through reset: a pacer must never integrate an
-            // unknown (X) rate in the clocks before the new rate has passed both stages
+            // unknown (X) rate in the clocks before the new rate has passed every stage
             rate0 <= cfg_rate_init; rate1 <= cfg_rate_init;
-            sc0_lo <= 48'd0; sc0_hi <= 48'd0; sc1_lo <= 48'd0; sc1_hi <= 48'd0;
+            sa0 <= 384'd0; sa1 <= 384'd0; sb0 <= 192'd0; sb1 <= 192'd0;
+            sc0 <= 96'd0; sc1 <= 96'd0;
             prate0 <= 32'd0; prate1 <= 32'd0;
         end else begin
             if (cc_out_valid) begin
                 if (cc_out_ctx) rate1 <= cc_rate; else rate0 <= cc_rate;
             end
-            sc0_lo <= scale_part(rate0, 0); sc0_hi <= scale_part(rate0, 8);
-            sc1_lo <= scale_part(rate1, 0); sc1_hi <= scale_part(rate1, 8);
-            prate0 <= sat(sc0_lo + sc0_hi);
-            prate1 <= sat(sc1_lo + sc1_hi);
+            for (si = 0; si < 8; si = si + 1) begin
+                sa0[si * 48 +: 48] <= term(rate0, 2 * si) + term(rate0, 2 * si + 1);
+                sa1[si * 48 +: 48] <= term(rate1, 2 * si) + term(rate1, 2 * si + 1);
+            end
+            for (si = 0; si < 4; si = si + 1) begin
+                sb0[si * 48 +: 48] <= sa0[si * 96 +: 48] + sa0[si * 96 + 48 +: 48];
+                sb1[si * 48 +: 48] <= sa1[si * 96 +: 48] + sa1[si * 96 + 48 +: 48];
+            end
+            for (si = 0; si < 2; si = si + 1) begin
+                sc0[si * 48 +: 48] <= sb0[si * 96 +: 48] + sb0[si * 96 + 48 +: 48];
+                sc1[si * 48 +: 48] <= sb1[si * 96 +: 48] + sb1[si * 96 + 48 +: 48];
+            end
+            prate0 <= sat(sc0[47:0] + sc0[95:48]);
+            prate1 <= sat(sc1[47:0] + sc1[95:48]);
         end
     end
     wire [39:0] credit0, credit1;
+    // the pacers' requests, set at a departure's EX: flip-flops of their own, without reset
+    // (the op state is reset), so that synthesis does not merge pace_req0 with jq_push at N = 1
+    // (one flip-flop would then drive the job queue and the pacer across the die)
     reg         pace_req0, pace_req1;
     reg  [15:0] pace_len;
     /* verilator lint_off PINCONNECTEMPTY */
@@ -349,8 +369,7 @@ module stride_tx_sender #(
         .clk(clk), .rst(rst), .rate(prate1), .req_valid(pace_req1), .req_len(pace_len),
         .req_ready(), .credit_out(credit1));
     /* verilator lint_on PINCONNECTEMPTY */
-    wire head_lane = (N > 1) ? rq_q[0] : 1'b0;
-    wire head_paced = head_lane ? !credit1[39] : !credit0[39];
+    wire paced0 = !credit0[39], paced1 = !credit1[39];
 
     // ---- packet buffer: N rings of 2^RW words, on chip or in external memory
     localparam integer PAW = $clog2(N << RW);           // RW with one connection
@@ -439,16 +458,18 @@ module stride_tx_sender #(
     assign m_axis_tvalid = oq_v;
     assign {m_axis_tlast, m_axis_tkeep, m_axis_tdata} = oq_q;
 
-    // ---- the record table and its op pipeline. One op per 6 cycles (a departure 7), never
-    // overlapped (as stride_rx_engine's): IDLE picks the op and presents the table address; RD
-    // registers the table's output; P1, P2, P3 register the compares and sums (one carry chain
-    // per cycle: P1 from the record and the op's inputs, P2 from P1's sums, P3 the send length,
-    // skipped by the other ops); EX takes the decisions from those flags and registers the
-    // outputs and the record to write back; WR writes it. The next op's read comes after the
-    // write: no forwarding, and the table is declared collision-free (OLD_ON_COLLISION = 0, no
-    // bypass logic after the block RAM).
+    // ---- the record table and its op pipeline. One op per 8 cycles (a departure 9), never
+    // overlapped (as stride_rx_engine's): PICK (idle) chooses the op and registers the choice and
+    // the table index; TK presents that index to the table, captures the op's inputs and pops
+    // its queue; RD registers the table's output; P1, P2, P3 register the compares and sums (one
+    // carry chain per cycle: P1 from the record and the op's inputs, P2 from P1's sums, P3 the
+    // send length, skipped by the other ops); D registers the decisions from those flags; EX
+    // selects by them and registers the outputs and the record to write back; WR writes it. A
+    // timer scan gives way up to its D to a packet with ACK or an ACK/NACK request. The next
+    // op's read comes after the write: no forwarding, and the table is declared collision-free
+    // (OLD_ON_COLLISION = 0, no bypass logic after the block RAM).
     localparam [2:0] OP_RX = 0, OP_AOUT = 1, OP_CTL = 2, OP_DB = 3, OP_SEND = 4, OP_SCAN = 5;
-    localparam [2:0] PH_RD = 1, PH_P1 = 2, PH_P2 = 3, PH_EX = 5, PH_WR = 6;   // P3 = 4
+    localparam [2:0] PH_RD = 1, PH_P1 = 2, PH_P2 = 3, PH_D = 5, PH_EX = 6, PH_WR = 7; // P3 = 4
     reg           busy;
     reg  [2:0]    ph;
     reg  [2:0]    op;
@@ -461,16 +482,27 @@ module stride_tx_sender #(
     wire [AW-1:0] ctl_idx = ctl_ctx[AW-1:0];
     wire [AW-1:0] db_idx = db_ctx[AW-1:0];
     wire idle = !clearing && !busy;
+    // PICK (idle): the op is chosen from the queue heads and flags and only registered (its
+    // one-hot choice and the table index); TK takes it one clock later from those registers:
+    // captures the op's inputs, pops its queue, presents the registered index to the table.
+    // Nothing the choice rests on can turn against it in between: no op runs (no push into
+    // the descriptor or job queue, no pacer charge), so queue room only grows, a pacer's credit
+    // only grows, queue heads and ctl/db requests (valid/ready: held until taken) stay put.
     wire take_rx   = idle && sq_v;
     wire take_aout = idle && !take_rx && aq_v && !dq_full;
     wire take_ctl  = idle && !take_rx && !take_aout && ctl_valid;
     wire take_db   = idle && !take_rx && !take_aout && !ctl_valid && db_valid;
-    wire take_send = idle && !take_rx && !take_aout && !ctl_valid && !db_valid && rq_v &&
-                     head_paced && !dq_full && !jq_full;
-    assign ctl_ready = take_ctl;
-    assign db_ready = take_db;
-    wire [AW-1:0] rd_addr = take_rx ? sq_idx : take_aout ? aq_idx : take_ctl ? ctl_idx :
-                            take_db ? db_idx : take_send ? rq_q : scan_idx;
+    wire send_ok   = rq_v && !dq_full && !jq_full && ((N > 1) ? (rq_q[0] ? paced1 : paced0) : paced0);
+    wire take_send = idle && !take_rx && !take_aout && !ctl_valid && !db_valid && send_ok;
+    reg           pk_rx, pk_aout, pk_ctl, pk_db, pk_send, pk_scan, tk;
+    reg  [AW-1:0] pk_idx;
+    assign ctl_ready = pk_ctl && tk;
+    assign db_ready = pk_db && tk;
+    // the head of the ready queue (block RAM at large N, slow out) enters the index mux last
+    wire [AW-1:0] pick_other = take_rx ? sq_idx : take_aout ? aq_idx : take_ctl ? ctl_idx :
+                               take_db ? db_idx : scan_idx;
+    wire [AW-1:0] pick_idx = take_send ? rq_q : pick_other;
+    wire [AW-1:0] rd_addr = pk_idx;
     function idx_ok;
         input [15:0] c;
         idx_ok = {16'd0, c} < N;
@@ -564,12 +596,61 @@ module stride_tx_sender #(
         slen <= ({16'd0, len_a} > room) ? room[15:0] : len_a;
     end
 
+    // D: the op's decisions from the flags above, registered, so that EX only selects by them
+    // (a decision feeds the enables of hundreds of flip-flops: record, descriptor, counters)
+    reg        d_ok, d_upd, d_stt, d_gbn, d_held, d_to_a, d_rq, d_err, d_due, d_una_max,
+               d_cid_eq, d_send, d_psh, d_newmax, d_resent;
+    reg [31:0] d_nxt_sent;
+    always @(posedge clk) begin : decide
+        reg ok, upd, gbn, held, to_a, rq_ok;
+        ok = x_ok && f_valid;
+        upd = a_gt_una && a_le_max;
+        // go-back-N on a NACK with una <= ack < nxt (una, nxt as updated by this ACK)
+        gbn = x_flags == 8'h06 && (upd ? (!nxt_lt_a && a_lt_nxt) : (!a_lt_una && a_lt_nxt));
+        held = nk_same && nk_hold;
+        to_a = (upd && nxt_lt_a) || (gbn && !held);
+        d_ok <= ok; d_upd <= upd; d_gbn <= gbn; d_held <= held; d_to_a <= to_a;
+        d_stt <= (x_flags & 8'h7f) == 8'h02;
+        d_err <= a_lt_end || db_over || !end_ok;
+        d_due <= f_valid && f_rton && rto_due;
+        d_una_max <= f_una == f_max;
+        d_cid_eq <= f_valid && rec[R_CID +: 32] == x_a;
+        d_send <= can_send;
+        d_psh <= {16'd0, slen} == avail;
+        d_newmax <= {16'd0, slen} > max_nxt;       // max = nxt + len if that passes it
+        d_resent <= max_nxt != 32'd0;
+        d_nxt_sent <= f_nxt + {16'd0, slen};
+        case (op)
+            // requeue test on the updated nxt (f_nxt or x_a), end, una + window
+            OP_RX: rq_ok = ok && (to_a ? (a_lt_end && (upd ? a_lt_axw : a_lt_unaxw))
+                                       : (nxt_lt_end && (upd ? nxt_lt_axw : nxt_lt_unaxw)));
+            OP_DB: rq_ok = ok && !(a_lt_end || db_over || !end_ok) && nxt_lt_a && nxt_lt_edge;
+            // more to send: len < end - nxt and len < window room
+            OP_SEND: rq_ok = can_send && {16'd0, slen} != avail && {16'd0, slen} != room;
+            OP_SCAN: rq_ok = f_valid && f_rton && rto_due && f_una != f_max && una_lt_end &&
+                             una_lt_edge;
+            default: rq_ok = 1'b0;
+        endcase
+        // (re)queue a connection that has something to send, unless it is queued already (a
+        // departure has just taken it off the queue)
+        d_rq <= rq_ok && f_valid && (op == OP_SEND || !f_inq);
+    end
+
+    // the pacer requests (declared above), one clock after a departure's EX as before
+    wire ex_send = busy && ph == PH_EX && op == OP_SEND && d_send;
+    always @(posedge clk) begin
+        pace_req0 <= ex_send && !(x_idx[0] && N > 1);
+        pace_req1 <= ex_send && x_idx[0] && N > 1;
+    end
+
     always @(posedge clk) begin
         if (rst) begin
             busy <= 1'b0; ph <= 3'd0; op <= OP_SCAN; scan_idx <= 0; x_idx <= 0; x_ok <= 1'b0;
+            tk <= 1'b0; pk_rx <= 1'b0; pk_aout <= 1'b0; pk_ctl <= 1'b0; pk_db <= 1'b0;
+            pk_send <= 1'b0; pk_scan <= 1'b0; pk_idx <= 0;
             clearing <= 1'b1; clear_idx <= 0; wr_en <= 1'b0;
             sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rq_push <= 1'b0; dq_push <= 1'b0;
-            jq_push <= 1'b0; ce_push <= 1'b0; pace_req0 <= 1'b0; pace_req1 <= 1'b0;
+            jq_push <= 1'b0; ce_push <= 1'b0;
             ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
             cnt_data <= 0; cnt_resent <= 0; cnt_ctl_pkts <= 0; cnt_gbn_nack <= 0;
             cnt_nack_held <= 0; cnt_rto <= 0; cnt_db_err <= 0; cnt_overrun <= 0;
@@ -580,98 +661,99 @@ module stride_tx_sender #(
                 cnt_overrun <= cnt_overrun + 1;
             sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0;
             rq_push <= 1'b0; dq_push <= 1'b0; jq_push <= 1'b0; ce_push <= 1'b0;
-            pace_req0 <= 1'b0; pace_req1 <= 1'b0;
             ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
             wr_en <= 1'b0;
             if (clearing) begin
                 clear_idx <= clear_idx + 1'b1;
                 if (clear_idx == LAST) clearing <= 1'b0;
             end else if (!busy) begin
-                busy <= 1'b1; ph <= PH_RD;
-                x_idx <= rd_addr;
-                if (take_rx) begin
+                // PICK: register the choice and the table index
+                busy <= 1'b1; ph <= 3'd0; tk <= 1'b1;
+                pk_rx <= take_rx; pk_aout <= take_aout; pk_ctl <= take_ctl; pk_db <= take_db;
+                pk_send <= take_send;
+                pk_scan <= !take_rx && !take_aout && !take_ctl && !take_db && !take_send;
+                pk_idx <= pick_idx;
+            end else if (pk_scan && (sq_v || aq_v) && (tk || ph == PH_RD || ph == PH_P1 ||
+                                                     ph == PH_P2 || ph == PH_D)) begin
+                // a timer scan step gives way, until its EX, to a packet with ACK or an
+                // ACK/NACK request that arrived since its PICK (back to PICK; the scan index
+                // advances only at a scan's EX)
+                tk <= 1'b0; busy <= 1'b0; ph <= 3'd0;
+            end else if (tk) begin
+                // TK: the table reads pk_idx; the op's inputs are captured, its queue popped
+                tk <= 1'b0; ph <= PH_RD;
+                x_idx <= pk_idx;
+                if (pk_rx) begin
                     op <= OP_RX; x_ok <= idx_ok(sq_q[SQW-1 -: 16]);
                     {x_flags, x_a, x_s, x_b} <= sq_q[SQW-17:0];
-                end else if (take_aout) begin
+                end else if (pk_aout) begin
                     op <= OP_AOUT; x_ok <= idx_ok(aq_q[AQW-1 -: 16]);
                     {x_nack, x_a, x_b, x_s} <= aq_q[AQW-17:0];
-                end else if (take_ctl) begin
+                end else if (pk_ctl) begin
                     op <= OP_CTL; x_ok <= idx_ok(ctl_ctx); x_cop <= ctl_op;
                     x_a <= ctl_cid; x_b <= ctl_peer_cid; x_c <= ctl_peer_ip;
                     x_s <= ctl_peer_port; x_d <= ctl_snd_nxt; x_e <= ctl_rcv_nxt;
                     x_t <= ctl_peer_window;
-                end else if (take_db) begin
+                end else if (pk_db) begin
                     op <= OP_DB; x_ok <= idx_ok(db_ctx); x_a <= db_end;
-                end else if (take_send) begin
+                end else if (pk_send) begin
                     op <= OP_SEND; x_ok <= 1'b1;
                 end else begin
                     op <= OP_SCAN; x_ok <= 1'b1;
-                    scan_idx <= (scan_idx == LAST) ? {AW{1'b0}} : scan_idx + 1'b1;
                 end
                 // the queues' heads are taken now (their next entries show in 1 cycle,
-                // before the next IDLE)
-                sq_pop <= take_rx; aq_pop <= take_aout; rq_pop <= take_send;
+                // before the next PICK)
+                sq_pop <= pk_rx; aq_pop <= pk_aout; rq_pop <= pk_send;
             end else if (ph == PH_RD) begin
                 rec <= ram_q; ph <= PH_P1;
             end else if (ph == PH_WR) begin
                 busy <= 1'b0; ph <= 3'd0;
             end else if (ph != PH_EX) begin
                 // only a departure needs P3 (its length): the other ops skip it
-                ph <= (ph == PH_P2 && op != OP_SEND) ? PH_EX : ph + 3'd1;
+                ph <= (ph == PH_P2 && op != OP_SEND) ? PH_D : ph + 3'd1;
             end else begin : exec
                 reg [W-1:0] nr;
-                reg        valid, rton, nkon, inq, wr, upd, gbn, rq_ok, to_a;
+                reg        valid, rton, nkon, inq, wr;
                 reg [31:0] una_, nxt, max_, end_, wnd, rack, rtdl, nkack, nkt, stt, iss;
                 reg [15:0] rce;
                 reg [2:0]  rtsh;
-                reg [31:0] nxt_sent;
                 nr = rec;
                 valid = f_valid; iss = f_iss; una_ = f_una; nxt = f_nxt; max_ = f_max;
                 end_ = f_end; wnd = f_wnd; rack = f_rack; rce = f_rce; rton = f_rton;
                 rtdl = f_rtdl; rtsh = f_rtsh; nkon = f_nkon; nkack = f_nkack; nkt = f_nkt;
                 inq = f_inq; stt = f_stt;
-                wr = 1'b0; rq_ok = 1'b0; to_a = 1'b0;
+                wr = 1'b0;
                 ph <= PH_WR;
+                if (pk_scan) scan_idx <= (scan_idx == LAST) ? {AW{1'b0}} : scan_idx + 1'b1;
                 case (op)
-                    OP_RX: if (x_ok && valid) begin
+                    OP_RX: if (d_ok) begin
+                        // x_a = ack, x_b = echo_stt, x_flags
                         wr = 1'b1;
                         wnd = x_wnd;
-                        // x_a = ack, x_b = echo_stt, x_flags
-                        upd = a_gt_una && a_le_max;
-                        if (upd) begin
+                        if (d_upd) begin
                             una_ = x_a;
-                            if (nxt_lt_a) begin
-                                nxt = x_a; to_a = 1'b1;
-                            end
                             rtsh = 3'd0;
                             rton = !a_eq_max;
                             rtdl = now_rto;
                             una_valid <= 1'b1; una_ctx <= {{(16 - AW) {1'b0}}, x_idx};
                             una <= x_a;
-                            if ((x_flags & 8'h7f) == 8'h02) begin
+                            if (d_stt) begin
                                 ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd0, x_b};
                                 stt = x_b;
                             end
                         end
-                        // go-back-N on a NACK with una <= ack < nxt (una, nxt as updated)
-                        gbn = x_flags == 8'h06 &&
-                              (upd ? (!nxt_lt_a && a_lt_nxt) : (!a_lt_una && a_lt_nxt));
-                        if (gbn) begin
-                            if (nk_same && nk_hold) begin
+                        if (d_to_a) nxt = x_a;
+                        if (d_gbn) begin
+                            if (d_held) begin
                                 cnt_nack_held <= cnt_nack_held + 1;
                             end else begin
-                                nxt = x_a; to_a = 1'b1; nkon = 1'b1; nkack = x_a; nkt = now_r;
+                                nkon = 1'b1; nkack = x_a; nkt = now_r;
                                 cnt_gbn_nack <= cnt_gbn_nack + 1;
                                 ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd1, 32'd0};
                             end
                         end
-                        // requeue test on the updated nxt (f_nxt or x_a), end, una + window
-                        if (to_a)
-                            rq_ok = a_lt_end && (upd ? a_lt_axw : a_lt_unaxw);
-                        else
-                            rq_ok = nxt_lt_end && (upd ? nxt_lt_axw : nxt_lt_unaxw);
                     end
-                    OP_AOUT: if (x_ok && valid) begin
+                    OP_AOUT: if (d_ok) begin
                         // x_nack, x_a = ack, x_b = echo, x_s = ce_count
                         wr = 1'b1; rack = x_a; rce = x_s;
                         dq_push <= 1'b1;
@@ -682,7 +764,7 @@ module stride_tx_sender #(
                     end
                     OP_CTL: begin
                         ctl_rd_valid <= x_cop == 2'd0;
-                        ctl_rd_installed <= valid && rec[R_CID +: 32] == x_a;
+                        ctl_rd_installed <= d_cid_eq;
                         ctl_rd_una <= una_; ctl_rd_nxt <= nxt; ctl_rd_end <= end_;
                         if (x_cop != 2'd0 && x_ok) begin
                             wr = 1'b1;
@@ -700,22 +782,16 @@ module stride_tx_sender #(
                             end
                         end
                     end
-                    OP_DB: if (x_ok && valid) begin
-                        if (a_lt_end || db_over || !end_ok) begin
-                            cnt_db_err <= cnt_db_err + 1;
-                        end else begin
-                            wr = 1'b1; end_ = x_a;
-                            rq_ok = nxt_lt_a && nxt_lt_edge;
-                        end
+                    OP_DB: if (d_ok && !d_err) begin
+                        wr = 1'b1; end_ = x_a;
                     end else begin
                         cnt_db_err <= cnt_db_err + 1;
                     end
                     OP_SEND: begin
                         wr = 1'b1; inq = 1'b0;
-                        if (can_send) begin
-                            nxt_sent = nxt + {16'd0, slen};
+                        if (d_send) begin
                             dq_push <= 1'b1;
-                            dq_in <= {({16'd0, slen} == avail) ? 8'h62 : 8'h22, slen,
+                            dq_in <= {d_psh ? 8'h62 : 8'h22, slen,
                                       rec[R_PCID +: 32], rec[R_CID +: 32], nxt, rack,
                                       32'd0, rec[R_PIP +: 32], cfg_window, rce,
                                       rec[R_PPORT +: 16]};
@@ -723,24 +799,19 @@ module stride_tx_sender #(
                             jq_in <= {x_idx, off[BUF_LOG2-1:3],
                                       slen[14:3] + {11'd0, slen[2:0] != 3'd0},
                                       (slen[2:0] == 3'd0) ? 8'hff : ~(8'hff << slen[2:0])};
-                            if (x_idx[0] && N > 1) pace_req1 <= 1'b1;
-                            else pace_req0 <= 1'b1;
                             pace_len <= slen + OVH;
                             cnt_data <= cnt_data + 1;
-                            if (max_nxt != 32'd0) cnt_resent <= cnt_resent + 1;
-                            // max = nxt + len if that passes it (nxt <= max on the circle)
-                            if ({16'd0, slen} > max_nxt) max_ = nxt_sent;
-                            nxt = nxt_sent;
+                            if (d_resent) cnt_resent <= cnt_resent + 1;
+                            if (d_newmax) max_ = d_nxt_sent;
+                            nxt = d_nxt_sent;
                             if (!rton) begin
                                 rton = 1'b1; rtdl = dl_sh;
                             end
-                            // more to send: len < end - nxt and len < window room
-                            rq_ok = {16'd0, slen} != avail && {16'd0, slen} != room;
                         end
                     end
-                    default: if (valid && rton && rto_due) begin   // OP_SCAN
+                    default: if (d_due) begin   // OP_SCAN
                         wr = 1'b1;
-                        if (una_ == max_) begin
+                        if (d_una_max) begin
                             rton = 1'b0;
                         end else begin
                             nxt = una_;
@@ -748,12 +819,11 @@ module stride_tx_sender #(
                             rtdl = dl_inc;
                             cnt_rto <= cnt_rto + 1;
                             ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd2, 32'd0};
-                            rq_ok = una_lt_end && una_lt_edge;
                         end
                     end
                 endcase
-                // (re)queue a connection that has something to send
-                if (rq_ok && valid && !inq) begin
+                // (re)queue a connection that has something to send (decided in D)
+                if (d_rq) begin
                     inq = 1'b1;
                     rq_push <= 1'b1; rq_in <= x_idx;
                 end
