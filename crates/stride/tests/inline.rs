@@ -7,6 +7,8 @@ use stride::proto::cc::{rate_from_gbps, CcConfig};
 use stride::{host_config, Endpoint, EndpointConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod common;
+
 /// 300 request/response exchanges of 64 bytes; returns the client's and server's I/O counters.
 async fn ping_pong(inline_receive: bool) -> (stride::IoStats, stride::IoStats) {
     let opts = EndpointConfig {
@@ -22,30 +24,7 @@ async fn ping_pong(inline_receive: bool) -> (stride::IoStats, stride::IoStats) {
         },
     )
     .unwrap();
-    let addr = server.local_addr();
-    let srv = tokio::spawn(async move {
-        let mut s = server.accept().await.unwrap();
-        let mut buf = [0u8; 64];
-        for _ in 0..300 {
-            s.read_exact(&mut buf).await.unwrap();
-            buf.reverse();
-            s.write_all(&buf).await.unwrap();
-        }
-        s.shutdown().await.unwrap();
-        server.io_stats()
-    });
-    let mut c = client.connect(addr).await.unwrap();
-    for i in 0..300u32 {
-        let req: Vec<u8> = (0..64u32).map(|k| (i * 7 + k * 13) as u8).collect();
-        c.write_all(&req).await.unwrap();
-        let mut resp = [0u8; 64];
-        c.read_exact(&mut resp).await.unwrap();
-        let mut want = req.clone();
-        want.reverse();
-        assert_eq!(resp.to_vec(), want, "round trip {i}");
-    }
-    c.shutdown().await.unwrap();
-    let server_io = srv.await.unwrap();
+    let server_io = common::reverse_echo(server, &client, 300).await;
     (client.io_stats(), server_io)
 }
 

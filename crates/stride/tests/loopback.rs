@@ -4,6 +4,8 @@ use std::time::{Duration, Instant};
 use stride::{Endpoint, Error};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod common;
+
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
         .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7) as u8 ^ seed)
@@ -160,30 +162,7 @@ async fn many_connections_share_one_socket_each_side() {
 async fn small_writes_are_sent_directly_and_stay_in_order() {
     let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-    let addr = server.local_addr();
-    let srv = tokio::spawn(async move {
-        let mut s = server.accept().await.unwrap();
-        let mut buf = [0u8; 64];
-        for _ in 0..200 {
-            s.read_exact(&mut buf).await.unwrap();
-            buf.reverse();
-            s.write_all(&buf).await.unwrap();
-        }
-        s.shutdown().await.unwrap();
-        server.io_stats()
-    });
-    let mut c = client.connect(addr).await.unwrap();
-    for i in 0..200u32 {
-        let req: Vec<u8> = (0..64u32).map(|k| (i * 64 + k) as u8).collect();
-        c.write_all(&req).await.unwrap();
-        let mut resp = [0u8; 64];
-        c.read_exact(&mut resp).await.unwrap();
-        let mut want = req.clone();
-        want.reverse();
-        assert_eq!(resp.to_vec(), want, "round trip {i}");
-    }
-    c.shutdown().await.unwrap();
-    let server_io = srv.await.unwrap();
+    let server_io = common::reverse_echo(server, &client, 200).await;
     let io = client.io_stats();
     // Most requests and responses leave directly; a write that finds the driver holding an
     // unsent datagram (an ACK, say) leaves it to the driver, so not every one.

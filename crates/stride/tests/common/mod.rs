@@ -1,4 +1,7 @@
-//! Shared by the endpoint tests: one stream from a client endpoint to a server endpoint.
+//! Shared by the endpoint tests: one stream from a client endpoint to a server endpoint, and
+//! request/response exchanges on one.
+// Each test crate that includes this module uses only some of it.
+#![allow(dead_code)]
 
 use stride::Endpoint;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -18,4 +21,34 @@ pub async fn one_way(server: &Endpoint, client: &Endpoint, data: &[u8]) -> Vec<u
     c.write_all(data).await.unwrap();
     c.shutdown().await.unwrap();
     rx.await.unwrap()
+}
+
+/// `rounds` request/response exchanges of 64 bytes on one connection from `client` to
+/// `server` (the server answers each request reversed; every answer is checked), then the
+/// stream is closed. Returns the server's I/O counters, read after its last write.
+pub async fn reverse_echo(server: Endpoint, client: &Endpoint, rounds: u32) -> stride::IoStats {
+    let addr = server.local_addr();
+    let srv = tokio::spawn(async move {
+        let mut s = server.accept().await.unwrap();
+        let mut buf = [0u8; 64];
+        for _ in 0..rounds {
+            s.read_exact(&mut buf).await.unwrap();
+            buf.reverse();
+            s.write_all(&buf).await.unwrap();
+        }
+        s.shutdown().await.unwrap();
+        server.io_stats()
+    });
+    let mut c = client.connect(addr).await.unwrap();
+    for i in 0..rounds {
+        let req: Vec<u8> = (0..64u32).map(|k| (i * 7 + k * 13) as u8).collect();
+        c.write_all(&req).await.unwrap();
+        let mut resp = [0u8; 64];
+        c.read_exact(&mut resp).await.unwrap();
+        let mut want = req.clone();
+        want.reverse();
+        assert_eq!(resp.to_vec(), want, "round trip {i}");
+    }
+    c.shutdown().await.unwrap();
+    srv.await.unwrap()
 }
