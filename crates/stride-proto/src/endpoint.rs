@@ -697,17 +697,7 @@ impl Endpoint {
         h: ConnHandle,
         max: usize,
     ) -> Result<Option<Bytes>, EndpointError> {
-        let e = self
-            .conns
-            .get_mut(&h.0)
-            .ok_or(EndpointError::UnknownConnection)?;
-        let b = e.conn.read_chunk(max);
-        if e.conn.is_closed() {
-            self.park(h.0);
-        } else {
-            self.touch(h.0);
-        }
-        Ok(b)
+        self.reading(h, |c| c.read_chunk(max))
     }
 
     /// Like [`Endpoint::handle_ecn`] for a datagram held in [`Bytes`]: a connection keeps its
@@ -742,17 +732,28 @@ impl Endpoint {
 
     /// Reads delivered bytes. `Ok(0)` with [`Endpoint::is_eof`] true means end of stream.
     pub fn read(&mut self, h: ConnHandle, buf: &mut [u8]) -> Result<usize, EndpointError> {
+        self.reading(h, |c| c.read(buf))
+    }
+
+    /// Runs a read on connection `h`, then parks the connection if it is closed after the
+    /// read, or else marks it touched (shared by [`Endpoint::read`] and
+    /// [`Endpoint::read_chunk`]).
+    fn reading<R>(
+        &mut self,
+        h: ConnHandle,
+        read: impl FnOnce(&mut Connection) -> R,
+    ) -> Result<R, EndpointError> {
         let e = self
             .conns
             .get_mut(&h.0)
             .ok_or(EndpointError::UnknownConnection)?;
-        let n = e.conn.read(buf);
+        let r = read(&mut e.conn);
         if e.conn.is_closed() {
             self.park(h.0);
         } else {
             self.touch(h.0);
         }
-        Ok(n)
+        Ok(r)
     }
 
     /// Whether the peer finished its stream and every byte was read (or the connection is gone).
