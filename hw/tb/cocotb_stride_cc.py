@@ -14,7 +14,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
-from common import BRANCHES, EVENTS
+from common import BRANCHES, EVENTS, drive_cc_idle
 
 EV_RESET = 3
 FIELDS = ("rate", "d", "stt_old", "min_cur", "min_prev", "count")
@@ -40,18 +40,7 @@ def lane_ops(lane, params, tw=32, rw=32):
 
 async def reset(dut, p):
     await FallingEdge(dut.clk)
-    dut.cfg_beta.value = p["beta"]
-    dut.cfg_wbeta.value = p["wbeta"]
-    dut.cfg_t_low.value = p["t_low"]
-    dut.cfg_t_high.value = p["t_high"]
-    dut.cfg_rate_min.value = p["rate_min"]
-    dut.cfg_rate_max.value = p["rate_max"]
-    dut.cfg_rate_init.value = p["rate_init"]
-    dut.cfg_min_window.value = p["min_window"]
-    dut.in_valid.value = 0
-    dut.in_ctx.value = 0
-    dut.in_event.value = 0
-    dut.in_stt.value = 0
+    drive_cc_idle(dut, p)
     dut.rst.value = 1
     for _ in range(3):
         await RisingEdge(dut.clk)

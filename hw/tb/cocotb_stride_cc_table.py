@@ -14,18 +14,14 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
+from common import drive_cc_idle
+
 LATENCY = 11  # documented in stride_cc_table.v
 
 
 async def reset(dut, p, n):
     await FallingEdge(dut.clk)
-    for f in ("beta", "wbeta", "t_low", "t_high", "rate_min", "rate_max", "rate_init",
-              "min_window"):
-        getattr(dut, f"cfg_{f}").value = p[f]
-    dut.in_valid.value = 0
-    dut.in_ctx.value = 0
-    dut.in_event.value = 0
-    dut.in_stt.value = 0
+    drive_cc_idle(dut, p)
     dut.rst.value = 1
     for _ in range(2):
         await RisingEdge(dut.clk)

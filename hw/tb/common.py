@@ -27,6 +27,20 @@ def arithmetic_operators(verilog_file):
     return {op for op in "*/%" if op in code}
 
 
+CC_CFG = ("beta", "wbeta", "t_low", "t_high", "rate_min", "rate_max", "rate_init", "min_window")
+
+
+def drive_cc_idle(dut, params):
+    """A rate controller's (`stride_cc`, `stride_cc_table`) `cfg_*` inputs from a vector's
+    parameters, and no event offered: what each of their testbenches drives through reset."""
+    for f in CC_CFG:
+        getattr(dut, f"cfg_{f}").value = params[f]
+    dut.in_valid.value = 0
+    dut.in_ctx.value = 0
+    dut.in_event.value = 0
+    dut.in_stt.value = 0
+
+
 def load_cases(paths):
     cases = []
     for p in paths:
