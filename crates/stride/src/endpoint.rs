@@ -76,6 +76,12 @@ pub const CONN_WAIT_NS: u64 = 5_000_000;
 /// again for the response. When nothing is written meanwhile the driver sends it at the end.
 /// Only on an endpoint with a single connection (the hold stops all its transmissions).
 pub const ACK_HOLD_NS: u64 = 50_000;
+/// How late a driver that sleeps anyway may send a held ACK whose hold ended without a
+/// response. The hold's end alone never wakes a sleeping driver: on a request/response path
+/// the response almost always comes first, and writing the eventfd for a deadline that is
+/// then cancelled cost a driver wake-up (and its context switches) per exchange. A driver
+/// that sleeps longer than this past the hold's end is woken for it.
+pub const HOLD_LATE_NS: u64 = 1_000_000;
 /// Longest sleep of a driver that leaves arriving datagrams to waiting readers (inline
 /// receive): a reader that stopped waiting without receiving leaves the socket unwatched
 /// for at most this long.
@@ -114,6 +120,10 @@ pub struct IoStats {
     pub late_reads: u64,
     /// Received messages that carried more than one datagram (UDP GRO).
     pub gro_messages: u64,
+    /// Times an application thread woke the sleeping driver (eventfd writes). On a
+    /// request/response stream this stays near zero: the application threads send and
+    /// receive themselves.
+    pub driver_kicks: u64,
     /// Datagrams dropped for being too long.
     pub truncated: u64,
     /// Send errors other than "would block" (the datagram was dropped).
@@ -283,6 +293,8 @@ struct Shared {
     /// When a sleeping driver wakes by itself (ns, [`sys::now_ns`] clock; written before
     /// `sleeping` is set): a change whose deadline is no earlier needs no eventfd write.
     sleep_until: AtomicU64,
+    /// Eventfd writes (reported as [`IoStats::driver_kicks`]).
+    kicks: AtomicU64,
     /// The receive buffers, shared by the driver and readers that receive inline; whoever
     /// holds them receives (so datagrams are handled in the order the socket gave them).
     rx: Mutex<RxBatch>,
@@ -334,6 +346,7 @@ impl Shared {
     }
 
     fn kick(&self) {
+        self.kicks.fetch_add(1, Ordering::Relaxed);
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to our eventfd.
         unsafe { libc::write(self.efd, &one as *const u64 as *const libc::c_void, 8) };
@@ -700,6 +713,7 @@ impl Endpoint {
             notified: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
             sleep_until: AtomicU64::new(0),
+            kicks: AtomicU64::new(0),
             rx: Mutex::new(if gro {
                 RxBatch::for_gro()
             } else {
@@ -792,7 +806,9 @@ impl Endpoint {
 
     /// The driver's I/O counters.
     pub fn io_stats(&self) -> IoStats {
-        self.shared.lock().io.clone()
+        let mut io = self.shared.lock().io.clone();
+        io.driver_kicks = self.shared.kicks.load(Ordering::Relaxed);
+        io
     }
 
     /// Live connections.
@@ -1467,7 +1483,10 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
     }
     if let Some(t) = st.hold_until {
         st.dispatch();
-        let deadline = st.ep.next_timer().map_or(t, |d| d.min(t));
+        // The hold's end wakes the driver only when it would otherwise sleep more than
+        // HOLD_LATE_NS past it; the core's own timers still wake it on time.
+        let late = t.saturating_add(HOLD_LATE_NS);
+        let deadline = st.ep.next_timer().map_or(late, |d| d.min(late));
         drop(st);
         shared.wake_for(false, Some(deadline));
         return;
