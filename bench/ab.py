@@ -4,19 +4,24 @@
   python3 bench/ab.py BIN_A,BIN_B[,...] REPS MODE
 
 MODE: `bulk` (1 GB at a 40 Gbit/s line, prints Gbit/s), `rr` (3000 64-byte round trips,
-prints the p50 in ns), `parN` (1 GB split over N parallel connections against a server with
+prints the p50 in ns, with raw UDP through the first binary's `--udp` harness as a further row
+in the same rounds), `rrpolled` (the same with the CPUs held out of idle while it runs,
+`/dev/cpu_dma_latency` = 0, as bench/transport.py's target row), `parN` (1 GB split over N parallel connections against a server with
 `--shards 2`, prints the aggregate Gbit/s), `demo` (`stride demo --bytes 300MB`, prints the
 relay's utilization; no server), `cpuRATE` (2 s pinned at RATE, e.g. `cpu100mbit`,
 prints the client's CPU cores) or a pinned rate such as `10gbit` (2 s, prints Gbit/s). Each binary
 talks to its own `stride perf server`; rounds alternate the binaries; prints each binary's
 median and runs.
 """
+import contextlib
 import json
 import socket
 import statistics
 import subprocess
 import sys
 import time
+
+from benchlib import idle_polling
 
 
 def port():
@@ -28,17 +33,35 @@ def port():
 def main():
     bins = sys.argv[1].split(",")
     reps, mode = int(sys.argv[2]), sys.argv[3]
-    res = {b: [] for b in bins}
+    polled = mode == "rrpolled"
+    if polled:
+        mode = "rr"
+    # Raw UDP rides along as one more "binary" in round-trip mode.
+    runs = bins + (["udp"] if mode == "rr" else [])
+    res = {b: [] for b in runs}
     srv = {}
-    for b in bins if mode != "demo" else []:
+    for b in runs if mode != "demo" else []:
         p = port()
         shards = ["--shards", "2"] if mode.startswith("par") else []
-        srv[b] = (p, subprocess.Popen([b, "perf", "server", "--listen", f"127.0.0.1:{p}", *shards],
+        cmd = [bins[0], "perf", "server", "--udp"] if b == "udp" else [b, "perf", "server"]
+        srv[b] = (p, subprocess.Popen([*cmd, "--listen", f"127.0.0.1:{p}", *shards],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(0.5)
+    held = idle_polling() if polled else contextlib.nullcontext(True)
+    with held as ok:
+        if not ok:
+            for _, proc in srv.values():
+                proc.kill()
+            sys.exit("rrpolled: /dev/cpu_dma_latency cannot be opened (needs root)")
+        rounds(bins, runs, reps, mode, srv, res)
+    for b in runs:
+        print(b, "median", statistics.median(res[b]), [round(x, 2) for x in res[b]])
+
+
+def rounds(bins, runs, reps, mode, srv, res):
     try:
         for _ in range(reps):
-            for b in bins:
+            for b in runs:
                 if mode == "demo":
                     out = subprocess.run([b, "demo", "--bytes", "300MB", "--json"],
                                          capture_output=True, text=True).stdout
@@ -55,16 +78,15 @@ def main():
                     args = ["--time", "2s", "--pin-rate", "--line-rate", mode[3:]]
                 else:
                     args = ["--time", "2s", "--pin-rate", "--line-rate", mode]
-                out = subprocess.run([b, "perf", "client", "--to", f"127.0.0.1:{srv[b][0]}",
-                                      *args, "--json"], capture_output=True, text=True).stdout
+                cmd = [bins[0], "perf", "client", "--udp"] if b == "udp" else [b, "perf", "client"]
+                out = subprocess.run([*cmd, "--to", f"127.0.0.1:{srv[b][0]}", *args, "--json"],
+                                     capture_output=True, text=True).stdout
                 j = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
                 key = "cpu_cores" if mode.startswith("cpu") else "goodput_gbps"
                 res[b].append(j.get(key, j.get("rtt_p50_ns")))
     finally:
-        for p, proc in srv.values():
+        for _, proc in srv.values():
             proc.kill()
-    for b in bins:
-        print(b, "median", statistics.median(res[b]), [round(x, 2) for x in res[b]])
 
 
 if __name__ == "__main__":
