@@ -126,6 +126,13 @@ pub struct Config {
     /// acknowledges every half of it), so the senders into one receiver hold at most about
     /// `rx_share` bytes in flight together. 0: off (the window is the free receive buffer).
     pub rx_share: u32,
+    /// ACKs ride on DATA (spec §6.4): an ACK due for fewer than an ACK interval of bytes (at
+    /// a message end, by the delayed-ACK timer or as a window update) is not sent on its own
+    /// when DATA leaves at that moment, since the DATA's `ack` and `window` fields carry it,
+    /// provided a pure ACK (whose `echo_stt` is the peer's STT and RTT sample) left within
+    /// this long. One datagram each way per request/response exchange instead of two.
+    /// 0: off (every due ACK is a pure ACK, as in the paper).
+    pub ack_ride_ns: u64,
 }
 
 impl Config {
@@ -162,6 +169,7 @@ impl Config {
             // 52 µs at the line rate (64 KiB at 10 Gbit/s): above a fat tree's base BDP (~34 KB
             // at 10 Gbit/s), below t_high of queue (docs/results.md, session 7 sim12).
             rx_share: (((gbps * 6553.6) as u32) >> 10 << 10).max(4096),
+            ack_ride_ns: 0,
         }
     }
 
@@ -179,6 +187,7 @@ impl Config {
         self.handshake_rtt = false;
         self.rx_share = 0;
         self.recovery = Recovery::GoBackN;
+        self.ack_ride_ns = 0;
         self
     }
 

@@ -175,6 +175,8 @@ pub struct Connection {
     delack_at: Option<u64>,
     stt_last: u32,
     stt_seg_min: Option<u32>,
+    /// When the last pure ACK left (an ACK may ride on DATA only shortly after one).
+    last_pure_ack_at: Option<u64>,
     /// Sender side: the STT and RTT of the latest pure ACK of new data (for tracing).
     echoed_stt: Option<u32>,
     last_rtt: Option<u64>,
@@ -274,6 +276,7 @@ impl Connection {
             delack_at: None,
             stt_last: 0,
             stt_seg_min: None,
+            last_pure_ack_at: None,
             echoed_stt: None,
             last_rtt: None,
             nack_now: false,
@@ -1411,6 +1414,27 @@ impl Connection {
         self.close_requested && !self.fin_sent && self.pending_data() == 0
     }
 
+    /// Whether the due ACK may ride on the DATA packet that leaves now instead of leaving on
+    /// its own (spec §6.4, `Config::ack_ride_ns`): fewer than an ACK interval of bytes is
+    /// due, nothing but the ACK and window fields is owed (no CNP, no FIN, no handshake
+    /// confirmation), new DATA leaves now, and a pure ACK, which alone carries the peer's
+    /// STT and RTT sample, left within `ack_ride_ns`.
+    fn ack_rides(&self, now: u64) -> bool {
+        self.cfg.ack_ride_ns > 0
+            && self
+                .last_pure_ack_at
+                .is_some_and(|t| now < t.saturating_add(self.cfg.ack_ride_ns))
+            && self.unacked_bytes < self.ack_due_bytes()
+            && !self.cn_now
+            && !self.peer_fin
+            && (self.confirmed || !self.is_client)
+            && self.rexmit.is_empty()
+            && self.data_ready()
+            && now >= self.next_send
+            && self.pending_data() > 0
+            && self.window_room() > 0
+    }
+
     fn header(&self, flags: Flags, now: u64) -> Header {
         let mut h = Header::new(
             flags,
@@ -1494,10 +1518,19 @@ impl Connection {
             }
             return Some(self.finish(now, &mut h, buf));
         }
+        if self.ack_now && self.ack_rides(now) {
+            // The DATA leaving below carries the ACK (spec §6.4).
+            self.ack_now = false;
+            self.delack_at = None;
+            self.unacked_bytes = 0;
+            self.stt_seg_min = None;
+            self.stats.acks_ridden += 1;
+        }
         if self.ack_now {
             self.ack_now = false;
             self.delack_at = None;
             self.unacked_bytes = 0;
+            self.last_pure_ack_at = Some(now);
             let mut flags = Flags::ACK;
             if std::mem::take(&mut self.cn_now) {
                 flags = flags | Flags::CN;

@@ -91,6 +91,9 @@ pub struct ConnStats {
     pub bytes_received: u64,
     /// ACKs sent (NACKs not included).
     pub acks_sent: u64,
+    /// ACKs that rode on a DATA packet instead of leaving as pure ACKs (spec §6.4,
+    /// `Config::ack_ride_ns`); not in `acks_sent`.
+    pub acks_ridden: u64,
     /// NACKs sent.
     pub nacks_sent: u64,
     /// ACKs received that acknowledged new data.

@@ -460,6 +460,8 @@ pub const HOST_PACING_QUANTUM_NS: u64 = 50_000;
 pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 /// Host-stack delayed-ACK backstop (see [`host_config`]).
 pub const HOST_DELAYED_ACK_NS: u64 = 100_000;
+/// Host-stack ACK riding (see [`host_config`]): at least one pure ACK per millisecond.
+pub const HOST_ACK_RIDE_NS: u64 = 1_000_000;
 
 /// The protocol's defaults for a host whose NIC runs at `line_bps`, adjusted for a software
 /// stack on a general-purpose OS:
@@ -493,6 +495,10 @@ pub const HOST_DELAYED_ACK_NS: u64 = 100_000;
 ///   the 8 KiB / 10 µs bucket). At rates of 1.3 Gbit/s and below 8 KiB is the larger, so the
 ///   1 Gbit/s relay figures keep their bucket; a 10 Gbit/s sender slowed by its controller
 ///   to 1 Gbit/s has a 65 µs (8 KiB) bucket, not 50 µs at its line rate;
+/// - an ACK due for less than an ACK interval rides on DATA leaving at the same moment
+///   (spec §6.4, [`HOST_ACK_RIDE_NS`]: a pure ACK, the peer's STT and RTT sample, still leaves
+///   at least once per millisecond): a request/response exchange is one datagram each way,
+///   not two (the ACK held for the response, see [`ACK_HOLD_NS`], then costs nothing);
 /// - the receiver's delayed-ACK backstop is [`HOST_DELAYED_ACK_NS`] (100 µs) instead of 50 µs.
 ///   ACKs still go every 64 KB and at once on PSH (the end of what the sender had queued), so
 ///   the backstop only decides how often a paced flow below 64 KB per 50 µs (10 Gbit/s) is
@@ -512,6 +518,7 @@ pub fn host_config(line_bps: u64) -> Config {
     c.burst_bytes = HOST_BURST_BYTES.max(line_burst.min(1 << 20) as u32);
     c.burst_min_ns = HOST_PACING_QUANTUM_NS;
     c.delayed_ack_ns = HOST_DELAYED_ACK_NS;
+    c.ack_ride_ns = HOST_ACK_RIDE_NS;
     if let Some(p) = c.cc.params_mut::<stride_proto::cc::StrideParams>() {
         p.t_low = HOST_T_LOW_NS;
         p.t_high = HOST_T_HIGH_NS;

@@ -36,12 +36,12 @@ async fn readers_receive_inline_and_exchanges_stay_intact() {
     assert!(c.inline_receives >= 200, "client: {c:?}");
     assert!(s.inline_receives >= 200, "server: {s:?}");
     assert!(c.inline_receives <= c.rx_calls, "{c:?}");
-    // The server receives each request inline and holds its ACK back for the response: both
-    // leave in one call (two datagrams per call; one each without the hold).
-    assert!(
-        s.direct_sends >= 400 && s.direct_sends * 2 >= s.direct_calls * 3,
-        "server: {s:?}"
-    );
+    // The server receives each request inline and holds its ACK back for the response, on
+    // which it rides (spec §6.4): one datagram per exchange, sent by the application thread
+    // (a pure ACK still leaves about once per millisecond). Without the ride: 600 datagrams.
+    assert!(s.direct_calls >= 250, "server: {s:?}");
+    assert!(s.datagrams_out <= 360, "server: {s:?}");
+    assert!(c.datagrams_out <= 360, "client: {c:?}");
     assert_eq!(c.send_errors + s.send_errors, 0);
 }
 
