@@ -24,13 +24,30 @@ fn ray_python() -> PathBuf {
 }
 
 /// Environment of every Ray process here: the node address is the loopback one (otherwise Ray
-/// picks the address of the default route's interface), no usage reporting, and the token
-/// authentication that `ray start` sets up (the token in ~/.ray) also used by the driver.
-const RAY_ENV: [(&str, &str); 3] = [
-    ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0"),
-    ("RAY_USAGE_STATS_ENABLED", "0"),
-    ("RAY_AUTH_MODE", "token"),
-];
+/// picks the address of the default route's interface), no usage reporting, and token
+/// authentication with a token made for this test run, given to `ray start` and to the driver
+/// alike (`ray start` in token mode does not make one itself: without a token in
+/// `RAY_AUTH_TOKEN` or ~/.ray/auth_token it fails with `AuthenticationError`, as on a fresh
+/// machine).
+fn ray_env() -> Vec<(&'static str, String)> {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let token = TOKEN.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut t = String::new();
+        for _ in 0..2 {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u32(std::process::id());
+            t.push_str(&format!("{:016x}", h.finish()));
+        }
+        t
+    });
+    vec![
+        ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0".into()),
+        ("RAY_USAGE_STATS_ENABLED", "0".into()),
+        ("RAY_AUTH_MODE", "token".into()),
+        ("RAY_AUTH_TOKEN", token.clone()),
+    ]
+}
 
 fn sweep(out: &Path, ray: Option<&str>) -> String {
     let mut c = Command::new(env!("CARGO_BIN_EXE_stride"));
@@ -49,7 +66,7 @@ fn sweep(out: &Path, ray: Option<&str>) -> String {
     if let Some(address) = ray {
         c.args(["--ray", address])
             .env("STRIDE_RAY_PYTHON", ray_python())
-            .envs(RAY_ENV);
+            .envs(ray_env());
     }
     let o = c.output().unwrap();
     assert!(
@@ -71,7 +88,7 @@ fn ray_cli(args: &[&str]) -> std::process::Output {
     let ray = ray_python().with_file_name("ray");
     Command::new(&ray)
         .args(args)
-        .envs(RAY_ENV)
+        .envs(ray_env())
         .output()
         .unwrap()
 }
