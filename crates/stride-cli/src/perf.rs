@@ -403,6 +403,10 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
     let mut m = report(written, secs, &cs);
     m.insert("transport".into(), json!("stride"));
     m.insert("cpu_cores".into(), json!((cores * 1e3).round() / 1e3));
+    // How the driver batched its sends (GSO messages of up to 64 KiB): datagrams per call.
+    let io = ep.io_stats();
+    m.insert("send_calls".into(), json!(io.tx_calls));
+    m.insert("datagrams_out".into(), json!(io.datagrams_out));
     if json_out {
         println!("{}", Value::Object(m));
     } else {

@@ -133,6 +133,13 @@ pub struct Config {
     /// this long. One datagram each way per request/response exchange instead of two.
     /// 0: off (every due ACK is a pure ACK, as in the paper).
     pub ack_ride_ns: u64,
+    /// Send batch (spec §9): a sender with at least this many bytes ready to send (queued
+    /// and within the window) waits until the pacer allows this many at once (at most half
+    /// the pacing bucket), then sends them back to back: a software host then makes one
+    /// system call (one GSO message) per batch instead of one per packet, at the same rate.
+    /// The burst stays within the bucket. 0: off (each packet leaves as soon as the pacer
+    /// allows it, as in the paper).
+    pub send_batch_bytes: u32,
 }
 
 impl Config {
@@ -170,6 +177,7 @@ impl Config {
             // at 10 Gbit/s), below t_high of queue (docs/results.md, session 7 sim12).
             rx_share: (((gbps * 6553.6) as u32) >> 10 << 10).max(4096),
             ack_ride_ns: 0,
+            send_batch_bytes: 0,
         }
     }
 
@@ -188,6 +196,7 @@ impl Config {
         self.rx_share = 0;
         self.recovery = Recovery::GoBackN;
         self.ack_ride_ns = 0;
+        self.send_batch_bytes = 0;
         self
     }
 

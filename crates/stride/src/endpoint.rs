@@ -462,6 +462,14 @@ pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 pub const HOST_DELAYED_ACK_NS: u64 = 100_000;
 /// Host-stack ACK riding (see [`host_config`]): at least one pure ACK per millisecond.
 pub const HOST_ACK_RIDE_NS: u64 = 1_000_000;
+/// Host-stack send batch of a sender pinned at a rate (`Config::send_batch_bytes`, spec §9;
+/// applied by [`crate::ControllerOverrides`] with the `fixed` controller, not by [`host_config`]): up to
+/// one GSO message, within the room the pacing bucket leaves. A pinned 100 Mbit/s sender then
+/// sends 5 packets per system call instead of one and uses about a third less CPU. Not under a
+/// controller that reads delay: a batch reaches the bottleneck as a burst whose queueing is
+/// in every STT sample of its packets (`stride demo` fell from 0.64 to 0.48 of the bottleneck
+/// with batches; docs/results.md, session 10).
+pub const HOST_SEND_BATCH_BYTES: u32 = 64 * 1024;
 
 /// The protocol's defaults for a host whose NIC runs at `line_bps`, adjusted for a software
 /// stack on a general-purpose OS:

@@ -99,6 +99,10 @@ impl ControllerOverrides {
                 why,
             })?;
         }
+        if c.cc.name() == "fixed" {
+            // Nothing reads delay: a pinned sender sends in batches (fewer system calls).
+            c.send_batch_bytes = crate::endpoint::HOST_SEND_BATCH_BYTES;
+        }
         c.validate().map_err(|(field, why)| OverrideError {
             field: match field {
                 "min_rto_ns" => "min_rto_ns",
@@ -138,6 +142,12 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(pinned.config(1_000_000_000).unwrap().cc.name(), "fixed");
+        // Only the pinned sender batches its sends (nothing reads the delay a batch adds).
+        assert_eq!(
+            pinned.config(1_000_000_000).unwrap().send_batch_bytes,
+            crate::endpoint::HOST_SEND_BATCH_BYTES
+        );
+        assert_eq!(base.send_batch_bytes, 0);
         let paper = ControllerOverrides {
             cc: Some("stride-paper".into()),
             ..Default::default()
