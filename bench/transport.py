@@ -2,6 +2,7 @@
 """The UDP transport's benchmarks, each a ratio measured in one run (docs/results.md).
 
   python3 bench/transport.py [--reps 5] [--bytes 1GB] [--rr 5000] [--out out/bench-transport.json]
+                             [--stride BIN]   (another `stride` binary, e.g. an older build; not built)
 
 1. Loopback memory-to-memory goodput, 1500-byte packets: STRIDE (`stride perf`, line rate
    40 Gbit/s: loopback has none) vs kernel TCP (`stride perf --tcp`, same harness) vs QUIC
@@ -104,11 +105,16 @@ def main():
     ap.add_argument("--rr", type=int, default=5000)
     ap.add_argument("--demo-bytes", default="300MB")
     ap.add_argument("--out", default=str(ROOT / "out" / "bench-transport.json"))
+    ap.add_argument("--stride", help="the stride binary to measure (default: build this tree's)")
     a = ap.parse_args()
 
-    env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET))
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "stride-cli"], cwd=ROOT, env=env,
-                   check=True)
+    global STRIDE
+    if a.stride:
+        STRIDE = Path(a.stride).resolve()
+    else:
+        env = dict(os.environ, CARGO_TARGET_DIR=str(TARGET))
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "stride-cli"], cwd=ROOT,
+                       env=env, check=True)
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT / "bench" / "quic-perf",
                    env={k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"},
                    check=True)
@@ -128,7 +134,8 @@ def main():
         subprocess.Popen([STRIDE, "perf", "server", "--shards", "2", "--listen",
                           f"127.0.0.1:{p_shard}"], **quiet),
     ]
-    res = {"reps": a.reps, "bytes": a.bytes, "rr_count": a.rr, "cores": os.cpu_count()}
+    res = {"reps": a.reps, "bytes": a.bytes, "rr_count": a.rr, "cores": os.cpu_count(),
+           "stride": str(STRIDE)}
     try:
         time.sleep(0.5)
         # 1. loopback goodput
