@@ -287,6 +287,11 @@ pub struct StrideCfg {
     pub handshake_rtt: Option<bool>,
     /// Mechanism (issue 12, spec §8.6): receive share budget in bytes (0: off).
     pub rx_share: Option<u32>,
+    /// ACKs ride on DATA leaving at the same moment (spec §6.4 `ack_ride`; 0: off, the
+    /// default; the UDP host uses 1 ms).
+    pub ack_ride_ns: Option<u64>,
+    /// Send batch in bytes (spec §9 `send_batch_bytes`; 0: off, the default).
+    pub send_batch: Option<u32>,
 }
 
 /// TCP section (every field optional).
@@ -796,6 +801,12 @@ impl Scenario {
         }
         if let Some(v) = s.rx_share {
             cfg.rx_share = v;
+        }
+        if let Some(v) = s.ack_ride_ns {
+            cfg.ack_ride_ns = v;
+        }
+        if let Some(v) = s.send_batch {
+            cfg.send_batch_bytes = v;
         }
         // The sender holds real bytes; the core's 4 MiB default times a thousand concurrent
         // flows is gigabytes. 400 µs at the line rate covers the fabric RTT with full queues

@@ -53,6 +53,8 @@ const KEYS: &[(&str, &str, &str, Store)] = &[
     ("stride", "send_buffer", "send_buffer", Store::Bytes),
     ("stride", "ack_interval", "ack_interval", Store::Bytes),
     ("stride", "delayed_ack", "delayed_ack_ns", Store::Ns),
+    ("stride", "ack_ride", "ack_ride_ns", Store::Ns),
+    ("stride", "send_batch", "send_batch", Store::Bytes),
     ("stride", "grad_dead", "grad_dead_ns", Store::Ns),
     ("stride", "cut_floor", "cut_floor_ns", Store::Ns),
 ];

@@ -494,3 +494,23 @@ fn session_8_switches_reach_the_controller() {
     );
     assert!(e.contains("stride.dr_shift"), "{e}");
 }
+
+/// `[stride] ack_ride` (a duration) and `send_batch` (bytes) reach the core's configuration,
+/// and both stay off by default (spec §6.4, §9).
+#[test]
+fn ack_ride_and_send_batch_reach_the_core() {
+    let c = |extra: &str| {
+        Scenario::load(&write(
+            "ride.toml",
+            &(TINY.to_string() + "[stride]\n" + extra),
+        ))
+        .unwrap()
+        .sc
+        .stride_config()
+        .unwrap()
+    };
+    let d = c("");
+    assert_eq!((d.ack_ride_ns, d.send_batch_bytes), (0, 0));
+    let s = c("ack_ride = \"1ms\"\nsend_batch = \"64KiB\"\n");
+    assert_eq!((s.ack_ride_ns, s.send_batch_bytes), (1_000_000, 65_536));
+}
