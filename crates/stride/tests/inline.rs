@@ -9,8 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
 
-/// 300 request/response exchanges of 64 bytes; returns the client's and server's I/O counters.
-async fn ping_pong(inline_receive: bool) -> (stride::IoStats, stride::IoStats) {
+/// A listening server endpoint and a client endpoint on loopback, inline receive as given.
+fn endpoints(inline_receive: bool) -> (Endpoint, Endpoint) {
     let opts = EndpointConfig {
         inline_receive,
         ..EndpointConfig::default()
@@ -24,6 +24,12 @@ async fn ping_pong(inline_receive: bool) -> (stride::IoStats, stride::IoStats) {
         },
     )
     .unwrap();
+    (server, client)
+}
+
+/// 300 request/response exchanges of 64 bytes; returns the client's and server's I/O counters.
+async fn ping_pong(inline_receive: bool) -> (stride::IoStats, stride::IoStats) {
+    let (server, client) = endpoints(inline_receive);
     let server_io = common::reverse_echo(server, &client, 300).await;
     (client.io_stats(), server_io)
 }
@@ -61,19 +67,7 @@ async fn a_held_ack_does_not_wake_the_driver() {
 /// (sleeping) driver sends the ACK, so the client's write completes and its stream closes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unanswered_request_is_acknowledged() {
-    let opts = EndpointConfig {
-        inline_receive: true,
-        ..EndpointConfig::default()
-    };
-    let server = Endpoint::bind_with("127.0.0.1:0".parse().unwrap(), opts.clone()).unwrap();
-    let client = Endpoint::bind_with(
-        "127.0.0.1:0".parse().unwrap(),
-        EndpointConfig {
-            listen: false,
-            ..opts
-        },
-    )
-    .unwrap();
+    let (server, client) = endpoints(true);
     let addr = server.local_addr();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let srv = tokio::spawn(async move {
