@@ -19,18 +19,17 @@ def test_tx_builder_bad_params_stop_elaboration(sim, bad):
              tag="_bad_" + "_".join(f"{k}{v}" for k, v in bad.items()))
 
 
-SENDER = ["stride_tx_sender", "stride_fifo", "stride_cc", "stride_pacer", "stride_ctx_ram"]
+SENDER = ["stride_tx_sender", "stride_fifo", "stride_cc_table", "stride_ctx_ram"]
 
 
-# four connections under both simulators, one connection (N = 1: one rate lane) under Icarus
+# four connections under both simulators, one connection (N = 1) under Icarus
 SENDER_CASES = [(n, sim) for sim in SIMS for n in (1, 4) if n == 4 or sim == "icarus"]
 
 
 @pytest.mark.parametrize("n,sim", SENDER_CASES)
 def test_tx_sender(sim, n):
     run_module("stride_tx_sender", "cocotb_tx_sender", sim,
-         {"N": n, "BUF_LOG2": 13, "RTO_NS": 20000, "NACK_HOLD_NS": 2000,
-          "PACE_CLK_NS_LOG2": 3, "PACE_SCALE_Q12": 4096},
+         {"N": n, "BUF_LOG2": 13, "RTO_NS": 20000, "NACK_HOLD_NS": 2000},
          {"SENDER_N": str(n), "SENDER_BUF_LOG2": "13"}, SENDER, f"_n{n}")
 
 
@@ -43,7 +42,7 @@ def test_tx_sender_bad_params_stop_elaboration(sim, bad):
 
 
 ENGINE_ALL = ["stride_engine", "stride_rx_parser", "stride_rx_engine", "stride_ctx_ram",
-              "stride_tx_sender", "stride_tx_builder", "stride_fifo", "stride_cc", "stride_pacer"]
+              "stride_tx_sender", "stride_tx_builder", "stride_fifo", "stride_cc_table"]
 
 
 @pytest.mark.parametrize("sim", SIMS)
