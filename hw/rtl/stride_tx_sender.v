@@ -21,10 +21,11 @@
 // peer IPv4 address and UDP port, iss, snd_una, snd_nxt, snd_max, end, the peer's window, the
 // ack / ce_count to carry in DATA (the receive side's latest ACK), the retransmission timer
 // (deadline, back-off), the last go-back-N NACK (ack, time), the last STT sample, and whether
-// the connection is in the ready queue. One op at a time, 8 cycles (a departure 9; pipeline
-// below), chosen in this order: a packet
-// with ACK from the peer (snd_*, from stride_rx_engine), an ACK/NACK request of the receive side
-// (ack_*), a control op, a doorbell, a departure, the timer scanner.
+// the connection is in the ready queue, and its pacing state (rate, credit, last update). One op
+// at a time, 8 cycles (a departure or a rate result 9; pipeline below), chosen in this order: a
+// packet with ACK from the peer (snd_*, from stride_rx_engine), an ACK/NACK request of the
+// receive side (ack_*), a control op, a doorbell, a rate controller result, a departure, the
+// timer scanner.
 //
 // Departures: connections with bytes to send (snd_nxt < end, inside the peer's window) wait in
 // a ready queue (FIFO of context indices, each at most once); a departure op takes the head,
@@ -422,12 +423,14 @@ module stride_tx_sender #(
     assign m_axis_tvalid = oq_v;
     assign {m_axis_tlast, m_axis_tkeep, m_axis_tdata} = oq_q;
 
-    // ---- the record table and its op pipeline. One op per 8 cycles (a departure 9), never
+    // ---- the record table and its op pipeline. One op per 8 cycles (departure, rate 9), never
     // overlapped (as stride_rx_engine's): PICK (idle) chooses the op and registers the choice and
     // the table index; TK presents that index to the table, captures the op's inputs and pops
     // its queue; RD registers the table's output; P1, P2, P3 register the compares and sums (one
     // carry chain per cycle: P1 from the record and the op's inputs, P2 from P1's sums, P3 the
-    // send length, skipped by the other ops); D registers the decisions from those flags; EX
+    // send length; pacing: P1 the elapsed ticks, P2 partial products, P3 the accrued credit; P3
+    // is skipped by ops other than a departure or a rate result); D registers the decisions
+    // from those flags (and the pacing sign, cap test and charged credit); EX
     // selects by them and registers the outputs and the record to write back; WR writes it. A
     // timer scan gives way up to its D to a packet with ACK or an ACK/NACK request. The next
     // op's read comes after the write: no forwarding, and the table is declared collision-free

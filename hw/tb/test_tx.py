@@ -80,9 +80,10 @@ def test_fifo(sim):
 # per-connection rates: connections driven apart by their own controller events, each checked
 # against its own rate (token-bucket bounds) and every controller result against cc_model.py.
 # N = 4 (contexts 0-3) under both simulators, N = 64 (eight contexts spread over the table)
-# under Icarus.
+# under Icarus; STRIDE_HW_FULL=1 (`make -C hw test-full`) adds N = 64 under Verilator.
+FULL = os.environ.get("STRIDE_HW_FULL") == "1"
 RATE_CASES = [(4, "0,1,2,3", sim) for sim in SIMS] + \
-    [(64, "0,63,5,17,32,40,50,9", sim) for sim in SIMS if sim == "icarus"]
+    [(64, "0,63,5,17,32,40,50,9", sim) for sim in SIMS if sim == "icarus" or FULL]
 
 
 @pytest.mark.parametrize("n,ctxs,sim", RATE_CASES)
