@@ -4,7 +4,8 @@
 //                                        | ACK fields, ACK/NACK requests
 //                                        v
 //   host writes + doorbells -> stride_tx_sender (N contexts, packet buffer, go-back-N,
-//                              stride_cc + stride_pacer) -> stride_tx_builder -> MAC tx
+//                              stride_cc_table, a pacer per connection) -> stride_tx_builder
+//                              -> MAC tx
 //
 // Clocking: one clock; `now` (ns mod 2^32, the transmit and receive timestamps) is a
 // free-running counter advanced by CLK_PS picoseconds per clock in 16-bit binary fraction of a
@@ -28,7 +29,8 @@
 //   0-8 parser (ok, mac_err, truncated, other, bad_ip, bad_csum, bad_version, bad_flags,
 //   bad_length), 9-12 receive engine (in_order, dup, gap, to_host), 13-20 sender (data,
 //   resent, ctl_pkts, gbn_nack, nack_held, rto, db_err, overrun), 21-22 builder (frames,
-//   len_err), 23-24 the two rate lanes, 25 bit 0: the receive engine saw a header overrun since reset.
+//   len_err), 23 the latest rate controller result (rate), 24 its context, 25 bit 0: the
+//   receive engine saw a header overrun since reset.
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -150,10 +152,6 @@ module stride_engine #(
             parameter_CLK_PS_must_be_1000_to_16000 error_instance();
         end
     endgenerate
-    // the pacer adds rate << k per clock with 2^k ns <= the period, the rest is a constant scale
-    localparam integer PACE_K = (CLK_PS >= 16000) ? 4 : (CLK_PS >= 8000) ? 3 :
-                                (CLK_PS >= 4000) ? 2 : (CLK_PS >= 2000) ? 1 : 0;
-    localparam integer PACE_SCALE = (CLK_PS * 4096 + (500 << PACE_K)) / (1000 << PACE_K);
     localparam [47:0] NS_Q16 = (CLK_PS * 65536 + 500) / 1000;
 
     reg [47:0] clock_q16;
@@ -231,12 +229,12 @@ module stride_engine #(
     wire [63:0] p_data;
     wire [7:0]  p_keep;
     wire        p_valid, p_ready, p_last;
-    wire [31:0] rate0, rate1;
+    wire [31:0] last_rate;
+    wire [15:0] last_rate_ctx;
     wire [31:0] t_data, t_resent, t_ctl, t_gbn, t_held, t_rto, t_dberr, t_overrun;
     wire [31:0] b_frames, b_len_err;
     stride_tx_sender #(.N(N), .BUF_LOG2(BUF_LOG2), .MAX_PAYLOAD(MAX_PAYLOAD), .RTO_NS(RTO_NS),
-                       .NACK_HOLD_NS(NACK_HOLD_NS), .PACE_CLK_NS_LOG2(PACE_K),
-                       .PACE_SCALE_Q12(PACE_SCALE), .BURST_BYTES(BURST_BYTES),
+                       .NACK_HOLD_NS(NACK_HOLD_NS), .BURST_BYTES(BURST_BYTES),
                        .ALPHA_SHIFT(ALPHA_SHIFT), .MD_SHIFT(MD_SHIFT),
                        .NORM_SHIFT(NORM_SHIFT), .PBUF_EXT(PBUF_EXT),
                        .PBUF_LAT(PBUF_LAT)) tx (
@@ -265,7 +263,7 @@ module stride_engine #(
         .d_peer_port(d_port),
         .m_axis_tdata(p_data), .m_axis_tkeep(p_keep), .m_axis_tvalid(p_valid),
         .m_axis_tready(p_ready), .m_axis_tlast(p_last),
-        .rate0(rate0), .rate1(rate1), .cnt_data(t_data), .cnt_resent(t_resent),
+        .last_rate(last_rate), .last_rate_ctx(last_rate_ctx), .cnt_data(t_data), .cnt_resent(t_resent),
         .cnt_ctl_pkts(t_ctl), .cnt_gbn_nack(t_gbn), .cnt_nack_held(t_held), .cnt_rto(t_rto),
         .cnt_db_err(t_dberr), .cnt_overrun(t_overrun)
     );
@@ -331,8 +329,8 @@ module stride_engine #(
             5'd16: stat_value <= t_gbn;      5'd17: stat_value <= t_held;
             5'd18: stat_value <= t_rto;      5'd19: stat_value <= t_dberr;
             5'd20: stat_value <= t_overrun;  5'd21: stat_value <= b_frames;
-            5'd22: stat_value <= b_len_err;  5'd23: stat_value <= rate0;
-            5'd24: stat_value <= rate1;      5'd25: stat_value <= {31'd0, overrun_seen};
+            5'd22: stat_value <= b_len_err;  5'd23: stat_value <= last_rate;
+            5'd24: stat_value <= {16'd0, last_rate_ctx};      5'd25: stat_value <= {31'd0, overrun_seen};
             default: stat_value <= 32'd0;
         endcase
     end

@@ -21,29 +21,35 @@
 // peer IPv4 address and UDP port, iss, snd_una, snd_nxt, snd_max, end, the peer's window, the
 // ack / ce_count to carry in DATA (the receive side's latest ACK), the retransmission timer
 // (deadline, back-off), the last go-back-N NACK (ack, time), the last STT sample, and whether
-// the connection is in the ready queue. One op at a time, 8 cycles (a departure 9; pipeline
-// below), chosen in this order: a packet
-// with ACK from the peer (snd_*, from stride_rx_engine), an ACK/NACK request of the receive side
-// (ack_*), a control op, a doorbell, a departure, the timer scanner.
+// the connection is in the ready queue, and its pacing state (rate, credit, last update). One op
+// at a time, 8 cycles (a departure or a rate result 9; pipeline below), chosen in this order: a
+// packet with ACK from the peer (snd_*, from stride_rx_engine), an ACK/NACK request of the
+// receive side (ack_*), a control op, a doorbell, a rate controller result, a departure, the
+// timer scanner.
 //
 // Departures: connections with bytes to send (snd_nxt < end, inside the peer's window) wait in
 // a ready queue (FIFO of context indices, each at most once); a departure op takes the head,
 // sends min(MAX_PAYLOAD, end - snd_nxt, window room) bytes from snd_nxt (PSH when that reaches
 // end) and puts the connection back at the tail if more remains: round robin among senders.
-// A departure waits for the pacer of the head's rate lane (its credit >= 0) and for room in
-// the descriptor and payload queues; DATA, ACK and NACK leave through one descriptor queue in
+// A departure waits for room in the descriptor and payload queues and, at its decision stage,
+// for the head's pacing credit (see below); DATA, ACK and NACK leave through one descriptor queue in
 // the order the ops produce them.
 //
-// Rate control (simpler choice, hw/README.md): stride_cc holds CONTEXTS = 2 controllers and its
-// state cannot be loaded or saved from outside, so the sender has two rate lanes: connection
-// context i uses controller and pacer lane i mod 2. With N <= 2 every connection has its own
-// controller and pacer, exactly spec §8-9; with more, the connections of a lane share one rate.
-// Events: an STT sample for a pure ACK that acknowledges new data (its echo_stt), the NACK
-// reaction for a go-back-N NACK, the timeout reaction for an RTO expiry, a context reset at
-// install. The pacer (stride_pacer, per lane) is charged payload + PACE_OVERHEAD bytes per DATA;
-// ACK and NACK are not paced (spec §9). The pacer adds rate << PACE_CLK_NS_LOG2 per clock; for a
-// clock period that is not a power of two ns, the rate is first scaled by PACE_SCALE_Q12/4096
-// (shift-and-add of a constant: e.g. 6554 for 6.4 ns with PACE_CLK_NS_LOG2 = 2).
+// Rate control, one controller and one pacer per connection (spec §8-9; hw/README.md): the
+// events (an STT sample for a pure ACK that acknowledges new data, the NACK reaction for a
+// go-back-N NACK, the timeout reaction for an RTO expiry, a context reset at install) go to
+// stride_cc_table by context index; each result (context, rate) comes back as an op (OP_RATE)
+// that writes the rate into that connection's record. Pacing is a token bucket per connection
+// kept in its record: credit (signed, 2^-20 bytes, at most BURST_BYTES), the time of its last
+// update (in ticks of 2^TICK_LOG2 ns) and the rate. An op that paces (a departure or a rate
+// result) first adds rate x (whole ticks since the last update) x 2^TICK_LOG2, capped at the
+// burst (the multiply is 16 gated shifts of the rate summed in a registered adder tree; no
+// divide), and moves the update time to the current tick, so no time is lost or counted twice.
+// A departure is eligible when that credit is not negative; it then subtracts payload +
+// PACE_OVERHEAD bytes. A head that is not eligible yet goes back to the tail of the ready queue
+// (round robin over the connections with something to send; the next op slot is left to
+// another op, so a connection waiting for credit does not starve the timer scan). ACK and NACK
+// are not paced (spec §9).
 //
 // Go-back-N (spec §6.5): a NACK with snd_una <= ack < snd_nxt sets snd_nxt = ack, unless a NACK
 // for the same ack did so less than NACK_HOLD_NS ago (a fixed floor for spec's
@@ -60,8 +66,6 @@ module stride_tx_sender #(
     parameter integer RTO_NS = 1000000,
     parameter integer RTO_MAX_SHIFT = 6,
     parameter integer NACK_HOLD_NS = 50000,
-    parameter integer PACE_CLK_NS_LOG2 = 2,
-    parameter integer PACE_SCALE_Q12 = 4096,
     parameter integer PACE_OVERHEAD = 74,
     parameter integer BURST_BYTES = 16384,
     parameter integer ALPHA_SHIFT = 3,
@@ -158,8 +162,8 @@ module stride_tx_sender #(
     input  wire        m_axis_tready,
     output wire        m_axis_tlast,
 
-    output reg  [31:0] rate0,           // the two lanes' rates (stride_cc), for tests
-    output reg  [31:0] rate1,
+    output reg  [31:0] last_rate,       // the latest controller result (stride_cc_table)
+    output reg  [15:0] last_rate_ctx,   // and its context, for statistics
     output reg  [31:0] cnt_data,        // DATA descriptors (first sends and resends)
     output reg  [31:0] cnt_resent,      // DATA descriptors below snd_max (resends)
     output reg  [31:0] cnt_ctl_pkts,    // ACK and NACK descriptors
@@ -196,8 +200,8 @@ module stride_tx_sender #(
         if (NACK_HOLD_NS < 0 || NACK_HOLD_NS >= (1 << 30)) begin : bad_hold
             parameter_NACK_HOLD_NS_must_be_0_to_2pow30 error_instance();
         end
-        if (PACE_SCALE_Q12 < 1 || PACE_SCALE_Q12 > 65535) begin : bad_scale
-            parameter_PACE_SCALE_Q12_must_be_1_to_65535 error_instance();
+        if (BURST_BYTES < 1 || BURST_BYTES > 1048575) begin : bad_burst
+            parameter_BURST_BYTES_must_be_1_to_2pow20 error_instance();
         end
         if (PBUF_EXT < 0 || PBUF_EXT > 1 || PBUF_LAT < 1 || PBUF_LAT > 32 ||
             (PBUF_EXT == 0 && PBUF_LAT != 1)) begin : bad_pbuf
@@ -222,7 +226,11 @@ module stride_tx_sender #(
                        R_ISS = 113, R_UNA = 145, R_NXT = 177, R_MAX = 209, R_END = 241,
                        R_WND = 273, R_RACK = 305, R_RCE = 337, R_RTON = 353, R_RTDL = 354,
                        R_RTSH = 386, R_NKON = 389, R_NKACK = 390, R_NKT = 422, R_INQ = 454,
-                       R_STT = 455, W = 487;
+                       R_STT = 455, R_RATE = 487, R_CRED = 519, R_TL = 561, W = 587;
+    // pacing: credit CRW bits signed in 2^-20 bytes, update time in ticks of 2^TICK_LOG2 ns
+    // (TLW bits: `now` >> TICK_LOG2), at most 2^DTW - 1 ticks credited per update
+    localparam integer TICK_LOG2 = 6, TLW = 32 - TICK_LOG2, DTW = 16, CRW = 42, ACW = 56;
+    localparam [CRW-1:0] CAP = {22'd0, BURST_BYTES[19:0]} << 20;
 
     // ---- input queues (the receive engine's pulses have no back-pressure)
     localparam integer SQW = 16 + 8 + 32 + 16 + 32;
@@ -281,95 +289,52 @@ module stride_tx_sender #(
         .clk(clk), .rst(rst), .push(jq_push), .in_data(jq_in), .full(jq_full),
         .pop(jq_pop), .out_valid(jq_v), .out_data(jq_q));
 
-    // ---- rate control: stride_cc (two contexts = two lanes) and a pacer per lane
-    localparam integer CEW = 1 + 2 + 32;
+    // ---- rate control: stride_cc_table (one controller per connection). Its events wait in
+    // cc_q; its results (context, rate) in rt_q until an OP_RATE writes them into the record.
+    // An event enters the table only while rt_q has room: the table holds one event at a time,
+    // and nothing else fills rt_q, so that result finds room (no result is ever lost). An op
+    // that may push an event (packet with ACK, control, timer scan) is picked only while cc_q
+    // has room: ops do not overlap, so that room is still there at its EX.
+    localparam integer CEW = AW + 2 + 32;
     wire           ce_full, ce_v;
     wire [CEW-1:0] ce_q;
     reg            ce_push;
     reg  [CEW-1:0] ce_in;
-    wire           cc_slot, cc_ready, cc_out_valid, cc_out_ctx;
+    wire           cc_ready, cc_out_valid;
+    wire [AW-1:0]  cc_out_ctx;
     wire [31:0]    cc_rate;
+    localparam integer RTW = AW + 32;
+    wire           rt_full, rt_v;
+    wire [RTW-1:0] rt_q;
+    reg            rt_pop;
+    wire           cc_take = ce_v && cc_ready && !rt_full;
     stride_fifo #(.WIDTH(CEW), .DEPTH_LOG2(3)) cc_q (
         .clk(clk), .rst(rst), .push(ce_push), .in_data(ce_in), .full(ce_full),
-        .pop(ce_v && cc_ready), .out_valid(ce_v), .out_data(ce_q));
+        .pop(cc_take), .out_valid(ce_v), .out_data(ce_q));
     /* verilator lint_off PINCONNECTEMPTY */
     // NACK_GATE(0): this engine recovers by go-back-N, and with go-back-N an ungated rate is
     // spent on resending whole windows (spec §8.6 nack_gate; docs/results.md, cc12b)
-    stride_cc #(.ALPHA_SHIFT(ALPHA_SHIFT), .MD_SHIFT(MD_SHIFT), .NORM_SHIFT(NORM_SHIFT),
-                .STATE_OUT(0), .CONTEXTS(2), .NACK_GATE(0)) cc (
+    stride_cc_table #(.N(N), .ALPHA_SHIFT(ALPHA_SHIFT), .MD_SHIFT(MD_SHIFT),
+                      .NORM_SHIFT(NORM_SHIFT), .NACK_GATE(0)) cc (
         .clk(clk), .rst(rst),
         .cfg_beta(cfg_beta), .cfg_wbeta(cfg_wbeta), .cfg_t_low(cfg_t_low),
         .cfg_t_high(cfg_t_high), .cfg_rate_min(cfg_rate_min), .cfg_rate_max(cfg_rate_max),
         .cfg_rate_init(cfg_rate_init), .cfg_min_window(cfg_min_window),
-        .in_slot(cc_slot), .in_valid(ce_v), .in_ready(cc_ready), .in_ctx(ce_q[34]),
+        .in_valid(ce_v && !rt_full), .in_ready(cc_ready), .in_ctx(ce_q[CEW-1 -: AW]),
         .in_event(ce_q[33:32]), .in_stt(ce_q[31:0]),
-        .out_valid(cc_out_valid), .out_ctx(cc_out_ctx), .out_rate(cc_rate),
-        .out_d(), .out_stt_old(), .out_min_cur(), .out_min_prev(), .out_count(), .out_branch()
+        .out_valid(cc_out_valid), .out_ctx(cc_out_ctx), .out_rate(cc_rate), .out_branch()
     );
     /* verilator lint_on PINCONNECTEMPTY */
-
-    // rate * PACE_SCALE_Q12 / 4096 by shifts and adds of the constant's 16 bits, as an adder
-    // tree with a register per level for timing (pairs of terms, pairs of pairs, ..., one carry
-    // chain per clock; terms of zero bits vanish in synthesis): a new rate reaches the pacer
-    // four clocks later
-    function [47:0] term;
-        input [31:0] r;
-        input integer i;
-        term = (((PACE_SCALE_Q12 >> i) & 1) != 0) ? ({16'd0, r} << i) : 48'd0;
-    endfunction
-    function [31:0] sat;
-        input [47:0] acc;
-        sat = (acc[47:44] != 4'd0) ? 32'hffffffff : acc[43:12];
-    endfunction
-    reg  [31:0] prate0, prate1;
-    // the levels of the tree, 48 bits per sum, flat (8, 4 and 2 sums per lane)
-    reg  [383:0] sa0, sa1;
-    reg  [191:0] sb0, sb1;
-    reg  [95:0]  sc0, sc1;
-    integer si;
+    stride_fifo #(.WIDTH(RTW), .DEPTH_LOG2(3)) rate_q (
+        .clk(clk), .rst(rst), .push(cc_out_valid), .in_data({cc_out_ctx, cc_rate}),
+        .full(rt_full), .pop(rt_pop), .out_valid(rt_v), .out_data(rt_q));
     always @(posedge clk) begin
         if (rst) begin
-            // the scaling stages hold 0 through reset: a pacer must never integrate an
-            // unknown (X) rate in the clocks before the new rate has passed every stage
-            rate0 <= cfg_rate_init; rate1 <= cfg_rate_init;
-            sa0 <= 384'd0; sa1 <= 384'd0; sb0 <= 192'd0; sb1 <= 192'd0;
-            sc0 <= 96'd0; sc1 <= 96'd0;
-            prate0 <= 32'd0; prate1 <= 32'd0;
-        end else begin
-            if (cc_out_valid) begin
-                if (cc_out_ctx) rate1 <= cc_rate; else rate0 <= cc_rate;
-            end
-            for (si = 0; si < 8; si = si + 1) begin
-                sa0[si * 48 +: 48] <= term(rate0, 2 * si) + term(rate0, 2 * si + 1);
-                sa1[si * 48 +: 48] <= term(rate1, 2 * si) + term(rate1, 2 * si + 1);
-            end
-            for (si = 0; si < 4; si = si + 1) begin
-                sb0[si * 48 +: 48] <= sa0[si * 96 +: 48] + sa0[si * 96 + 48 +: 48];
-                sb1[si * 48 +: 48] <= sa1[si * 96 +: 48] + sa1[si * 96 + 48 +: 48];
-            end
-            for (si = 0; si < 2; si = si + 1) begin
-                sc0[si * 48 +: 48] <= sb0[si * 96 +: 48] + sb0[si * 96 + 48 +: 48];
-                sc1[si * 48 +: 48] <= sb1[si * 96 +: 48] + sb1[si * 96 + 48 +: 48];
-            end
-            prate0 <= sat(sc0[47:0] + sc0[95:48]);
-            prate1 <= sat(sc1[47:0] + sc1[95:48]);
+            last_rate <= cfg_rate_init; last_rate_ctx <= 16'd0;
+        end else if (cc_out_valid) begin
+            last_rate <= cc_rate; last_rate_ctx <= {{(16 - AW) {1'b0}}, cc_out_ctx};
         end
     end
-    wire [39:0] credit0, credit1;
-    // the pacers' requests, set at a departure's EX: flip-flops of their own, without reset
-    // (the op state is reset), so that synthesis does not merge pace_req0 with jq_push at N = 1
-    // (one flip-flop would then drive the job queue and the pacer across the die)
-    reg         pace_req0, pace_req1;
-    reg  [15:0] pace_len;
-    /* verilator lint_off PINCONNECTEMPTY */
-    stride_pacer #(.CLK_NS_LOG2(PACE_CLK_NS_LOG2), .BURST_BYTES(BURST_BYTES)) pacer0 (
-        .clk(clk), .rst(rst), .rate(prate0), .req_valid(pace_req0), .req_len(pace_len),
-        .req_ready(), .credit_out(credit0));
-    stride_pacer #(.CLK_NS_LOG2(PACE_CLK_NS_LOG2), .BURST_BYTES(BURST_BYTES)) pacer1 (
-        .clk(clk), .rst(rst), .rate(prate1), .req_valid(pace_req1), .req_len(pace_len),
-        .req_ready(), .credit_out(credit1));
-    /* verilator lint_on PINCONNECTEMPTY */
-    wire paced0 = !credit0[39], paced1 = !credit1[39];
 
     // ---- packet buffer: N rings of 2^RW words, on chip or in external memory
     localparam integer PAW = $clog2(N << RW);           // RW with one connection
@@ -458,17 +423,20 @@ module stride_tx_sender #(
     assign m_axis_tvalid = oq_v;
     assign {m_axis_tlast, m_axis_tkeep, m_axis_tdata} = oq_q;
 
-    // ---- the record table and its op pipeline. One op per 8 cycles (a departure 9), never
+    // ---- the record table and its op pipeline. One op per 8 cycles (departure, rate 9), never
     // overlapped (as stride_rx_engine's): PICK (idle) chooses the op and registers the choice and
     // the table index; TK presents that index to the table, captures the op's inputs and pops
     // its queue; RD registers the table's output; P1, P2, P3 register the compares and sums (one
     // carry chain per cycle: P1 from the record and the op's inputs, P2 from P1's sums, P3 the
-    // send length, skipped by the other ops); D registers the decisions from those flags; EX
+    // send length; pacing: P1 the elapsed ticks, P2 partial products, P3 the accrued credit; P3
+    // is skipped by ops other than a departure or a rate result); D registers the decisions
+    // from those flags (and the pacing sign, cap test and charged credit); EX
     // selects by them and registers the outputs and the record to write back; WR writes it. A
     // timer scan gives way up to its D to a packet with ACK or an ACK/NACK request. The next
     // op's read comes after the write: no forwarding, and the table is declared collision-free
     // (OLD_ON_COLLISION = 0, no bypass logic after the block RAM).
-    localparam [2:0] OP_RX = 0, OP_AOUT = 1, OP_CTL = 2, OP_DB = 3, OP_SEND = 4, OP_SCAN = 5;
+    localparam [2:0] OP_RX = 0, OP_AOUT = 1, OP_CTL = 2, OP_DB = 3, OP_SEND = 4, OP_SCAN = 5,
+                     OP_RATE = 6;
     localparam [2:0] PH_RD = 1, PH_P1 = 2, PH_P2 = 3, PH_D = 5, PH_EX = 6, PH_WR = 7; // P3 = 4
     reg           busy;
     reg  [2:0]    ph;
@@ -481,26 +449,39 @@ module stride_tx_sender #(
     wire [AW-1:0] aq_idx = aq_q[AQW-16 +: AW];
     wire [AW-1:0] ctl_idx = ctl_ctx[AW-1:0];
     wire [AW-1:0] db_idx = db_ctx[AW-1:0];
+    wire [AW-1:0] rt_idx = rt_q[RTW-1 -: AW];
     wire idle = !clearing && !busy;
     // PICK (idle): the op is chosen from the queue heads and flags and only registered (its
     // one-hot choice and the table index); TK takes it one clock later from those registers:
     // captures the op's inputs, pops its queue, presents the registered index to the table.
     // Nothing the choice rests on can turn against it in between: no op runs (no push into
-    // the descriptor or job queue, no pacer charge), so queue room only grows, a pacer's credit
-    // only grows, queue heads and ctl/db requests (valid/ready: held until taken) stay put.
-    wire take_rx   = idle && sq_v;
-    wire take_aout = idle && !take_rx && aq_v && !dq_full;
-    wire take_ctl  = idle && !take_rx && !take_aout && ctl_valid;
-    wire take_db   = idle && !take_rx && !take_aout && !ctl_valid && db_valid;
-    wire send_ok   = rq_v && !dq_full && !jq_full && ((N > 1) ? (rq_q[0] ? paced1 : paced0) : paced0);
-    wire take_send = idle && !take_rx && !take_aout && !ctl_valid && !db_valid && send_ok;
-    reg           pk_rx, pk_aout, pk_ctl, pk_db, pk_send, pk_scan, tk;
+    // the descriptor, job or event queue), so queue room only grows, queue heads and ctl/db
+    // requests (valid/ready: held until taken) stay put. Ops that may issue a controller event
+    // wait while the event queue is full (the controller drains it, one event per 11 cycles).
+    // A departure whose head was not eligible yet (pacing) leaves the next slot to another op
+    // (pace_yield): the timer scan, otherwise last, is not starved by waiting connections.
+    reg  pace_yield;
+    wire w_rx   = sq_v && !ce_full;
+    wire w_aout = aq_v && !dq_full;
+    wire w_ctl  = ctl_valid && !ce_full;
+    wire w_db   = db_valid;
+    wire w_rate = rt_v;
+    wire w_send = rq_v && !dq_full && !jq_full && !pace_yield;
+    wire take_rx   = idle && w_rx;
+    wire take_aout = idle && !w_rx && w_aout;
+    wire take_ctl  = idle && !w_rx && !w_aout && w_ctl;
+    wire take_db   = idle && !w_rx && !w_aout && !w_ctl && w_db;
+    wire take_rate = idle && !w_rx && !w_aout && !w_ctl && !w_db && w_rate;
+    wire take_send = idle && !w_rx && !w_aout && !w_ctl && !w_db && !w_rate && w_send;
+    wire take_scan = idle && !w_rx && !w_aout && !w_ctl && !w_db && !w_rate && !w_send &&
+                     !ce_full;
+    reg           pk_rx, pk_aout, pk_ctl, pk_db, pk_rate, pk_send, pk_scan, tk;
     reg  [AW-1:0] pk_idx;
     assign ctl_ready = pk_ctl && tk;
     assign db_ready = pk_db && tk;
     // the head of the ready queue (block RAM at large N, slow out) enters the index mux last
     wire [AW-1:0] pick_other = take_rx ? sq_idx : take_aout ? aq_idx : take_ctl ? ctl_idx :
-                               take_db ? db_idx : scan_idx;
+                               take_db ? db_idx : take_rate ? rt_idx : scan_idx;
     wire [AW-1:0] pick_idx = take_send ? rq_q : pick_other;
     wire [AW-1:0] rd_addr = pk_idx;
     function idx_ok;
@@ -523,6 +504,8 @@ module stride_tx_sender #(
     reg  [15:0] x_s, x_t;
     reg  [1:0]  x_cop;
     reg         x_nack;
+    reg  [TLW-1:0] x_now;               // the op's time in pacing ticks (taken at TK: every
+                                        // pacing sum of the op rests on this one sample)
 
     // the record's fields
     wire        f_valid = rec[R_VALID];
@@ -532,6 +515,9 @@ module stride_tx_sender #(
                 f_nkack = rec[R_NKACK +: 32], f_nkt = rec[R_NKT +: 32], f_stt = rec[R_STT +: 32];
     wire [15:0] f_rce = rec[R_RCE +: 16];
     wire        f_rton = rec[R_RTON], f_nkon = rec[R_NKON], f_inq = rec[R_INQ];
+    wire [31:0] f_rate = rec[R_RATE +: 32];
+    wire [CRW-1:0] f_cred = rec[R_CRED +: CRW];
+    wire [TLW-1:0] f_tl = rec[R_TL +: TLW];
     wire [2:0]  f_rtsh = rec[R_RTSH +: 3];
     wire [2:0]  rtsh_inc = (f_rtsh != RTO_MAX_SHIFT[2:0]) ? f_rtsh + 3'd1 : f_rtsh;
     wire [31:0] x_wnd = {6'd0, x_s, 10'd0};     // the window an ACK carries, bytes
@@ -548,6 +534,7 @@ module stride_tx_sender #(
     reg        a_gt_una, a_le_max, nxt_lt_a, a_lt_una, a_lt_nxt, a_eq_max, nk_same, nk_hold;
     reg        rto_due, nxt_lt_end, end_ok, a_lt_end;
     reg [31:0] edge_, avail, off, max_nxt, una_xw, a_xw, a_una, dl_sh, dl_inc;
+    reg [DTW-1:0] pc_dt;                        // whole ticks since the last pacing update
     // P2: compares of P1's sums
     reg        nxt_lt_edge, una_lt_end, una_lt_edge, nxt_lt_unaxw, nxt_lt_axw, a_lt_unaxw,
                a_lt_axw, db_over;
@@ -556,6 +543,21 @@ module stride_tx_sender #(
     // P3: the send length
     reg [15:0] slen;
     reg        can_send;
+    // pacing: P2 four partial products of rate x ticks (four gated shifts of the rate each),
+    // P3 the credit plus their sum (scaled to ns), D the capped credit less the charge
+    reg [DTW+31:0] pc_g0, pc_g1, pc_g2, pc_g3;
+    reg [ACW-1:0]  pc_acc;                      // signed: credit + rate x elapsed time
+    reg            pc_over;                     // pc_acc > CAP (the bucket is full)
+    reg [CRW-1:0]  pc_sent, pc_capsent;         // pc_acc - charge, CAP - charge
+    wire           pc_elig = !pc_acc[ACW-1];    // credit not negative: may depart
+    wire [CRW-1:0] pc_chg = {{(CRW - 36) {1'b0}}, slen + OVH, 20'd0};
+    function [DTW+31:0] pterm;                  // dt[i] ? rate << i : 0
+        input [31:0] r;
+        input [DTW-1:0] dt;
+        input integer i;
+        pterm = dt[i] ? ({{DTW{1'b0}}, r} << i) : {(DTW + 32) {1'b0}};
+    endfunction
+    wire [TLW-1:0] dt_full = x_now - f_tl;
 
     always @(posedge clk) begin
         // P1
@@ -580,6 +582,9 @@ module stride_tx_sender #(
         a_una <= x_a - f_una;
         dl_sh <= now_r + (RTO << f_rtsh);
         dl_inc <= now_r + (RTO << rtsh_inc);
+        // ticks since the last update, saturated at 2^DTW - 1 (4.2 ms: a bucket not yet full
+        // after that long is credited those 2^DTW - 1 ticks only)
+        pc_dt <= (dt_full[TLW-1:DTW] != {(TLW - DTW) {1'b0}}) ? {DTW{1'b1}} : dt_full[DTW-1:0];
         // P2
         nxt_lt_edge <= lt32(f_nxt, edge_);
         una_lt_end <= lt32(f_una, f_end);
@@ -591,15 +596,29 @@ module stride_tx_sender #(
         db_over <= a_una > RING;
         room <= edge_ - f_nxt;
         len_a <= (avail < {16'd0, MAXP}) ? avail[15:0] : MAXP;
+        pc_g0 <= pterm(f_rate, pc_dt, 0) + pterm(f_rate, pc_dt, 1) + pterm(f_rate, pc_dt, 2) +
+                 pterm(f_rate, pc_dt, 3);
+        pc_g1 <= pterm(f_rate, pc_dt, 4) + pterm(f_rate, pc_dt, 5) + pterm(f_rate, pc_dt, 6) +
+                 pterm(f_rate, pc_dt, 7);
+        pc_g2 <= pterm(f_rate, pc_dt, 8) + pterm(f_rate, pc_dt, 9) + pterm(f_rate, pc_dt, 10) +
+                 pterm(f_rate, pc_dt, 11);
+        pc_g3 <= pterm(f_rate, pc_dt, 12) + pterm(f_rate, pc_dt, 13) +
+                 pterm(f_rate, pc_dt, 14) + pterm(f_rate, pc_dt, 15);
         // P3
         can_send <= f_valid && nxt_lt_end && nxt_lt_edge;
         slen <= ({16'd0, len_a} > room) ? room[15:0] : len_a;
+        pc_acc <= {{(ACW - CRW) {f_cred[CRW-1]}}, f_cred} +
+                  ({{(ACW - DTW - 32) {1'b0}}, pc_g0 + pc_g1 + pc_g2 + pc_g3} << TICK_LOG2);
+        // D
+        pc_over <= $signed(pc_acc) > $signed({{(ACW - CRW) {1'b0}}, CAP});
+        pc_sent <= pc_acc[CRW-1:0] - pc_chg;
+        pc_capsent <= CAP - pc_chg;
     end
 
     // D: the op's decisions from the flags above, registered, so that EX only selects by them
     // (a decision feeds the enables of hundreds of flip-flops: record, descriptor, counters)
     reg        d_ok, d_upd, d_stt, d_gbn, d_held, d_to_a, d_rq, d_err, d_due, d_una_max,
-               d_cid_eq, d_send, d_psh, d_newmax, d_resent;
+               d_cid_eq, d_send, d_wait, d_psh, d_newmax, d_resent;
     reg [31:0] d_nxt_sent;
     always @(posedge clk) begin : decide
         reg ok, upd, gbn, held, to_a, rq_ok;
@@ -615,7 +634,9 @@ module stride_tx_sender #(
         d_due <= f_valid && f_rton && rto_due;
         d_una_max <= f_una == f_max;
         d_cid_eq <= f_valid && rec[R_CID +: 32] == x_a;
-        d_send <= can_send;
+        // a departure needs the head's credit (pacing): not negative after the accrual
+        d_send <= can_send && pc_elig;
+        d_wait <= can_send && !pc_elig;
         d_psh <= {16'd0, slen} == avail;
         d_newmax <= {16'd0, slen} > max_nxt;       // max = nxt + len if that passes it
         d_resent <= max_nxt != 32'd0;
@@ -625,8 +646,10 @@ module stride_tx_sender #(
             OP_RX: rq_ok = ok && (to_a ? (a_lt_end && (upd ? a_lt_axw : a_lt_unaxw))
                                        : (nxt_lt_end && (upd ? nxt_lt_axw : nxt_lt_unaxw)));
             OP_DB: rq_ok = ok && !(a_lt_end || db_over || !end_ok) && nxt_lt_a && nxt_lt_edge;
-            // more to send: len < end - nxt and len < window room
-            OP_SEND: rq_ok = can_send && {16'd0, slen} != avail && {16'd0, slen} != room;
+            // not eligible yet (back to the tail), or more to send after this packet:
+            // len < end - nxt and len < window room
+            OP_SEND: rq_ok = can_send && (!pc_elig || ({16'd0, slen} != avail &&
+                                                      {16'd0, slen} != room));
             OP_SCAN: rq_ok = f_valid && f_rton && rto_due && f_una != f_max && una_lt_end &&
                              una_lt_edge;
             default: rq_ok = 1'b0;
@@ -636,30 +659,23 @@ module stride_tx_sender #(
         d_rq <= rq_ok && f_valid && (op == OP_SEND || !f_inq);
     end
 
-    // the pacer requests (declared above), one clock after a departure's EX as before
-    wire ex_send = busy && ph == PH_EX && op == OP_SEND && d_send;
-    always @(posedge clk) begin
-        pace_req0 <= ex_send && !(x_idx[0] && N > 1);
-        pace_req1 <= ex_send && x_idx[0] && N > 1;
-    end
-
     always @(posedge clk) begin
         if (rst) begin
             busy <= 1'b0; ph <= 3'd0; op <= OP_SCAN; scan_idx <= 0; x_idx <= 0; x_ok <= 1'b0;
             tk <= 1'b0; pk_rx <= 1'b0; pk_aout <= 1'b0; pk_ctl <= 1'b0; pk_db <= 1'b0;
-            pk_send <= 1'b0; pk_scan <= 1'b0; pk_idx <= 0;
+            pk_rate <= 1'b0; pk_send <= 1'b0; pk_scan <= 1'b0; pk_idx <= 0; pace_yield <= 1'b0;
             clearing <= 1'b1; clear_idx <= 0; wr_en <= 1'b0;
             sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rq_push <= 1'b0; dq_push <= 1'b0;
-            jq_push <= 1'b0; ce_push <= 1'b0;
+            jq_push <= 1'b0; ce_push <= 1'b0; rt_pop <= 1'b0;
             ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
             cnt_data <= 0; cnt_resent <= 0; cnt_ctl_pkts <= 0; cnt_gbn_nack <= 0;
             cnt_nack_held <= 0; cnt_rto <= 0; cnt_db_err <= 0; cnt_overrun <= 0;
         end else begin
             // queue overruns (the op rate keeps them empty; counted for the tests)
             if ((snd_valid && sq_full) || (ack_valid && aq_full) || (rq_push && rq_full) ||
-                (ce_push && ce_full))
+                (ce_push && ce_full) || (cc_out_valid && rt_full))
                 cnt_overrun <= cnt_overrun + 1;
-            sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0;
+            sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rt_pop <= 1'b0;
             rq_push <= 1'b0; dq_push <= 1'b0; jq_push <= 1'b0; ce_push <= 1'b0;
             ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
             wr_en <= 1'b0;
@@ -667,13 +683,17 @@ module stride_tx_sender #(
                 clear_idx <= clear_idx + 1'b1;
                 if (clear_idx == LAST) clearing <= 1'b0;
             end else if (!busy) begin
-                // PICK: register the choice and the table index
-                busy <= 1'b1; ph <= 3'd0; tk <= 1'b1;
-                pk_rx <= take_rx; pk_aout <= take_aout; pk_ctl <= take_ctl; pk_db <= take_db;
-                pk_send <= take_send;
-                pk_scan <= !take_rx && !take_aout && !take_ctl && !take_db && !take_send;
-                pk_idx <= pick_idx;
-            end else if (pk_scan && (sq_v || aq_v) && (tk || ph == PH_RD || ph == PH_P1 ||
+                // PICK: register the choice and the table index (none while only the timer
+                // scan could run and the controller's event queue is full)
+                if (take_rx || take_aout || take_ctl || take_db || take_rate || take_send ||
+                    take_scan) begin
+                    busy <= 1'b1; ph <= 3'd0; tk <= 1'b1;
+                    pk_rx <= take_rx; pk_aout <= take_aout; pk_ctl <= take_ctl;
+                    pk_db <= take_db; pk_rate <= take_rate; pk_send <= take_send;
+                    pk_scan <= take_scan;
+                    pk_idx <= pick_idx;
+                end
+            end else if (pk_scan && (w_rx || aq_v) && (tk || ph == PH_RD || ph == PH_P1 ||
                                                      ph == PH_P2 || ph == PH_D)) begin
                 // a timer scan step gives way, until its EX, to a packet with ACK or an
                 // ACK/NACK request that arrived since its PICK (back to PICK; the scan index
@@ -683,6 +703,7 @@ module stride_tx_sender #(
                 // TK: the table reads pk_idx; the op's inputs are captured, its queue popped
                 tk <= 1'b0; ph <= PH_RD;
                 x_idx <= pk_idx;
+                x_now <= now_r[31:TICK_LOG2];
                 if (pk_rx) begin
                     op <= OP_RX; x_ok <= idx_ok(sq_q[SQW-1 -: 16]);
                     {x_flags, x_a, x_s, x_b} <= sq_q[SQW-17:0];
@@ -696,6 +717,8 @@ module stride_tx_sender #(
                     x_t <= ctl_peer_window;
                 end else if (pk_db) begin
                     op <= OP_DB; x_ok <= idx_ok(db_ctx); x_a <= db_end;
+                end else if (pk_rate) begin
+                    op <= OP_RATE; x_ok <= 1'b1; x_a <= rt_q[31:0];
                 end else if (pk_send) begin
                     op <= OP_SEND; x_ok <= 1'b1;
                 end else begin
@@ -703,21 +726,26 @@ module stride_tx_sender #(
                 end
                 // the queues' heads are taken now (their next entries show in 1 cycle,
                 // before the next PICK)
-                sq_pop <= pk_rx; aq_pop <= pk_aout; rq_pop <= pk_send;
+                sq_pop <= pk_rx; aq_pop <= pk_aout; rq_pop <= pk_send; rt_pop <= pk_rate;
             end else if (ph == PH_RD) begin
                 rec <= ram_q; ph <= PH_P1;
             end else if (ph == PH_WR) begin
                 busy <= 1'b0; ph <= 3'd0;
             end else if (ph != PH_EX) begin
-                // only a departure needs P3 (its length): the other ops skip it
-                ph <= (ph == PH_P2 && op != OP_SEND) ? PH_D : ph + 3'd1;
+                // only a departure needs P3 (its length) and only a departure or a rate result
+                // the pacing sums (P2, P3): the other ops skip P3
+                ph <= (ph == PH_P2 && op != OP_SEND && op != OP_RATE) ? PH_D : ph + 3'd1;
             end else begin : exec
                 reg [W-1:0] nr;
                 reg        valid, rton, nkon, inq, wr;
                 reg [31:0] una_, nxt, max_, end_, wnd, rack, rtdl, nkack, nkt, stt, iss;
                 reg [15:0] rce;
                 reg [2:0]  rtsh;
+                reg [31:0] rate;
+                reg [CRW-1:0] cred;
+                reg [TLW-1:0] tl;
                 nr = rec;
+                rate = f_rate; cred = f_cred; tl = f_tl;
                 valid = f_valid; iss = f_iss; una_ = f_una; nxt = f_nxt; max_ = f_max;
                 end_ = f_end; wnd = f_wnd; rack = f_rack; rce = f_rce; rton = f_rton;
                 rtdl = f_rtdl; rtsh = f_rtsh; nkon = f_nkon; nkack = f_nkack; nkt = f_nkt;
@@ -725,6 +753,9 @@ module stride_tx_sender #(
                 wr = 1'b0;
                 ph <= PH_WR;
                 if (pk_scan) scan_idx <= (scan_idx == LAST) ? {AW{1'b0}} : scan_idx + 1'b1;
+                // a departure that found its head not eligible yet leaves the next slot to
+                // another op
+                pace_yield <= op == OP_SEND && d_wait;
                 case (op)
                     OP_RX: if (d_ok) begin
                         // x_a = ack, x_b = echo_stt, x_flags
@@ -738,7 +769,7 @@ module stride_tx_sender #(
                             una_valid <= 1'b1; una_ctx <= {{(16 - AW) {1'b0}}, x_idx};
                             una <= x_a;
                             if (d_stt) begin
-                                ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd0, x_b};
+                                ce_push <= 1'b1; ce_in <= {x_idx, 2'd0, x_b};
                                 stt = x_b;
                             end
                         end
@@ -749,7 +780,7 @@ module stride_tx_sender #(
                             end else begin
                                 nkon = 1'b1; nkack = x_a; nkt = now_r;
                                 cnt_gbn_nack <= cnt_gbn_nack + 1;
-                                ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd1, 32'd0};
+                                ce_push <= 1'b1; ce_in <= {x_idx, 2'd1, 32'd0};
                             end
                         end
                     end
@@ -776,9 +807,12 @@ module stride_tx_sender #(
                             nkack = 32'd0; nkt = 32'd0; inq = 1'b0; stt = 32'd0;
                             nr[R_CID +: 32] = x_a; nr[R_PCID +: 32] = x_b;
                             nr[R_PIP +: 32] = x_c; nr[R_PPORT +: 16] = x_s;
+                            // a new connection: the initial rate (its controller is reset
+                            // below and answers with that rate) and a full bucket
+                            rate = cfg_rate_init; cred = CAP; tl = x_now;
                             if (x_cop == 2'd1) begin
                                 ce_push <= 1'b1;
-                                ce_in <= {x_idx[0] & (N > 1), 2'd3, 32'd0};
+                                ce_in <= {x_idx, 2'd3, 32'd0};
                             end
                         end
                     end
@@ -787,9 +821,19 @@ module stride_tx_sender #(
                     end else begin
                         cnt_db_err <= cnt_db_err + 1;
                     end
+                    OP_RATE: if (f_valid) begin
+                        // a controller result (x_a = the rate): the credit is brought up to
+                        // now at the old rate, then the new rate applies
+                        wr = 1'b1;
+                        cred = pc_over ? CAP : pc_acc[CRW-1:0]; tl = x_now;
+                        rate = x_a;
+                    end
                     OP_SEND: begin
                         wr = 1'b1; inq = 1'b0;
+                        // the credit brought up to now (and, for a departure, charged below)
+                        cred = pc_over ? CAP : pc_acc[CRW-1:0]; tl = x_now;
                         if (d_send) begin
+                            cred = pc_over ? pc_capsent : pc_sent;
                             dq_push <= 1'b1;
                             dq_in <= {d_psh ? 8'h62 : 8'h22, slen,
                                       rec[R_PCID +: 32], rec[R_CID +: 32], nxt, rack,
@@ -799,7 +843,6 @@ module stride_tx_sender #(
                             jq_in <= {x_idx, off[BUF_LOG2-1:3],
                                       slen[14:3] + {11'd0, slen[2:0] != 3'd0},
                                       (slen[2:0] == 3'd0) ? 8'hff : ~(8'hff << slen[2:0])};
-                            pace_len <= slen + OVH;
                             cnt_data <= cnt_data + 1;
                             if (d_resent) cnt_resent <= cnt_resent + 1;
                             if (d_newmax) max_ = d_nxt_sent;
@@ -818,7 +861,7 @@ module stride_tx_sender #(
                             rtsh = rtsh_inc;
                             rtdl = dl_inc;
                             cnt_rto <= cnt_rto + 1;
-                            ce_push <= 1'b1; ce_in <= {x_idx[0] & (N > 1), 2'd2, 32'd0};
+                            ce_push <= 1'b1; ce_in <= {x_idx, 2'd2, 32'd0};
                         end
                     end
                 endcase
@@ -833,12 +876,13 @@ module stride_tx_sender #(
                 nr[R_RCE +: 16] = rce; nr[R_RTON] = rton; nr[R_RTDL +: 32] = rtdl;
                 nr[R_RTSH +: 3] = rtsh; nr[R_NKON] = nkon; nr[R_NKACK +: 32] = nkack;
                 nr[R_NKT +: 32] = nkt; nr[R_INQ] = inq; nr[R_STT +: 32] = stt;
+                nr[R_RATE +: 32] = rate; nr[R_CRED +: CRW] = cred; nr[R_TL +: TLW] = tl;
                 wr_en <= wr;
                 wr_data_r <= nr;
             end
         end
     end
-    wire unused = &{1'b0, oq_full, cc_slot, pb_raddr, pb_waddr, pbx_rd_data, rv_d_next[LAT],
+    wire unused = &{1'b0, oq_full, pb_raddr, pb_waddr, pbx_rd_data, rv_d_next[LAT],
                        rv_tag_next[LAT*9+8 -: 9]};
 endmodule
 

@@ -5,9 +5,9 @@
 # default CONTEXTS=2; stride_cc_c1 is the same file with CONTEXTS=1 (one context, loops in one
 # cycle), for comparison. stride_rx_engine_nN is the receive engine with N contexts (its context
 # table included); stride_rx_parser the 64-bit parser; stride_engine_nN the whole engine
-# (hw/rtl/stride_engine.v: parser, receive engine, sender with stride_cc and stride_pacer, frame
-# builder) with N contexts. stride_cc_table_nN is the controller for N contexts (one update core,
-# the state in a table).
+# (hw/rtl/stride_engine.v: parser, receive engine, sender with stride_cc_table and a token
+# bucket per connection, frame builder) with N contexts. stride_cc_table_nN is the controller
+# for N contexts (one update core, the state in a table).
 set -euo pipefail
 mod=$1 target=$2 out=$3
 here=$(cd "$(dirname "$0")" && pwd)

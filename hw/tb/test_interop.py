@@ -12,7 +12,7 @@ from common import BUILD, HW, ROOT, RTL, simulators
 
 SIMS = simulators()
 ENGINE_ALL = ["stride_engine", "stride_rx_parser", "stride_rx_engine", "stride_ctx_ram",
-              "stride_tx_sender", "stride_tx_builder", "stride_fifo", "stride_cc", "stride_pacer"]
+              "stride_tx_sender", "stride_tx_builder", "stride_fifo", "stride_cc_table"]
 
 
 def _wire_version():

@@ -1,4 +1,6 @@
 """Runners for the transmit side of the packet engine, each under Icarus and Verilator."""
+import os
+
 import pytest
 
 from common import run_module, simulators
@@ -19,18 +21,17 @@ def test_tx_builder_bad_params_stop_elaboration(sim, bad):
              tag="_bad_" + "_".join(f"{k}{v}" for k, v in bad.items()))
 
 
-SENDER = ["stride_tx_sender", "stride_fifo", "stride_cc", "stride_pacer", "stride_ctx_ram"]
+SENDER = ["stride_tx_sender", "stride_fifo", "stride_cc_table", "stride_ctx_ram"]
 
 
-# four connections under both simulators, one connection (N = 1: one rate lane) under Icarus
+# four connections under both simulators, one connection (N = 1) under Icarus
 SENDER_CASES = [(n, sim) for sim in SIMS for n in (1, 4) if n == 4 or sim == "icarus"]
 
 
 @pytest.mark.parametrize("n,sim", SENDER_CASES)
 def test_tx_sender(sim, n):
     run_module("stride_tx_sender", "cocotb_tx_sender", sim,
-         {"N": n, "BUF_LOG2": 13, "RTO_NS": 20000, "NACK_HOLD_NS": 2000,
-          "PACE_CLK_NS_LOG2": 3, "PACE_SCALE_Q12": 4096},
+         {"N": n, "BUF_LOG2": 13, "RTO_NS": 20000, "NACK_HOLD_NS": 2000},
          {"SENDER_N": str(n), "SENDER_BUF_LOG2": "13"}, SENDER, f"_n{n}")
 
 
@@ -43,7 +44,7 @@ def test_tx_sender_bad_params_stop_elaboration(sim, bad):
 
 
 ENGINE_ALL = ["stride_engine", "stride_rx_parser", "stride_rx_engine", "stride_ctx_ram",
-              "stride_tx_sender", "stride_tx_builder", "stride_fifo", "stride_cc", "stride_pacer"]
+              "stride_tx_sender", "stride_tx_builder", "stride_fifo", "stride_cc_table"]
 
 
 @pytest.mark.parametrize("sim", SIMS)
@@ -74,3 +75,24 @@ def test_engine_bad_params_stop_elaboration(sim, bad):
 def test_fifo(sim):
     run_module("stride_fifo", "cocotb_fifo", sim, {"WIDTH": 12, "DEPTH_LOG2": 3},
          {"FIFO_WIDTH": "12", "FIFO_DEPTH_LOG2": "3"}, tag="_w12_d3")
+
+
+# per-connection rates: connections driven apart by their own controller events, each checked
+# against its own rate (token-bucket bounds) and every controller result against cc_model.py.
+# N = 4 (contexts 0-3) under both simulators, N = 64 (eight contexts spread over the table)
+# under Icarus; STRIDE_HW_FULL=1 (`make -C hw test-full`) adds N = 64 under Verilator.
+FULL = os.environ.get("STRIDE_HW_FULL") == "1"
+RATE_CASES = [(4, "0,1,2,3", sim) for sim in SIMS] + \
+    [(64, "0,63,5,17,32,40,50,9", sim) for sim in SIMS if sim == "icarus" or FULL]
+
+
+@pytest.mark.parametrize("n,ctxs,sim", RATE_CASES)
+def test_tx_sender_rates(sim, n, ctxs):
+    r0 = int((0.2 if n == 4 else 0.1) * (1 << 20))
+    run_module("stride_tx_sender", "cocotb_tx_rates", sim,
+               {"N": n, "BUF_LOG2": 15, "MAX_PAYLOAD": 256, "BURST_BYTES": 1024,
+                "RTO_NS": 1 << 29, "RTO_MAX_SHIFT": 0},
+               {"RATES_N": str(n), "RATES_CTXS": ctxs, "RATES_R0": str(r0),
+                "RATES_BUF_LOG2": "15", "RATES_MAXP": "256", "RATES_BURST": "1024",
+                "RATES_LIMIT": os.environ.get("RATES_LIMIT", "300000")},
+               SENDER, f"_rates_n{n}")
