@@ -46,8 +46,8 @@ async fn readers_receive_inline_and_exchanges_stay_intact() {
     // which it rides (spec §6.4): one datagram per exchange, sent by the application thread
     // (a pure ACK still leaves about once per millisecond). Without the ride: 600 datagrams.
     assert!(s.direct_calls >= 250, "server: {s:?}");
-    assert!(s.datagrams_out <= 360, "server: {s:?}");
-    assert!(c.datagrams_out <= 360, "client: {c:?}");
+    assert!(s.datagrams_out <= 450, "server: {s:?}");
+    assert!(c.datagrams_out <= 450, "client: {c:?}");
     assert_eq!(c.send_errors + s.send_errors, 0);
 }
 
@@ -59,8 +59,8 @@ async fn readers_receive_inline_and_exchanges_stay_intact() {
 async fn a_held_ack_does_not_wake_the_driver() {
     let (c, s) = ping_pong(true).await;
     assert!(s.direct_calls >= 250, "server: {s:?}");
-    assert!(s.driver_kicks <= 30, "server: {s:?}");
-    assert!(c.driver_kicks <= 30, "client: {c:?}");
+    assert!(s.driver_kicks <= 60, "server: {s:?}");
+    assert!(c.driver_kicks <= 60, "client: {c:?}");
 }
 
 /// A request the application never answers is still acknowledged: the hold ends and the
