@@ -15,19 +15,12 @@ median and runs.
 """
 import contextlib
 import json
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
-from benchlib import idle_polling
-
-
-def port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from benchlib import idle_polling, port
 
 
 def main():

@@ -1,5 +1,6 @@
 """Pieces the benchmark scripts share."""
 import contextlib
+import socket
 import struct
 
 
@@ -18,3 +19,10 @@ def idle_polling():
         yield True
     finally:
         f.close()
+
+
+def port():
+    """A free UDP port on loopback (bound once and released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -32,13 +32,14 @@ Raw runs go to out/bench-loss.json. Loopback only. Builds the release `stride` b
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchlib import port
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
@@ -53,12 +54,6 @@ CASES = {
     "reorder5": dict(loss=0.0, args=["--delay", "1ms", "--reorder", "5%",
                                      "--reorder-by", "100us"]),
 }
-
-
-def port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def parse_size(s):

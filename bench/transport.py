@@ -33,25 +33,18 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from benchlib import idle_polling
+from benchlib import idle_polling, port
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 STRIDE = TARGET / "release" / "stride"
 QUIC = ROOT / "bench" / "quic-perf" / "target" / "release" / "quic-perf"
-
-
-def port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def last_json(cmd, timeout=300):
