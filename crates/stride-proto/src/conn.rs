@@ -1469,10 +1469,9 @@ impl Connection {
             && !self.peer_fin
             && (self.confirmed || !self.is_client)
             && self.rexmit.is_empty()
-            && self.data_ready()
-            && now >= self.data_at()
             && self.pending_data() > 0
             && self.window_room() > 0
+            && now >= self.data_at()
     }
 
     fn header(&self, flags: Flags, now: u64) -> Header {
