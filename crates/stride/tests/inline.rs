@@ -103,6 +103,13 @@ async fn an_unanswered_request_is_acknowledged() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
+    // By the held ACK itself (at most about 1 ms late), not by a resend after the client's
+    // 10 ms retransmission timeout: seen failing with the hold stretched to 1 s.
+    let timeouts = c.stats().map_or(0, |s| s.timeouts);
+    assert_eq!(
+        timeouts, 0,
+        "the ACK came only after a retransmission timeout"
+    );
     let closed = tokio::time::timeout(std::time::Duration::from_secs(5), c.shutdown()).await;
     assert!(matches!(closed, Ok(Ok(()))), "shutdown: {closed:?}");
     let _ = done_tx.send(());
