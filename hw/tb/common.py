@@ -9,7 +9,9 @@ HW = Path(__file__).resolve().parent.parent
 ROOT = HW.parent
 RTL = HW / "rtl"
 VECTORS = ROOT / "vectors" / "cc"
-BUILD = HW / "sim_build"
+# One build tree per pytest-xdist worker (`make -C hw test` runs the tests on every CPU): tests that
+# share a build directory within a worker run one after another, and no two workers share one.
+BUILD = HW / "sim_build" / os.environ.get("PYTEST_XDIST_WORKER", "serial")
 
 BRANCHES = {"none": 0, "low": 1, "high": 2, "grad_inc": 3, "grad_dec": 4, "nack": 5, "timeout": 6,
             "nack_held": 7}
