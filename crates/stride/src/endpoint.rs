@@ -154,6 +154,14 @@ pub struct SocketInfo {
     pub kernel_timestamps: bool,
     /// Whether UDP GRO is on (the kernel hands over runs of datagrams as one message).
     pub gro: bool,
+    /// The receive share in force (spec §8.6 `rx_share`, bytes; 0: off): the configured one,
+    /// at most a quarter of `recv_buffer` (see [`HOST_RX_SHARE`]).
+    pub rx_share: u32,
+    /// Each connection's receive buffer, the most it advertises as window: the configured
+    /// `Config::recv_buffer`, at most an eighth of `recv_buffer` (at least 64 KiB), so what a
+    /// peer may have in flight fits the socket even when this endpoint falls behind, and the
+    /// first windows of a burst of starts (before the share counts its senders) do too.
+    pub conn_recv_buffer: usize,
 }
 
 #[derive(Default)]
@@ -471,6 +479,21 @@ pub const HOST_ACK_RIDE_NS: u64 = 1_000_000;
 /// with batches; docs/results.md, session 10).
 pub const HOST_SEND_BATCH_BYTES: u32 = 64 * 1024;
 
+/// The host profile's receive share (spec §8.6 `rx_share`, §11.1): with two or more peers
+/// sending to one endpoint (one socket), they hold at most about 2 MiB in flight together
+/// (each `2 MiB >> ceil(log2 n)`); a lone sender is not limited. On a software host the queue
+/// that matters is the socket's receive queue, which the kernel's receive stamp does not see
+/// (see [`EndpointConfig::read_delay_slack_ns`]): when the receiving thread falls behind (it
+/// shares the cores with the senders), only the window bounds that queue. Without a share each
+/// peer may have its whole receive window (4 MiB) in flight, a few together overflow the
+/// socket, and every overflow costs a timeout and a go-back-N resend that lands in the same
+/// full queue: 8 loopback connections into a 2-socket server on 2 cores moved 3–5 Gbit/s with
+/// 0.3–1 million resends and 300–800 timeouts per GB; with the share 10.7–13 Gbit/s and under
+/// 1 400 resends (docs/results.md, session 11). [`Endpoint::bind_with`] lowers the share further
+/// to a quarter of the socket buffer the kernel granted, so a datagram's kernel overhead
+/// (about 1.6x its payload) and a resend of what is still queued both fit.
+pub const HOST_RX_SHARE: u32 = 2 << 20;
+
 /// The protocol's defaults for a host whose NIC runs at `line_bps`, adjusted for a software
 /// stack on a general-purpose OS:
 ///
@@ -507,6 +530,9 @@ pub const HOST_SEND_BATCH_BYTES: u32 = 64 * 1024;
 ///   (spec §6.4, [`HOST_ACK_RIDE_NS`]: a pure ACK, the peer's STT and RTT sample, still leaves
 ///   at least once per millisecond): a request/response exchange is one datagram each way,
 ///   not two (the ACK held for the response, see [`ACK_HOLD_NS`], then costs nothing);
+/// - with two or more peers sending to the endpoint, their windows share [`HOST_RX_SHARE`]
+///   (2 MiB) instead of the protocol's 52 µs of line: software RTTs are hundreds of µs, and the
+///   bound is there for the socket's receive queue, not a switch port;
 /// - the receiver's delayed-ACK backstop is [`HOST_DELAYED_ACK_NS`] (100 µs) instead of 50 µs.
 ///   ACKs still go every 64 KB and at once on PSH (the end of what the sender had queued), so
 ///   the backstop only decides how often a paced flow below 64 KB per 50 µs (10 Gbit/s) is
@@ -537,8 +563,9 @@ pub fn host_config(line_bps: u64) -> Config {
         p.gate_high = true;
     }
     // Software RTTs are hundreds of µs: a 52 µs receive share would throttle concurrent
-    // senders (spec §8.6 `rx_share`, §11.1).
-    c.rx_share = 0;
+    // senders, but some share must keep them within the socket's buffer (spec §8.6 `rx_share`,
+    // §11.1).
+    c.rx_share = HOST_RX_SHARE;
     c
 }
 
@@ -683,7 +710,7 @@ impl Endpoint {
         // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
         // leaves both off; CE then never reaches the controllers.
         let _ = sys::enable_ecn(fd, addr.is_ipv6());
-        let info = SocketInfo {
+        let mut info = SocketInfo {
             local: sock
                 .local_addr()?
                 .as_socket()
@@ -692,7 +719,24 @@ impl Endpoint {
             send_buffer: sock.send_buffer_size().unwrap_or(0),
             kernel_timestamps,
             gro,
+            rx_share: 0,
+            conn_recv_buffer: opts.proto.recv_buffer,
         };
+        if info.recv_buffer > 0 {
+            // What peers have in flight toward this socket stays within a quarter of its
+            // buffer (the kernel reports the doubled figure it charges each datagram's full
+            // size against, about 1.6x the payload): a lone sender through its window (an
+            // eighth: a burst of starts gets first windows of up to twice that before the
+            // share counts them), several through the receive share. Then neither kernel
+            // overhead nor a resend of what is still queued overflows it, however late the
+            // driver reads.
+            let quarter = info.recv_buffer / 4;
+            info.conn_recv_buffer = info.conn_recv_buffer.min((quarter / 2).max(64 << 10));
+            let q = u32::try_from(quarter).unwrap_or(u32::MAX).max(1024);
+            info.rx_share = opts.proto.rx_share.min(q);
+        } else {
+            info.rx_share = opts.proto.rx_share;
+        }
         let udp: std::net::UdpSocket = sock.into();
         // SAFETY: plain eventfd creation.
         let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -703,6 +747,8 @@ impl Endpoint {
         let slack = opts.read_delay_slack_ns;
         let inline_rx = opts.inline_receive;
         let mut opts = opts;
+        opts.proto.rx_share = info.rx_share;
+        opts.proto.recv_buffer = info.conn_recv_buffer;
         opts.proto.max_connections =
             connection_limit(opts.proto.max_connections, sys::mem_available());
         let secret = sys::random16()?;
