@@ -9,12 +9,38 @@ use bytes::Bytes;
 use siphasher::sip::{SipHasher13, SipHasher24};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::hash::Hasher;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::{IpAddr, SocketAddr};
 
 /// Identifies a connection of an endpoint (its local connection identifier).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnHandle(pub u32);
+
+/// Hasher for tables keyed by a connection identifier (`u32` or [`ConnHandle`]): one multiply
+/// by an odd 64-bit constant (Fibonacci hashing), which spreads the key's bits into the high
+/// bits the table probes with. The endpoint draws its identifiers at random and never takes one
+/// from a peer, so a peer cannot fill a table with colliding keys and a keyed hash buys nothing;
+/// an identifier a peer invents only misses. The default SipHash was about a tenth of a bulk
+/// receiver's CPU (`perf`, docs/results.md, session 11). Other keys (bytes) fall back to FNV-1a.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CidHasher(u64);
+
+impl Hasher for CidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A hash map keyed by connection identifier, hashed with [`CidHasher`].
+pub type CidMap<K, V> = HashMap<K, V, BuildHasherDefault<CidHasher>>;
 
 /// A datagram to send: `len` bytes of the caller's buffer to `remote`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +149,7 @@ pub struct Endpoint {
     key: (u64, u64),
     ids: IdGen,
     listening: bool,
-    conns: HashMap<u32, Entry>,
+    conns: CidMap<u32, Entry>,
     /// Accepted connections per source address.
     per_source: HashMap<IpAddr, usize>,
     ready: VecDeque<u32>,
@@ -163,7 +189,7 @@ impl Endpoint {
             key: (k0, k1),
             ids: IdGen::new((k0, k1), rng_seed),
             listening: false,
-            conns: HashMap::new(),
+            conns: CidMap::default(),
             per_source: HashMap::new(),
             ready: VecDeque::new(),
             timers: BinaryHeap::new(),
@@ -704,7 +730,7 @@ impl Endpoint {
     /// in-order payload as a slice of `data` instead of copying it.
     pub fn handle_ecn_bytes(&mut self, now: u64, remote: SocketAddr, data: &Bytes, ce: bool) {
         let dst = Packet::new_checked(&data[..]).ok().map(|p| p.dst_cid());
-        let lend = |conns: &mut HashMap<u32, Entry>, src: Option<Bytes>| {
+        let lend = |conns: &mut CidMap<u32, Entry>, src: Option<Bytes>| {
             if let Some(e) = dst.and_then(|d| conns.get_mut(&d)) {
                 if e.remote == remote {
                     e.conn.set_rx_source(src);

@@ -25,5 +25,7 @@ pub mod wire;
 
 pub use config::{Config, EchoPolicy, Recovery};
 pub use conn::{CloseReason, Connection, Event, State};
-pub use endpoint::{ConnHandle, Endpoint, EndpointError, EndpointStats, Transmit};
+pub use endpoint::{
+    CidHasher, CidMap, ConnHandle, Endpoint, EndpointError, EndpointStats, Transmit,
+};
 pub use stats::{ConnStats, Histogram};

@@ -36,7 +36,7 @@
 use crate::error::{Error, Result};
 use crate::sys::{self, RxBatch, TxBatch};
 use bytes::Bytes;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -178,7 +178,7 @@ struct Slot {
 
 struct State {
     ep: stride_proto::Endpoint,
-    slots: HashMap<ConnHandle, Slot>,
+    slots: stride_proto::CidMap<ConnHandle, Slot>,
     accept_q: VecDeque<ConnHandle>,
     accept_wakers: Vec<Waker>,
     shutdown_waiters: Vec<ConnHandle>,
@@ -758,7 +758,7 @@ impl Endpoint {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 ep,
-                slots: HashMap::new(),
+                slots: Default::default(),
                 accept_q: VecDeque::new(),
                 accept_wakers: Vec::new(),
                 shutdown_waiters: Vec::new(),
