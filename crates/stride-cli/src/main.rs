@@ -44,6 +44,9 @@ mod vectors;
 mod xfer;
 
 fn main() {
+    // Receive buffers are freed on reader threads and retaken at line rate: keep the freed
+    // memory instead of faulting it back in (stride::sys::keep_freed_memory).
+    stride::sys::keep_freed_memory();
     let cli = Cli::parse();
     let (name, r) = match cli.cmd {
         Cmd::Vectors(a) => ("vectors", vectors::run(a)),
