@@ -885,7 +885,10 @@ mod tests {
             round();
         }
         let faults = minor_faults_of_this_thread() - before;
-        assert!(faults < 400, "{faults} page faults in 4 rounds of 4 096 pages");
+        assert!(
+            faults < 400,
+            "{faults} page faults in 4 rounds of 4 096 pages"
+        );
     }
 
     /// Datagrams the kernel drops at a full socket are counted (`SO_RXQ_OVFL`) and reported
