@@ -346,14 +346,22 @@ module stride_tx_sender #(
     wire             pb_wen = wr_valid && {16'd0, wr_ctx} < N;
     generate
         if (PBUF_EXT == 0) begin : on_chip
-            // the block RAM's output is registered once more (timing: its clock-to-out is slow
-            // on ECP5, and a deep buffer adds a multiplexer behind it): read latency 2
+            // the block RAM's output is registered twice more (timing: its clock-to-out is slow
+            // on ECP5, and its 64 block RAMs are spread over the die: the first register sits
+            // next to each): read latency 3. Declared collision-free (no bypass logic behind
+            // the block RAM): a read meets the host's write of the same word only for a word
+            // the reader does not need: the host writes a word before the doorbell that covers
+            // it, into ring space below snd_una, so a departure reading it at that moment is a
+            // resend of bytes below snd_una (<= the peer's rcv_nxt: discarded there)
             wire [63:0] pb_ram_q;
-            reg  [63:0] pb_q_r;
-            stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64)) pbuf (
+            reg  [63:0] pb_q_r1, pb_q_r;
+            stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64), .OLD_ON_COLLISION(0)) pbuf (
                 .clk(clk), .rd_addr(pb_raddr[PAW-1:0]), .rd_data(pb_ram_q),
                 .wr_en(pb_wen), .wr_addr(pb_waddr[PAW-1:0]), .wr_data(wr_data));
-            always @(posedge clk) pb_q_r <= pb_ram_q;
+            always @(posedge clk) begin
+                pb_q_r1 <= pb_ram_q;
+                pb_q_r <= pb_q_r1;
+            end
             assign pb_q = pb_q_r;
             always @(posedge clk) begin
                 pbx_wr_en <= 1'b0; pbx_wr_addr <= 32'd0; pbx_wr_data <= 64'd0;
@@ -374,8 +382,8 @@ module stride_tx_sender #(
 
     // ---- payload reader: one word per clock into an output queue of 2^OQ_LOG2 (+1) entries,
     // credit-based: at most 2^OQ_LOG2 words read and not yet taken, enough to cover the read
-    // latency (LAT: PBUF_LAT, or 2 on chip) and the queue's own with no bubble
-    localparam integer LAT = (PBUF_EXT != 0) ? PBUF_LAT : 2;    // read latency, clocks
+    // latency (LAT: PBUF_LAT, or 3 on chip) and the queue's own with no bubble
+    localparam integer LAT = (PBUF_EXT != 0) ? PBUF_LAT : 3;    // read latency, clocks
     localparam integer OQ_LOG2 = (LAT <= 1) ? 2 : $clog2(LAT + 4);
     localparam [OQ_LOG2:0] OQ_CREDIT = 1 << OQ_LOG2;
     reg  [AW-1:0] rd_ctx;
