@@ -508,7 +508,7 @@ module stride_tx_sender #(
     stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0)) table_ (
         .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
         .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : x_idx),
-        .wr_data(clearing ? {W{1'b0}} : wr_data_r));
+        .wr_data(wr_data_r));           // zero while clearing (no multiplexer before the RAM)
     // the record: the table's output registered twice, every clock (RD, RD2); the table's
     // index and contents do not change from TK to WR, so rec holds the op's record from P1 to EX
     reg  [W-1:0] rec1, rec;
@@ -553,6 +553,9 @@ module stride_tx_sender #(
     // P1: compares and sums from the record and the inputs
     reg        a_gt_una, a_le_max, nxt_lt_a, a_lt_una, a_lt_nxt, a_eq_max, nk_same, nk_hold;
     reg        rto_due, nxt_lt_end, end_ok, a_lt_end;
+    // P1: the record's and the inputs' tests that D combines (so D needs no wide compare)
+    reg        p_una_eq_max, p_cid_eq, p_nack, p_pure_ack;
+    reg [2:0]  p_rtsh_inc;
     reg [31:0] edge_, avail, off, max_nxt, una_xw, a_xw, a_una, dl_sh, dl_inc;
     // P2: compares of P1's sums
     reg        nxt_lt_edge, una_lt_end, una_lt_edge, nxt_lt_unaxw, nxt_lt_axw, a_lt_unaxw,
@@ -562,6 +565,7 @@ module stride_tx_sender #(
     // P3: the send length
     reg [15:0] slen;
     reg        can_send;
+    reg        p_psh, p_more;                   // slen == avail; slen != avail and != room
     // pacing: RD2 the elapsed ticks and 3 x rate (from rec1), P1 four sums of two radix-4
     // digits of rate x ticks (digit k: dt[2k+1:2k] x rate, one of 0, r, 2r, 3r), P2 two sums of
     // those, P3 the credit plus both (one carry-save layer, one adder), D the cap test and the
@@ -626,6 +630,11 @@ module stride_tx_sender #(
         a_una <= x_a - f_una;
         dl_sh <= now_r + (RTO << f_rtsh);
         dl_inc <= now_r + (RTO << rtsh_inc);
+        p_una_eq_max <= f_una == f_max;
+        p_cid_eq <= rec[R_CID +: 32] == x_a;
+        p_nack <= x_flags == 8'h06;
+        p_pure_ack <= (x_flags & 8'h7f) == 8'h02;
+        p_rtsh_inc <= rtsh_inc;
         // RD2 (from rec1): ticks since the last update, saturated at 2^DTW - 1 (4.2 ms: a
         // bucket not yet full after that long is credited those 2^DTW - 1 ticks only), 3 x rate
         pc_dt <= (dt_full[TLW-1:DTW] != {(TLW - DTW) {1'b0}}) ? {DTW{1'b1}} : dt_full[DTW-1:0];
@@ -655,6 +664,10 @@ module stride_tx_sender #(
         // P3
         can_send <= f_valid && nxt_lt_end && nxt_lt_edge;
         slen <= ({16'd0, len_a} > room) ? room[15:0] : len_a;
+        // slen == avail (PSH), and more to send after this packet (slen != avail, != room)
+        p_psh <= ({16'd0, len_a} > room) ? room == avail : {16'd0, len_a} == avail;
+        p_more <= ({16'd0, len_a} > room) ? 1'b0 :
+                  ({16'd0, len_a} != avail && {16'd0, len_a} != room);
         pc_acc <= pc_3s + pc_3c;
         // D
         pc_over <= $signed(pc_acc) > $signed({{(ACW - CRW) {1'b0}}, CAP});
@@ -684,21 +697,21 @@ module stride_tx_sender #(
         ok = x_ok && f_valid;
         upd = a_gt_una && a_le_max;
         // go-back-N on a NACK with una <= ack < nxt (una, nxt as updated by this ACK)
-        gbn = x_flags == 8'h06 && (upd ? (!nxt_lt_a && a_lt_nxt) : (!a_lt_una && a_lt_nxt));
+        gbn = p_nack && (upd ? (!nxt_lt_a && a_lt_nxt) : (!a_lt_una && a_lt_nxt));
         held = nk_same && nk_hold;
         to_a = (upd && nxt_lt_a) || (gbn && !held);
         err = a_lt_end || db_over || !end_ok;
         due = f_valid && f_rton && rto_due;
         inst = x_is_ctl && x_cop != 2'd0 && x_ok;          // install or remove
         rx = x_is_rx && ok;
-        stt = (x_flags & 8'h7f) == 8'h02;
+        stt = p_pure_ack;
         go = gbn && !held;
         // a departure needs the head's credit (pacing): not negative after the accrual
         send = x_is_send && can_send && pc_elig;
         wait_ = x_is_send && can_send && !pc_elig;
-        scan_rto = x_is_scan && due && f_una != f_max;
-        d_cid_eq <= f_valid && rec[R_CID +: 32] == x_a;
-        d_psh <= {16'd0, slen} == avail;
+        scan_rto = x_is_scan && due && !p_una_eq_max;
+        d_cid_eq <= f_valid && p_cid_eq;
+        d_psh <= p_psh;
         d_nxt_sent <= f_nxt + {16'd0, slen};
         case (op)
             // requeue test on the updated nxt (f_nxt or x_a), end, una + window
@@ -707,9 +720,8 @@ module stride_tx_sender #(
             OP_DB: rq_ok = ok && !err && nxt_lt_a && nxt_lt_edge;
             // not eligible yet (back to the tail), or more to send after this packet:
             // len < end - nxt and len < window room
-            OP_SEND: rq_ok = can_send && (!pc_elig || ({16'd0, slen} != avail &&
-                                                      {16'd0, slen} != room));
-            OP_SCAN: rq_ok = due && f_una != f_max && una_lt_end && una_lt_edge;
+            OP_SEND: rq_ok = can_send && (!pc_elig || p_more);
+            OP_SCAN: rq_ok = due && !p_una_eq_max && una_lt_end && una_lt_edge;
             default: rq_ok = 1'b0;
         endcase
         // (re)queue a connection that has something to send, unless it is queued already (a
@@ -736,8 +748,8 @@ module stride_tx_sender #(
         s_tl <= inst || (x_is_rate && f_valid) || x_is_send;
         n_valid <= inst ? x_cop == 2'd1 : f_valid;
         n_rton <= inst ? 1'b0 : (rx && upd) ? !a_eq_max : send ? 1'b1 :
-                  (x_is_scan && due && f_una == f_max) ? 1'b0 : f_rton;
-        n_rtsh <= (inst || (rx && upd)) ? 3'd0 : scan_rto ? rtsh_inc : f_rtsh;
+                  (x_is_scan && due && p_una_eq_max) ? 1'b0 : f_rton;
+        n_rtsh <= (inst || (rx && upd)) ? 3'd0 : scan_rto ? p_rtsh_inc : f_rtsh;
         n_nkon <= inst ? 1'b0 : (rx && go) ? 1'b1 : f_nkon;
         n_inq <= (rq_ok && f_valid && (x_is_send || !f_inq)) ? 1'b1 :
                  (inst || x_is_send) ? 1'b0 : f_inq;
@@ -904,7 +916,9 @@ module stride_tx_sender #(
         nr[R_NKT +: 32] = nkt; nr[R_INQ] = n_inq; nr[R_STT +: 32] = stt;
         nr[R_RATE +: 32] = rate; nr[R_CRED +: CRW] = cred;
         nr[R_TL +: TLW] = s_tl ? x_now : f_tl;
-        wr_data_r <= nr;
+        // zeros for the sweep after reset (a synchronous reset of these flip-flops: no
+        // multiplexer between them and the block RAM, whose inputs are spread over the die)
+        wr_data_r <= (rst || clearing) ? {W{1'b0}} : nr;
         // descriptor: an ACK/NACK (x_nack, x_a = ack, x_b = echo, x_s = ce_count) or DATA
         dq_in <= x_is_aout ?
                  {x_nack ? 8'h06 : 8'h02, 16'd0, rec[R_PCID +: 32], rec[R_CID +: 32], f_max,
