@@ -11,8 +11,8 @@
 // Inputs: the parser's header descriptor (stride_rx_parser hdr_*; hdr_valid pulses at most every
 // 10 cycles) and `now`, the local clock in ns (mod 2^32), which timestamps reception (STT).
 //
-// Per event (one op takes 5 cycles: read the record, register it, compare, decide, write it
-// back; the outputs of a packet come 5 to 9 cycles after its hdr_valid):
+// Per event (one op takes 6 cycles: read the record, register it, compare, decide, select,
+// write it back; the outputs of a packet come 6 to 11 cycles after its hdr_valid):
 //   DATA, in order (seq = rcv_nxt): deliver (dlv_accept), rcv_nxt += len, STT = now - tx_ts is
 //        remembered (echo policy `last`), the gap state clears; bytes count towards the ACK.
 //   DATA, old (seq < rcv_nxt): duplicate, not delivered; bytes count towards the ACK.
@@ -27,7 +27,7 @@
 //   echo, tx_ts, NACK and CN flags, ce_count.
 // Timers: a scanner visits one context per free op slot (packets and control first) and acts on
 // the NACK timer (repeat the NACK if rcv_nxt has not moved and out-of-order packets came since)
-// and the delayed-ACK timer. With N contexts a timer fires up to about 5·N cycles late (33 us
+// and the delayed-ACK timer. With N contexts a timer fires up to about 6·N cycles late (39 us
 // at N = 1024 and 156.25 MHz, against delayed_ack = 50 us and nack_retry = 500 us).
 //
 // Outputs are one-cycle pulses without back-pressure (at most one per op); a transmit path
@@ -152,13 +152,14 @@ module stride_rx_engine #(
                                    // iff acc >= h_ack_thr
     assign hdr_overrun = hdr_valid && (hp || hbusy);
 
-    // ---- op pipeline, one op per 5 cycles (phase ph); ops do not overlap:
+    // ---- op pipeline, one op per 6 cycles (phase ph); ops do not overlap:
     //   ph 0  pick an op (packet, control, else scanner), read address to the table
     //   ph 1  table output -> rec_raw (nothing else on the path: block RAM clock-to-out is slow)
     //   ph 2  C1: compares, sums and deadlines from the record, registered
-    //   ph 3  C2: decisions, outputs and the record to write back, registered
-    //   ph 4  the record is written; the next op's read (ph 0) comes after it, so nothing needs
-    //         forwarding (with 4 phases the write would land with the next read)
+    //   ph 3  D: decisions, registered (per-field selects, output strobes)
+    //   ph 4  EX: outputs and the record to write back, selected by D, registered
+    //   ph 5  the record is written; the next op's read (ph 0) comes after it, so nothing needs
+    //         forwarding
     localparam [1:0] OP_PKT = 0, OP_CTL = 1, OP_SCAN = 2;
     reg  [2:0]  ph;
     reg  [1:0]  op;
@@ -188,7 +189,7 @@ module stride_rx_engine #(
     stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0)) table_ (
         .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
         .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : wr_addr),
-        .wr_data(clearing ? {W{1'b0}} : wr_data)
+        .wr_data(wr_data)               // zero from reset to the end of the sweep
     );
 
     reg  [W-1:0]  rec_raw;
@@ -220,6 +221,11 @@ module stride_rx_engine #(
     reg  [16:0] k_acc_sum;
     reg  [15:0] k_ce1;
     reg  [31:0] k_now_nack;
+    // D results
+    reg         d_host, d_dlv, d_snd, d_ackv, d_nack, d_in_order, d_dup, d_gap, d_rd,
+                d_installed, d_wr, d_ctl, d_inst, n_nack, n_ooo, n_don;
+    reg  [31:0] d_c_rnxt;
+    reg  [1:0]  d_rn, d_acc, d_stt, d_ndl, d_ddl, d_ce;
 
     always @(posedge clk) begin
         if (rst) begin
@@ -229,12 +235,13 @@ module stride_rx_engine #(
             host_valid <= 1'b0;
             cnt_in_order <= 0; cnt_dup <= 0; cnt_gap <= 0; cnt_to_host <= 0;
             x_idx <= 0; x_idx_ok <= 1'b0; clearing <= 1'b1; clear_idx <= 0;
+            wr_data <= {W{1'b0}};       // held through the sweep (no multiplexer before the RAM)
         end else if (clearing) begin
             clear_idx <= clear_idx + 1'b1;
             if (clear_idx == LAST) clearing <= 1'b0;
             if (hdr_valid) hp <= 1'b1;   // kept; handled once the table is clear
         end else begin
-            ph <= (ph == 3'd4) ? 3'd0 : ph + 3'd1;
+            ph <= (ph == 3'd5) ? 3'd0 : ph + 3'd1;
             wr_en <= 1'b0;
             ctl_rd_valid <= 1'b0; dlv_valid <= 1'b0; ack_valid <= 1'b0; snd_valid <= 1'b0;
             host_valid <= 1'b0;
@@ -272,110 +279,109 @@ module stride_rx_engine #(
                 k_now_nack <= now + NACK_NS;
             end
 
-            // ---- ph 3: C2 (decisions, outputs, write-back)
-            if (ph == 3'd3) begin : exec
+            // ---- ph 3: D, the decisions from C1's flags, registered as per-field selects and
+            // output strobes, so that EX only selects by them (one or two LUTs per bit; the
+            // decisions feeding the record's write-back multiplexers were the critical path)
+            if (ph == 3'd3) begin : decide
+                reg pkt, ctl, ok, data, ino, old, gap, fin_in, fin_ack, scan, snk, sdk, sa, sn;
+                pkt = op == OP_PKT;
+                ctl = op == OP_CTL;
+                // the header is free from here: a new one (hdr_valid at most every 10 cycles)
+                // lands in h_* at the end of the next cycle, after EX has read this one
+                if (pkt) hbusy <= 1'b0;
+                scan = op == OP_SCAN && r_valid;
+                ok = pkt && k_match && !handshake_or_rst;
+                data = ok && is_data;
+                ino = data && k_in_order;
+                old = data && !k_in_order && k_old;
+                gap = data && !k_in_order && !k_old;
+                fin_in = ok && is_fin && k_in_order;
+                fin_ack = ok && is_fin && (k_in_order || k_fin_rep);
+                snk = scan && r_nack && k_ndl_due;          // the NACK timer is due
+                sdk = scan && r_don && k_ddl_due;           // the delayed ACK is due
+                // an ACK: bytes since the last ACK reach the interval, PSH, FIN, delayed ACK;
+                // a NACK: a gap with no NACK outstanding, or the timer with news since
+                sa = ((ino || old) && (k_acc_hit || is_psh)) || fin_ack || sdk;
+                sn = (gap && !r_nack) || (snk && r_ooo);
+                d_host <= pkt && !(k_match && !handshake_or_rst);
+                d_dlv <= data;
+                d_snd <= ok && has_ack;
+                d_ackv <= sa || sn;
+                d_nack <= sn && !sa;
+                d_in_order <= ino; d_dup <= old; d_gap <= gap;
+                d_rd <= ctl && c_op == 2'd0;
+                d_installed <= r_valid && r_cid == c_cid;
+                d_wr <= ctl ? (c_op != 2'd0 && x_idx_ok) : (ok || snk || sdk);
+                d_ctl <= ctl;
+                d_inst <= ctl && c_op == 2'd1;
+                d_c_rnxt <= (c_op == 2'd1) ? c_rnxt : 32'd0;
+                // rcv_nxt: an in-order FIN counts (seq (+ len) + 1), in-order DATA seq + len
+                d_rn <= fin_in ? (is_data ? 2'd2 : 2'd3) : ino ? 2'd1 : 2'd0;
+                d_acc <= (ctl || sa) ? 2'd2 : (ino || old) ? 2'd1 : 2'd0;
+                d_stt <= ctl ? 2'd2 : ino ? 2'd1 : 2'd0;
+                d_ndl <= ctl ? 2'd3 : (gap && !r_nack) ? 2'd1 : snk ? 2'd2 : 2'd0;
+                d_ddl <= ctl ? 2'd2 : ((ino || old) && !(k_acc_hit || is_psh) && !r_don) ? 2'd1 :
+                         2'd0;
+                d_ce <= ctl ? 2'd2 : (data && h_ce) ? 2'd1 : 2'd0;
+                n_nack <= ctl ? 1'b0 : ino ? 1'b0 : gap ? 1'b1 : r_nack;
+                n_ooo <= ctl ? 1'b0 : ino ? 1'b0 : gap ? r_nack : snk ? 1'b0 : r_ooo;
+                n_don <= ctl ? 1'b0 : sa ? 1'b0 : ((ino || old) && !r_don) ? 1'b1 : r_don;
+            end
+
+            // ---- ph 4: EX, the outputs and the record to write back, selected by D
+            if (ph == 3'd4) begin : exec
                 reg [W-1:0] nr;
-                reg         send_ack, send_nack, wr;
-                reg [31:0]  rnxt;
+                reg [31:0]  rnxt, stt, ndl, ddl;
                 reg [16:0]  acc;
-                reg [31:0]  stt;
-                reg         nack, ooo, don;
-                reg [31:0]  ndl, ddl;
                 reg [15:0]  ce;
-                if (op == OP_PKT) hbusy <= 1'b0;
-                nr = rec;
-                rnxt = r_rnxt; acc = r_acc; stt = r_stt; nack = r_nack; ooo = r_ooo; ndl = r_ndl;
-                don = r_don; ddl = r_ddl; ce = r_ce;
-                send_ack = 1'b0; send_nack = 1'b0; wr = 1'b0;
-                case (op)
-                    OP_CTL: begin
-                        wr = c_op != 2'd0 && x_idx_ok;
-                        nr = {W{1'b0}};
-                        if (c_op == 2'd1) begin
-                            nr[R_VALID] = 1'b1; nr[R_CID +: 32] = c_cid; nr[R_PIP +: 32] = c_pip;
-                            nr[R_PPORT +: 16] = c_pport; nr[R_RNXT +: 32] = c_rnxt;
-                        end
-                        ctl_rd_valid <= c_op == 2'd0;
-                        ctl_rd_rcv_nxt <= r_rnxt;
-                        ctl_rd_installed <= r_valid && r_cid == c_cid;
-                    end
-                    OP_SCAN: if (r_valid) begin
-                        // NACK timer: repeat if the gap persists and more came out of order
-                        if (nack && k_ndl_due) begin
-                            if (ooo) begin
-                                send_nack = 1'b1; ooo = 1'b0;
-                            end
-                            ndl = k_now_nack;   // re-armed either way; no repeat without news
-                            wr = 1'b1;
-                        end
-                        if (don && k_ddl_due) begin
-                            send_ack = 1'b1; wr = 1'b1;
-                        end
-                    end
-                    default: begin   // OP_PKT
-                        if (!k_match || handshake_or_rst) begin
-                            host_valid <= 1'b1;
-                            cnt_to_host <= cnt_to_host + 1;
-                        end else begin
-                            wr = 1'b1;
-                            if (is_data) begin
-                                dlv_valid <= 1'b1;
-                                if (h_ce) ce = k_ce1;
-                                if (k_in_order) begin
-                                    cnt_in_order <= cnt_in_order + 1;
-                                    rnxt = h_seq_end; stt = h_stt; nack = 1'b0; ooo = 1'b0;
-                                    acc = k_acc_sum;
-                                end else if (k_old) begin
-                                    cnt_dup <= cnt_dup + 1;
-                                    acc = k_acc_sum;
-                                end else begin
-                                    cnt_gap <= cnt_gap + 1;
-                                    if (!nack) begin
-                                        send_nack = 1'b1; nack = 1'b1; ooo = 1'b0;
-                                        ndl = h_ndl;
-                                    end else begin
-                                        ooo = 1'b1;
-                                    end
-                                end
-                                if (k_in_order || k_old) begin
-                                    if (k_acc_hit || is_psh) send_ack = 1'b1;
-                                    else if (!don) begin
-                                        don = 1'b1; ddl = h_ddl;
-                                    end
-                                end
-                            end
-                            if (is_fin && (k_in_order || k_fin_rep)) begin
-                                // in order: rcv_nxt = seq (+ len) + 1 (the FIN counts)
-                                if (k_in_order) rnxt = is_data ? h_seq_end_p1 : h_seq_p1;
-                                send_ack = 1'b1;
-                            end
-                            if (has_ack) snd_valid <= 1'b1;
-                        end
-                    end
+                case (d_rn)
+                    2'd0: rnxt = r_rnxt;
+                    2'd1: rnxt = h_seq_end;
+                    2'd2: rnxt = h_seq_end_p1;
+                    default: rnxt = h_seq_p1;
                 endcase
-                if (send_ack) begin
-                    acc = 17'd0; don = 1'b0;
-                end
+                if (d_ctl) rnxt = d_c_rnxt;
+                acc = d_acc[1] ? 17'd0 : d_acc[0] ? k_acc_sum : r_acc;
+                stt = d_stt[1] ? 32'd0 : d_stt[0] ? h_stt : r_stt;
+                case (d_ndl)
+                    2'd0: ndl = r_ndl;
+                    2'd1: ndl = h_ndl;
+                    2'd2: ndl = k_now_nack;
+                    default: ndl = 32'd0;
+                endcase
+                ddl = d_ddl[1] ? 32'd0 : d_ddl[0] ? h_ddl : r_ddl;
+                ce = d_ce[1] ? 16'd0 : d_ce[0] ? k_ce1 : r_ce;
+                nr[R_VALID] = d_ctl ? d_inst : r_valid;
+                nr[R_CID +: 32] = d_ctl ? (d_inst ? c_cid : 32'd0) : r_cid;
+                nr[R_PIP +: 32] = d_ctl ? (d_inst ? c_pip : 32'd0) : r_pip;
+                nr[R_PPORT +: 16] = d_ctl ? (d_inst ? c_pport : 16'd0) : r_pport;
+                nr[R_RNXT +: 32] = rnxt; nr[R_ACC +: 17] = acc; nr[R_STT +: 32] = stt;
+                nr[R_NACK] = n_nack; nr[R_OOO] = n_ooo; nr[R_NDL +: 32] = ndl;
+                nr[R_DON] = n_don; nr[R_DDL +: 32] = ddl; nr[R_CE +: 16] = ce;
+                ctl_rd_valid <= d_rd;
+                ctl_rd_rcv_nxt <= r_rnxt;
+                ctl_rd_installed <= d_installed;
+                host_valid <= d_host;
+                dlv_valid <= d_dlv;
+                snd_valid <= d_snd;
+                ack_valid <= d_ackv;
+                if (d_host) cnt_to_host <= cnt_to_host + 1;
+                if (d_in_order) cnt_in_order <= cnt_in_order + 1;
+                if (d_dup) cnt_dup <= cnt_dup + 1;
+                if (d_gap) cnt_gap <= cnt_gap + 1;
                 // the fields of the ACK/NACK request, the ACK for the sender, the delivery verdict
-                // and the host notice are loaded in every C2, whatever the decisions (they
-                // matter only with their valid): the decisions reach two
-                // flip-flops, not the enables of a hundred (timing)
-                if (send_ack || send_nack) ack_valid <= 1'b1;
-                ack_nack <= send_nack && !send_ack;
+                // and the host notice are loaded in every EX, whatever the decisions (they
+                // matter only with their valid)
+                ack_nack <= d_nack;
                 ack_ctx <= {{(16 - AW) {1'b0}}, x_idx};
                 ack_ack <= rnxt; ack_echo_stt <= stt; ack_ce_count <= ce;
                 snd_ctx <= {{(16 - AW) {1'b0}}, x_idx};
                 snd_flags <= h_flags; snd_ack <= h_ack; snd_window <= h_window;
                 snd_echo_stt <= h_echo; snd_tx_ts <= h_tx_ts; snd_ce_count <= h_ce_count;
                 dlv_ctx <= {{(16 - AW) {1'b0}}, x_idx}; dlv_seq <= h_seq; dlv_len <= h_len;
-                dlv_accept <= k_in_order;
+                dlv_accept <= d_in_order;
                 host_flags <= h_flags; host_dst_cid <= h_dst;
-                if (op != OP_CTL) begin
-                    nr[R_RNXT +: 32] = rnxt; nr[R_ACC +: 17] = acc; nr[R_STT +: 32] = stt;
-                    nr[R_NACK] = nack; nr[R_OOO] = ooo; nr[R_NDL +: 32] = ndl;
-                    nr[R_DON] = don; nr[R_DDL +: 32] = ddl; nr[R_CE +: 16] = ce;
-                end
-                wr_en <= wr;
+                wr_en <= d_wr;
                 wr_addr <= x_idx;
                 wr_data <= nr;
             end

@@ -209,7 +209,6 @@ module stride_tx_builder #(
     // ---- send side
     reg         sending;
     reg  [SAW+4:0] b;               // beat index within the frame
-    reg  [SAW+4:0] nbeats;          // beats in the frame, minus 1
     reg  [7:0]  lastkeep;
     reg  [7:0]  e_flags;
     reg  [15:0] e_len, e_window, e_ce, e_port;
@@ -218,7 +217,11 @@ module stride_tx_builder #(
     wire [15:0] ip_total = e_len + 16'd60;
     wire [15:0] udp_len  = e_len + 16'd40;
     wire        m_fire = sending && m_axis_tready;
-    wire        at_last = b == nbeats;      // nbeats holds the frame's beats - 1
+    // at_last (b == the frame's beats - 1) is a register, updated one beat ahead (b == the beats - 2, and never
+    // at a frame's start: a frame has at least 10 beats), so the frame start and its enables of
+    // the e_* registers need no compare of the beat counter
+    reg         at_last;
+    reg  [SAW+4:0] nbeats_m1;       // beats in the frame, minus 2
     wire        start = full[es] && (!sending || (m_fire && at_last));
     wire [15:0] n_len = sl_len[es];
     wire [2:0]  n_tot = n_len[2:0] + 3'd2;     // (len + 74) mod 8
@@ -227,21 +230,25 @@ module stride_tx_builder #(
     wire [SAW+4:0] rw = b - 8;
     assign sm_re = m_fire && b >= 8;
     assign sm_ra = {es_cur, rw[SAW-1:0]};
-    wire [16:0] n_nb = ({1'b0, n_len} + 17'd73) >> 3;   // ceil((len + 74) / 8) - 1
+    wire [16:0] n_nb_m1 = ({1'b0, n_len} + 17'd65) >> 3; // ceil((len + 74) / 8) - 2
 
     always @(posedge clk) begin
         if (rst) begin
-            sending <= 1'b0; es <= 1'b0; es_cur <= 1'b0; full <= 2'b00; occ <= 2'b00; b <= 0; nbeats <= 0;
-            cnt_frames <= 0; lastkeep <= 8'hff;
+            sending <= 1'b0; es <= 1'b0; es_cur <= 1'b0; full <= 2'b00; occ <= 2'b00; b <= 0;
+            cnt_frames <= 0; lastkeep <= 8'hff; at_last <= 1'b0; nbeats_m1 <= 0;
         end else begin
-            if (m_fire) b <= b + 1'b1;
+            if (m_fire) begin
+                b <= b + 1'b1;
+                at_last <= b == nbeats_m1;
+            end
             if (m_fire && at_last) begin
                 sending <= 1'b0;
                 cnt_frames <= cnt_frames + 1;
             end
             if (start) begin
                 sending <= 1'b1; b <= 0; es_cur <= es; es <= !es;
-                nbeats <= n_nb[SAW+4:0];
+                nbeats_m1 <= n_nb_m1[SAW+4:0];
+                at_last <= 1'b0;
                 lastkeep <= (n_tot == 3'd0) ? 8'hff : ~(8'hff << n_tot);
                 e_flags <= sl_flags[es]; e_len <= n_len; e_window <= sl_window[es];
                 e_ce <= sl_ce[es]; e_port <= sl_port[es]; e_dst <= sl_dst[es];
@@ -328,7 +335,7 @@ module stride_tx_builder #(
     assign m_axis_tlast  = at_last;
     assign m_axis_tkeep  = at_last ? lastkeep : 8'hff;
     assign m_axis_tuser  = 1'b0;
-    wire unused = &{1'b0, fprev[47:0], rw, n_nb};
+    wire unused = &{1'b0, fprev[47:0], rw, n_nb_m1};
 endmodule
 
 `default_nettype wire

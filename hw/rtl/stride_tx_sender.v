@@ -22,7 +22,7 @@
 // ack / ce_count to carry in DATA (the receive side's latest ACK), the retransmission timer
 // (deadline, back-off), the last go-back-N NACK (ack, time), the last STT sample, and whether
 // the connection is in the ready queue, and its pacing state (rate, credit, last update). One op
-// at a time, 8 cycles (a departure or a rate result 9; pipeline below), chosen in this order: a
+// at a time, 9 cycles (a departure or a rate result 10; pipeline below), chosen in this order: a
 // packet with ACK from the peer (snd_*, from stride_rx_engine), an ACK/NACK request of the
 // receive side (ack_*), a control op, a doorbell, a rate controller result, a departure, the
 // timer scanner.
@@ -346,14 +346,22 @@ module stride_tx_sender #(
     wire             pb_wen = wr_valid && {16'd0, wr_ctx} < N;
     generate
         if (PBUF_EXT == 0) begin : on_chip
-            // the block RAM's output is registered once more (timing: its clock-to-out is slow
-            // on ECP5, and a deep buffer adds a multiplexer behind it): read latency 2
+            // the block RAM's output is registered twice more (timing: its clock-to-out is slow
+            // on ECP5, and its 64 block RAMs are spread over the die: the first register sits
+            // next to each): read latency 3. Declared collision-free (no bypass logic behind
+            // the block RAM): a read meets the host's write of the same word only for a word
+            // the reader does not need: the host writes a word before the doorbell that covers
+            // it, into ring space below snd_una, so a departure reading it at that moment is a
+            // resend of bytes below snd_una (<= the peer's rcv_nxt: discarded there)
             wire [63:0] pb_ram_q;
-            reg  [63:0] pb_q_r;
-            stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64)) pbuf (
+            reg  [63:0] pb_q_r1, pb_q_r;
+            stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64), .OLD_ON_COLLISION(0)) pbuf (
                 .clk(clk), .rd_addr(pb_raddr[PAW-1:0]), .rd_data(pb_ram_q),
                 .wr_en(pb_wen), .wr_addr(pb_waddr[PAW-1:0]), .wr_data(wr_data));
-            always @(posedge clk) pb_q_r <= pb_ram_q;
+            always @(posedge clk) begin
+                pb_q_r1 <= pb_ram_q;
+                pb_q_r <= pb_q_r1;
+            end
             assign pb_q = pb_q_r;
             always @(posedge clk) begin
                 pbx_wr_en <= 1'b0; pbx_wr_addr <= 32'd0; pbx_wr_data <= 64'd0;
@@ -374,8 +382,8 @@ module stride_tx_sender #(
 
     // ---- payload reader: one word per clock into an output queue of 2^OQ_LOG2 (+1) entries,
     // credit-based: at most 2^OQ_LOG2 words read and not yet taken, enough to cover the read
-    // latency (LAT: PBUF_LAT, or 2 on chip) and the queue's own with no bubble
-    localparam integer LAT = (PBUF_EXT != 0) ? PBUF_LAT : 2;    // read latency, clocks
+    // latency (LAT: PBUF_LAT, or 3 on chip) and the queue's own with no bubble
+    localparam integer LAT = (PBUF_EXT != 0) ? PBUF_LAT : 3;    // read latency, clocks
     localparam integer OQ_LOG2 = (LAT <= 1) ? 2 : $clog2(LAT + 4);
     localparam [OQ_LOG2:0] OQ_CREDIT = 1 << OQ_LOG2;
     reg  [AW-1:0] rd_ctx;
@@ -423,23 +431,28 @@ module stride_tx_sender #(
     assign m_axis_tvalid = oq_v;
     assign {m_axis_tlast, m_axis_tkeep, m_axis_tdata} = oq_q;
 
-    // ---- the record table and its op pipeline. One op per 8 cycles (departure, rate 9), never
+    // ---- the record table and its op pipeline. One op per 9 cycles (departure, rate 10), never
     // overlapped (as stride_rx_engine's): PICK (idle) chooses the op and registers the choice and
     // the table index; TK presents that index to the table, captures the op's inputs and pops
-    // its queue; RD registers the table's output; P1, P2, P3 register the compares and sums (one
-    // carry chain per cycle: P1 from the record and the op's inputs, P2 from P1's sums, P3 the
-    // send length; pacing: P1 the elapsed ticks, P2 partial products, P3 the accrued credit; P3
-    // is skipped by ops other than a departure or a rate result); D registers the decisions
-    // from those flags (and the pacing sign, cap test and charged credit); EX
-    // selects by them and registers the outputs and the record to write back; WR writes it. A
-    // timer scan gives way up to its D to a packet with ACK or an ACK/NACK request. The next
-    // op's read comes after the write: no forwarding, and the table is declared collision-free
-    // (OLD_ON_COLLISION = 0, no bypass logic after the block RAM).
+    // its queue; RD registers the table's output (a register next to the block RAM, loaded every
+    // clock: its clock-to-out is slow); RD2 registers it again (the record, loaded every clock:
+    // the index and the table do not change during an op) and takes the pacing's elapsed ticks
+    // and 3 x rate; P1, P2, P3 register the compares and sums (one carry chain per cycle: P1
+    // from the record and the op's inputs, P2 from P1's sums, P3 the send length; pacing: P1 and
+    // P2 a radix-4 adder tree of rate x ticks, P3 the accrued credit by one carry-save layer and
+    // one adder; P3 is skipped by ops other than a departure or a rate result); D registers the
+    // decisions from those flags as per-field selects (and the pacing sign, cap test and charged
+    // credit); EX selects by them (one or two LUTs per bit) and registers the outputs and the
+    // record to write back; WR writes it. A timer scan gives way up to its D to a packet with
+    // ACK or an ACK/NACK request. The next op's read comes after the write: no forwarding, and
+    // the table is declared collision-free (OLD_ON_COLLISION = 0, no bypass logic after the
+    // block RAM).
     localparam [2:0] OP_RX = 0, OP_AOUT = 1, OP_CTL = 2, OP_DB = 3, OP_SEND = 4, OP_SCAN = 5,
                      OP_RATE = 6;
-    localparam [2:0] PH_RD = 1, PH_P1 = 2, PH_P2 = 3, PH_D = 5, PH_EX = 6, PH_WR = 7; // P3 = 4
+    localparam [3:0] PH_RD = 1, PH_RD2 = 2, PH_P1 = 3, PH_P2 = 4, PH_D = 6, PH_EX = 7,
+                     PH_WR = 8;                                 // P3 = 5
     reg           busy;
-    reg  [2:0]    ph;
+    reg  [3:0]    ph;
     reg  [2:0]    op;
     reg  [AW-1:0] scan_idx, x_idx;
     reg           x_ok;
@@ -495,8 +508,14 @@ module stride_tx_sender #(
     stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0)) table_ (
         .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
         .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : x_idx),
-        .wr_data(clearing ? {W{1'b0}} : wr_data_r));
-    reg  [W-1:0] rec;                   // the record, registered after the table (RD)
+        .wr_data(wr_data_r));           // zero while clearing (no multiplexer before the RAM)
+    // the record: the table's output registered twice, every clock (RD, RD2); the table's
+    // index and contents do not change from TK to WR, so rec holds the op's record from P1 to EX
+    reg  [W-1:0] rec1, rec;
+    always @(posedge clk) begin
+        rec1 <= ram_q;
+        rec <= rec1;
+    end
 
     // the op's inputs, captured at IDLE
     reg  [7:0]  x_flags;
@@ -506,6 +525,7 @@ module stride_tx_sender #(
     reg         x_nack;
     reg  [TLW-1:0] x_now;               // the op's time in pacing ticks (taken at TK: every
                                         // pacing sum of the op rests on this one sample)
+    reg         x_is_rx, x_is_aout, x_is_ctl, x_is_db, x_is_rate, x_is_send, x_is_scan;
 
     // the record's fields
     wire        f_valid = rec[R_VALID];
@@ -533,8 +553,10 @@ module stride_tx_sender #(
     // P1: compares and sums from the record and the inputs
     reg        a_gt_una, a_le_max, nxt_lt_a, a_lt_una, a_lt_nxt, a_eq_max, nk_same, nk_hold;
     reg        rto_due, nxt_lt_end, end_ok, a_lt_end;
+    // P1: the record's and the inputs' tests that D combines (so D needs no wide compare)
+    reg        p_una_eq_max, p_cid_eq, p_nack, p_pure_ack;
+    reg [2:0]  p_rtsh_inc;
     reg [31:0] edge_, avail, off, max_nxt, una_xw, a_xw, a_una, dl_sh, dl_inc;
-    reg [DTW-1:0] pc_dt;                        // whole ticks since the last pacing update
     // P2: compares of P1's sums
     reg        nxt_lt_edge, una_lt_end, una_lt_edge, nxt_lt_unaxw, nxt_lt_axw, a_lt_unaxw,
                a_lt_axw, db_over;
@@ -543,21 +565,47 @@ module stride_tx_sender #(
     // P3: the send length
     reg [15:0] slen;
     reg        can_send;
-    // pacing: P2 four partial products of rate x ticks (four gated shifts of the rate each),
-    // P3 the credit plus their sum (scaled to ns), D the capped credit less the charge
-    reg [DTW+31:0] pc_g0, pc_g1, pc_g2, pc_g3;
+    reg        p_psh, p_more;                   // slen == avail; slen != avail and != room
+    // pacing: RD2 the elapsed ticks and 3 x rate (from rec1), P1 four sums of two radix-4
+    // digits of rate x ticks (digit k: dt[2k+1:2k] x rate, one of 0, r, 2r, 3r), P2 two sums of
+    // those, P3 the credit plus both (one carry-save layer, one adder), D the cap test and the
+    // credit less the charge (one carry-save layer with the constant, one adder)
+    reg [DTW-1:0]  pc_dt;                       // whole ticks since the last pacing update
+    reg [33:0]     pc_r3;                       // 3 x rate
+    reg [35:0]     pc_u0, pc_u1, pc_u2, pc_u3;  // digits 2j, 2j+1: weight 16^j
+    reg [39:0]     pc_v0, pc_v1;                // weight 256^i
     reg [ACW-1:0]  pc_acc;                      // signed: credit + rate x elapsed time
     reg            pc_over;                     // pc_acc > CAP (the bucket is full)
     reg [CRW-1:0]  pc_sent, pc_capsent;         // pc_acc - charge, CAP - charge
     wire           pc_elig = !pc_acc[ACW-1];    // credit not negative: may depart
-    wire [CRW-1:0] pc_chg = {{(CRW - 36) {1'b0}}, slen + OVH, 20'd0};
-    function [DTW+31:0] pterm;                  // dt[i] ? rate << i : 0
+    // the charge is (slen + OVH) << 20: CAP - charge with the constant folded; pc_acc - charge
+    // as pc_acc + ~(slen << 20) + (1 - (OVH << 20)) in one carry-save layer and one adder
+    localparam [CRW-1:0] CAP_OVH = CAP - ({{(CRW - 16) {1'b0}}, OVH} << 20);
+    localparam [CRW-1:0] ONE_OVH = {{(CRW - 1) {1'b0}}, 1'b1} -
+                                   ({{(CRW - 16) {1'b0}}, OVH} << 20);
+    wire [CRW-1:0] pc_nslen = ~({{(CRW - 16) {1'b0}}, slen} << 20);
+    wire [CRW-1:0] pc_cs_s = pc_acc[CRW-1:0] ^ pc_nslen ^ ONE_OVH;
+    wire [CRW-1:0] pc_cs_c = ((pc_acc[CRW-1:0] & pc_nslen) | (pc_acc[CRW-1:0] & ONE_OVH) |
+                              (pc_nslen & ONE_OVH)) << 1;
+    // P3's carry-save layer: credit (sign-extended), v0 << 6, v1 << 14
+    wire [ACW-1:0] pc_a = {{(ACW - CRW) {f_cred[CRW-1]}}, f_cred};
+    wire [ACW-1:0] pc_b = {{(ACW - 46) {1'b0}}, pc_v0, 6'd0};
+    wire [ACW-1:0] pc_c = {{(ACW - 54) {1'b0}}, pc_v1, 14'd0};
+    wire [ACW-1:0] pc_3s = pc_a ^ pc_b ^ pc_c;
+    wire [ACW-1:0] pc_3c = ((pc_a & pc_b) | (pc_a & pc_c) | (pc_b & pc_c)) << 1;
+    function [33:0] digit;                      // d x r, d = 0..3 (r3 = 3 x r)
         input [31:0] r;
-        input [DTW-1:0] dt;
-        input integer i;
-        pterm = dt[i] ? ({{DTW{1'b0}}, r} << i) : {(DTW + 32) {1'b0}};
+        input [33:0] r3;
+        input [1:0] d;
+        case (d)
+            2'd0: digit = 34'd0;
+            2'd1: digit = {2'd0, r};
+            2'd2: digit = {1'b0, r, 1'b0};
+            default: digit = r3;
+        endcase
     endfunction
-    wire [TLW-1:0] dt_full = x_now - f_tl;
+    wire [31:0]    r1_rate = rec1[R_RATE +: 32];
+    wire [TLW-1:0] dt_full = x_now - rec1[R_TL +: TLW];
 
     always @(posedge clk) begin
         // P1
@@ -582,9 +630,24 @@ module stride_tx_sender #(
         a_una <= x_a - f_una;
         dl_sh <= now_r + (RTO << f_rtsh);
         dl_inc <= now_r + (RTO << rtsh_inc);
-        // ticks since the last update, saturated at 2^DTW - 1 (4.2 ms: a bucket not yet full
-        // after that long is credited those 2^DTW - 1 ticks only)
+        p_una_eq_max <= f_una == f_max;
+        p_cid_eq <= rec[R_CID +: 32] == x_a;
+        p_nack <= x_flags == 8'h06;
+        p_pure_ack <= (x_flags & 8'h7f) == 8'h02;
+        p_rtsh_inc <= rtsh_inc;
+        // RD2 (from rec1): ticks since the last update, saturated at 2^DTW - 1 (4.2 ms: a
+        // bucket not yet full after that long is credited those 2^DTW - 1 ticks only), 3 x rate
         pc_dt <= (dt_full[TLW-1:DTW] != {(TLW - DTW) {1'b0}}) ? {DTW{1'b1}} : dt_full[DTW-1:0];
+        pc_r3 <= {2'd0, r1_rate} + {1'b0, r1_rate, 1'b0};
+        // P1: pairs of digits
+        pc_u0 <= {2'd0, digit(f_rate, pc_r3, pc_dt[1:0])} +
+                 {digit(f_rate, pc_r3, pc_dt[3:2]), 2'd0};
+        pc_u1 <= {2'd0, digit(f_rate, pc_r3, pc_dt[5:4])} +
+                 {digit(f_rate, pc_r3, pc_dt[7:6]), 2'd0};
+        pc_u2 <= {2'd0, digit(f_rate, pc_r3, pc_dt[9:8])} +
+                 {digit(f_rate, pc_r3, pc_dt[11:10]), 2'd0};
+        pc_u3 <= {2'd0, digit(f_rate, pc_r3, pc_dt[13:12])} +
+                 {digit(f_rate, pc_r3, pc_dt[15:14]), 2'd0};
         // P2
         nxt_lt_edge <= lt32(f_nxt, edge_);
         una_lt_end <= lt32(f_una, f_end);
@@ -596,89 +659,133 @@ module stride_tx_sender #(
         db_over <= a_una > RING;
         room <= edge_ - f_nxt;
         len_a <= (avail < {16'd0, MAXP}) ? avail[15:0] : MAXP;
-        pc_g0 <= pterm(f_rate, pc_dt, 0) + pterm(f_rate, pc_dt, 1) + pterm(f_rate, pc_dt, 2) +
-                 pterm(f_rate, pc_dt, 3);
-        pc_g1 <= pterm(f_rate, pc_dt, 4) + pterm(f_rate, pc_dt, 5) + pterm(f_rate, pc_dt, 6) +
-                 pterm(f_rate, pc_dt, 7);
-        pc_g2 <= pterm(f_rate, pc_dt, 8) + pterm(f_rate, pc_dt, 9) + pterm(f_rate, pc_dt, 10) +
-                 pterm(f_rate, pc_dt, 11);
-        pc_g3 <= pterm(f_rate, pc_dt, 12) + pterm(f_rate, pc_dt, 13) +
-                 pterm(f_rate, pc_dt, 14) + pterm(f_rate, pc_dt, 15);
+        pc_v0 <= {4'd0, pc_u0} + {pc_u1, 4'd0};
+        pc_v1 <= {4'd0, pc_u2} + {pc_u3, 4'd0};
         // P3
         can_send <= f_valid && nxt_lt_end && nxt_lt_edge;
         slen <= ({16'd0, len_a} > room) ? room[15:0] : len_a;
-        pc_acc <= {{(ACW - CRW) {f_cred[CRW-1]}}, f_cred} +
-                  ({{(ACW - DTW - 32) {1'b0}}, pc_g0 + pc_g1 + pc_g2 + pc_g3} << TICK_LOG2);
+        // slen == avail (PSH), and more to send after this packet (slen != avail, != room)
+        p_psh <= ({16'd0, len_a} > room) ? room == avail : {16'd0, len_a} == avail;
+        p_more <= ({16'd0, len_a} > room) ? 1'b0 :
+                  ({16'd0, len_a} != avail && {16'd0, len_a} != room);
+        pc_acc <= pc_3s + pc_3c;
         // D
         pc_over <= $signed(pc_acc) > $signed({{(ACW - CRW) {1'b0}}, CAP});
-        pc_sent <= pc_acc[CRW-1:0] - pc_chg;
-        pc_capsent <= CAP - pc_chg;
+        pc_sent <= pc_cs_s + pc_cs_c;
+        pc_capsent <= CAP_OVH - ({{(CRW - 16) {1'b0}}, slen} << 20);
     end
 
-    // D: the op's decisions from the flags above, registered, so that EX only selects by them
-    // (a decision feeds the enables of hundreds of flip-flops: record, descriptor, counters)
-    reg        d_ok, d_upd, d_stt, d_gbn, d_held, d_to_a, d_rq, d_err, d_due, d_una_max,
-               d_cid_eq, d_send, d_wait, d_psh, d_newmax, d_resent;
+    // D: the op's decisions from the flags above, registered as per-field selects, so that EX
+    // only selects by them (one or two LUTs per record bit; a decision that fed the enables of
+    // hundreds of flip-flops was the critical path). Every D register is loaded every clock: its
+    // inputs are stable from P1 (P2, P3) to EX.
+    reg        d_rq, d_cid_eq, d_psh;
     reg [31:0] d_nxt_sent;
+    // the record's new value per field: s_i (install or remove: the op's inputs), s_* (the op's
+    // value), else the record's; one-bit fields are decided whole
+    reg        s_i, s_una, s_nsent, s_nalt, s_max, s_end, s_wnd, s_ack, s_rtnow, s_rtalt, s_nk,
+               s_stt, s_rate, s_cacc, s_csent, s_tl;
+    reg [31:0] n_alt, rt_alt;           // new nxt (x_a, x_d or una), new deadline (0, dl_sh, dl_inc)
+    reg        n_valid, n_rton, n_nkon, n_inq;
+    reg [2:0]  n_rtsh;
+    // the op's outputs and counters
+    reg        s_wr, s_una_out, s_dq, s_jq, s_ce, s_rd, s_yield, c_held, c_gbn, c_ctl, c_dberr,
+               c_data, c_resent, c_rto;
+    reg [1:0]  s_ce_type;               // 0 STT sample (x_b), 1 NACK, 2 timeout, 3 reset
     always @(posedge clk) begin : decide
-        reg ok, upd, gbn, held, to_a, rq_ok;
+        reg ok, upd, gbn, held, to_a, rq_ok, err, due, inst, rx, stt, go, send, wait_, scan_rto;
         ok = x_ok && f_valid;
         upd = a_gt_una && a_le_max;
         // go-back-N on a NACK with una <= ack < nxt (una, nxt as updated by this ACK)
-        gbn = x_flags == 8'h06 && (upd ? (!nxt_lt_a && a_lt_nxt) : (!a_lt_una && a_lt_nxt));
+        gbn = p_nack && (upd ? (!nxt_lt_a && a_lt_nxt) : (!a_lt_una && a_lt_nxt));
         held = nk_same && nk_hold;
         to_a = (upd && nxt_lt_a) || (gbn && !held);
-        d_ok <= ok; d_upd <= upd; d_gbn <= gbn; d_held <= held; d_to_a <= to_a;
-        d_stt <= (x_flags & 8'h7f) == 8'h02;
-        d_err <= a_lt_end || db_over || !end_ok;
-        d_due <= f_valid && f_rton && rto_due;
-        d_una_max <= f_una == f_max;
-        d_cid_eq <= f_valid && rec[R_CID +: 32] == x_a;
+        err = a_lt_end || db_over || !end_ok;
+        due = f_valid && f_rton && rto_due;
+        inst = x_is_ctl && x_cop != 2'd0 && x_ok;          // install or remove
+        rx = x_is_rx && ok;
+        stt = p_pure_ack;
+        go = gbn && !held;
         // a departure needs the head's credit (pacing): not negative after the accrual
-        d_send <= can_send && pc_elig;
-        d_wait <= can_send && !pc_elig;
-        d_psh <= {16'd0, slen} == avail;
-        d_newmax <= {16'd0, slen} > max_nxt;       // max = nxt + len if that passes it
-        d_resent <= max_nxt != 32'd0;
+        send = x_is_send && can_send && pc_elig;
+        wait_ = x_is_send && can_send && !pc_elig;
+        scan_rto = x_is_scan && due && !p_una_eq_max;
+        d_cid_eq <= f_valid && p_cid_eq;
+        d_psh <= p_psh;
         d_nxt_sent <= f_nxt + {16'd0, slen};
         case (op)
             // requeue test on the updated nxt (f_nxt or x_a), end, una + window
             OP_RX: rq_ok = ok && (to_a ? (a_lt_end && (upd ? a_lt_axw : a_lt_unaxw))
                                        : (nxt_lt_end && (upd ? nxt_lt_axw : nxt_lt_unaxw)));
-            OP_DB: rq_ok = ok && !(a_lt_end || db_over || !end_ok) && nxt_lt_a && nxt_lt_edge;
+            OP_DB: rq_ok = ok && !err && nxt_lt_a && nxt_lt_edge;
             // not eligible yet (back to the tail), or more to send after this packet:
             // len < end - nxt and len < window room
-            OP_SEND: rq_ok = can_send && (!pc_elig || ({16'd0, slen} != avail &&
-                                                      {16'd0, slen} != room));
-            OP_SCAN: rq_ok = f_valid && f_rton && rto_due && f_una != f_max && una_lt_end &&
-                             una_lt_edge;
+            OP_SEND: rq_ok = can_send && (!pc_elig || p_more);
+            OP_SCAN: rq_ok = due && !p_una_eq_max && una_lt_end && una_lt_edge;
             default: rq_ok = 1'b0;
         endcase
         // (re)queue a connection that has something to send, unless it is queued already (a
         // departure has just taken it off the queue)
-        d_rq <= rq_ok && f_valid && (op == OP_SEND || !f_inq);
+        d_rq <= rq_ok && f_valid && (x_is_send || !f_inq);
+        // record fields
+        s_i <= inst;
+        s_una <= rx && upd;
+        s_nsent <= send;
+        s_nalt <= inst || (rx && to_a) || scan_rto;
+        n_alt <= x_is_ctl ? x_d : x_is_rx ? x_a : f_una;
+        s_max <= send && {16'd0, slen} > max_nxt;  // max = nxt + len if that passes it
+        s_end <= x_is_db && ok && !err;
+        s_wnd <= rx;
+        s_ack <= x_is_aout && ok;
+        s_rtnow <= rx && upd;
+        s_rtalt <= inst || (send && !f_rton) || scan_rto;
+        rt_alt <= x_is_ctl ? 32'd0 : x_is_send ? dl_sh : dl_inc;
+        s_nk <= rx && gbn && !held;
+        s_stt <= rx && upd && stt;
+        s_rate <= x_is_rate && f_valid;
+        s_cacc <= (x_is_rate && f_valid) || (x_is_send && !send);
+        s_csent <= send;
+        s_tl <= inst || (x_is_rate && f_valid) || x_is_send;
+        n_valid <= inst ? x_cop == 2'd1 : f_valid;
+        n_rton <= inst ? 1'b0 : (rx && upd) ? !a_eq_max : send ? 1'b1 :
+                  (x_is_scan && due && p_una_eq_max) ? 1'b0 : f_rton;
+        n_rtsh <= (inst || (rx && upd)) ? 3'd0 : scan_rto ? p_rtsh_inc : f_rtsh;
+        n_nkon <= inst ? 1'b0 : (rx && go) ? 1'b1 : f_nkon;
+        n_inq <= (rq_ok && f_valid && (x_is_send || !f_inq)) ? 1'b1 :
+                 (inst || x_is_send) ? 1'b0 : f_inq;
+        // outputs and counters
+        s_wr <= rx || (x_is_aout && ok) || inst || (x_is_db && ok && !err) ||
+                (x_is_rate && f_valid) || x_is_send || (x_is_scan && due);
+        s_una_out <= rx && upd;
+        s_dq <= (x_is_aout && ok) || send;
+        s_jq <= send;
+        s_ce <= (rx && upd && stt) || (rx && go) || (x_is_ctl && x_cop == 2'd1 && x_ok) ||
+                scan_rto;
+        s_ce_type <= x_is_rx ? {1'b0, gbn} : x_is_ctl ? 2'd3 : 2'd2;
+        s_rd <= x_is_ctl && x_cop == 2'd0;
+        s_yield <= wait_;
+        c_held <= rx && gbn && held;
+        c_gbn <= rx && go;
+        c_ctl <= x_is_aout && ok;
+        c_dberr <= x_is_db && !(ok && !err);
+        c_data <= send;
+        c_resent <= send && max_nxt != 32'd0;
+        c_rto <= scan_rto;
     end
 
+    reg in_ex;                          // the op is in EX (one clock)
     always @(posedge clk) begin
         if (rst) begin
-            busy <= 1'b0; ph <= 3'd0; op <= OP_SCAN; scan_idx <= 0; x_idx <= 0; x_ok <= 1'b0;
+            busy <= 1'b0; ph <= 4'd0; op <= OP_SCAN; scan_idx <= 0; x_idx <= 0; x_ok <= 1'b0;
             tk <= 1'b0; pk_rx <= 1'b0; pk_aout <= 1'b0; pk_ctl <= 1'b0; pk_db <= 1'b0;
             pk_rate <= 1'b0; pk_send <= 1'b0; pk_scan <= 1'b0; pk_idx <= 0; pace_yield <= 1'b0;
-            clearing <= 1'b1; clear_idx <= 0; wr_en <= 1'b0;
-            sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rq_push <= 1'b0; dq_push <= 1'b0;
-            jq_push <= 1'b0; ce_push <= 1'b0; rt_pop <= 1'b0;
-            ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
-            cnt_data <= 0; cnt_resent <= 0; cnt_ctl_pkts <= 0; cnt_gbn_nack <= 0;
-            cnt_nack_held <= 0; cnt_rto <= 0; cnt_db_err <= 0; cnt_overrun <= 0;
-        end else begin
-            // queue overruns (the op rate keeps them empty; counted for the tests)
-            if ((snd_valid && sq_full) || (ack_valid && aq_full) || (rq_push && rq_full) ||
-                (ce_push && ce_full) || (cc_out_valid && rt_full))
-                cnt_overrun <= cnt_overrun + 1;
+            clearing <= 1'b1; clear_idx <= 0; in_ex <= 1'b0;
             sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rt_pop <= 1'b0;
-            rq_push <= 1'b0; dq_push <= 1'b0; jq_push <= 1'b0; ce_push <= 1'b0;
-            ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
-            wr_en <= 1'b0;
+            x_is_rx <= 1'b0; x_is_aout <= 1'b0; x_is_ctl <= 1'b0; x_is_db <= 1'b0;
+            x_is_rate <= 1'b0; x_is_send <= 1'b0; x_is_scan <= 1'b0;
+        end else begin
+            sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rt_pop <= 1'b0;
+            in_ex <= 1'b0;
             if (clearing) begin
                 clear_idx <= clear_idx + 1'b1;
                 if (clear_idx == LAST) clearing <= 1'b0;
@@ -687,23 +794,26 @@ module stride_tx_sender #(
                 // scan could run and the controller's event queue is full)
                 if (take_rx || take_aout || take_ctl || take_db || take_rate || take_send ||
                     take_scan) begin
-                    busy <= 1'b1; ph <= 3'd0; tk <= 1'b1;
+                    busy <= 1'b1; ph <= 4'd0; tk <= 1'b1;
                     pk_rx <= take_rx; pk_aout <= take_aout; pk_ctl <= take_ctl;
                     pk_db <= take_db; pk_rate <= take_rate; pk_send <= take_send;
                     pk_scan <= take_scan;
                     pk_idx <= pick_idx;
                 end
-            end else if (pk_scan && (w_rx || aq_v) && (tk || ph == PH_RD || ph == PH_P1 ||
-                                                     ph == PH_P2 || ph == PH_D)) begin
+            end else if (pk_scan && (w_rx || aq_v) && (tk || ph == PH_RD || ph == PH_RD2 ||
+                                                     ph == PH_P1 || ph == PH_P2 ||
+                                                     ph == PH_D)) begin
                 // a timer scan step gives way, until its EX, to a packet with ACK or an
                 // ACK/NACK request that arrived since its PICK (back to PICK; the scan index
                 // advances only at a scan's EX)
-                tk <= 1'b0; busy <= 1'b0; ph <= 3'd0;
+                tk <= 1'b0; busy <= 1'b0; ph <= 4'd0;
             end else if (tk) begin
                 // TK: the table reads pk_idx; the op's inputs are captured, its queue popped
                 tk <= 1'b0; ph <= PH_RD;
                 x_idx <= pk_idx;
                 x_now <= now_r[31:TICK_LOG2];
+                x_is_rx <= pk_rx; x_is_aout <= pk_aout; x_is_ctl <= pk_ctl; x_is_db <= pk_db;
+                x_is_rate <= pk_rate; x_is_send <= pk_send; x_is_scan <= pk_scan;
                 if (pk_rx) begin
                     op <= OP_RX; x_ok <= idx_ok(sq_q[SQW-1 -: 16]);
                     {x_flags, x_a, x_s, x_b} <= sq_q[SQW-17:0];
@@ -727,160 +837,102 @@ module stride_tx_sender #(
                 // the queues' heads are taken now (their next entries show in 1 cycle,
                 // before the next PICK)
                 sq_pop <= pk_rx; aq_pop <= pk_aout; rq_pop <= pk_send; rt_pop <= pk_rate;
-            end else if (ph == PH_RD) begin
-                rec <= ram_q; ph <= PH_P1;
             end else if (ph == PH_WR) begin
-                busy <= 1'b0; ph <= 3'd0;
-            end else if (ph != PH_EX) begin
-                // only a departure needs P3 (its length) and only a departure or a rate result
-                // the pacing sums (P2, P3): the other ops skip P3
-                ph <= (ph == PH_P2 && op != OP_SEND && op != OP_RATE) ? PH_D : ph + 3'd1;
-            end else begin : exec
-                reg [W-1:0] nr;
-                reg        valid, rton, nkon, inq, wr;
-                reg [31:0] una_, nxt, max_, end_, wnd, rack, rtdl, nkack, nkt, stt, iss;
-                reg [15:0] rce;
-                reg [2:0]  rtsh;
-                reg [31:0] rate;
-                reg [CRW-1:0] cred;
-                reg [TLW-1:0] tl;
-                nr = rec;
-                rate = f_rate; cred = f_cred; tl = f_tl;
-                valid = f_valid; iss = f_iss; una_ = f_una; nxt = f_nxt; max_ = f_max;
-                end_ = f_end; wnd = f_wnd; rack = f_rack; rce = f_rce; rton = f_rton;
-                rtdl = f_rtdl; rtsh = f_rtsh; nkon = f_nkon; nkack = f_nkack; nkt = f_nkt;
-                inq = f_inq; stt = f_stt;
-                wr = 1'b0;
+                busy <= 1'b0; ph <= 4'd0;
+            end else if (ph == PH_EX) begin
                 ph <= PH_WR;
                 if (pk_scan) scan_idx <= (scan_idx == LAST) ? {AW{1'b0}} : scan_idx + 1'b1;
                 // a departure that found its head not eligible yet leaves the next slot to
                 // another op
-                pace_yield <= op == OP_SEND && d_wait;
-                case (op)
-                    OP_RX: if (d_ok) begin
-                        // x_a = ack, x_b = echo_stt, x_flags
-                        wr = 1'b1;
-                        wnd = x_wnd;
-                        if (d_upd) begin
-                            una_ = x_a;
-                            rtsh = 3'd0;
-                            rton = !a_eq_max;
-                            rtdl = now_rto;
-                            una_valid <= 1'b1; una_ctx <= {{(16 - AW) {1'b0}}, x_idx};
-                            una <= x_a;
-                            if (d_stt) begin
-                                ce_push <= 1'b1; ce_in <= {x_idx, 2'd0, x_b};
-                                stt = x_b;
-                            end
-                        end
-                        if (d_to_a) nxt = x_a;
-                        if (d_gbn) begin
-                            if (d_held) begin
-                                cnt_nack_held <= cnt_nack_held + 1;
-                            end else begin
-                                nkon = 1'b1; nkack = x_a; nkt = now_r;
-                                cnt_gbn_nack <= cnt_gbn_nack + 1;
-                                ce_push <= 1'b1; ce_in <= {x_idx, 2'd1, 32'd0};
-                            end
-                        end
-                    end
-                    OP_AOUT: if (d_ok) begin
-                        // x_nack, x_a = ack, x_b = echo, x_s = ce_count
-                        wr = 1'b1; rack = x_a; rce = x_s;
-                        dq_push <= 1'b1;
-                        dq_in <= {x_nack ? 8'h06 : 8'h02, 16'd0, rec[R_PCID +: 32],
-                                  rec[R_CID +: 32], max_, x_a, x_b, rec[R_PIP +: 32],
-                                  cfg_window, x_s, rec[R_PPORT +: 16]};
-                        cnt_ctl_pkts <= cnt_ctl_pkts + 1;
-                    end
-                    OP_CTL: begin
-                        ctl_rd_valid <= x_cop == 2'd0;
-                        ctl_rd_installed <= d_cid_eq;
-                        ctl_rd_una <= una_; ctl_rd_nxt <= nxt; ctl_rd_end <= end_;
-                        if (x_cop != 2'd0 && x_ok) begin
-                            wr = 1'b1;
-                            nr = {W{1'b0}};
-                            valid = x_cop == 2'd1;
-                            una_ = x_d; nxt = x_d; max_ = x_d; end_ = x_d; iss = x_d;
-                            wnd = {6'd0, x_t, 10'd0}; rack = x_e; rce = 16'd0;
-                            rton = 1'b0; rtdl = 32'd0; rtsh = 3'd0; nkon = 1'b0;
-                            nkack = 32'd0; nkt = 32'd0; inq = 1'b0; stt = 32'd0;
-                            nr[R_CID +: 32] = x_a; nr[R_PCID +: 32] = x_b;
-                            nr[R_PIP +: 32] = x_c; nr[R_PPORT +: 16] = x_s;
-                            // a new connection: the initial rate (its controller is reset
-                            // below and answers with that rate) and a full bucket
-                            rate = cfg_rate_init; cred = CAP; tl = x_now;
-                            if (x_cop == 2'd1) begin
-                                ce_push <= 1'b1;
-                                ce_in <= {x_idx, 2'd3, 32'd0};
-                            end
-                        end
-                    end
-                    OP_DB: if (d_ok && !d_err) begin
-                        wr = 1'b1; end_ = x_a;
-                    end else begin
-                        cnt_db_err <= cnt_db_err + 1;
-                    end
-                    OP_RATE: if (f_valid) begin
-                        // a controller result (x_a = the rate): the credit is brought up to
-                        // now at the old rate, then the new rate applies
-                        wr = 1'b1;
-                        cred = pc_over ? CAP : pc_acc[CRW-1:0]; tl = x_now;
-                        rate = x_a;
-                    end
-                    OP_SEND: begin
-                        wr = 1'b1; inq = 1'b0;
-                        // the credit brought up to now (and, for a departure, charged below)
-                        cred = pc_over ? CAP : pc_acc[CRW-1:0]; tl = x_now;
-                        if (d_send) begin
-                            cred = pc_over ? pc_capsent : pc_sent;
-                            dq_push <= 1'b1;
-                            dq_in <= {d_psh ? 8'h62 : 8'h22, slen,
-                                      rec[R_PCID +: 32], rec[R_CID +: 32], nxt, rack,
-                                      32'd0, rec[R_PIP +: 32], cfg_window, rce,
-                                      rec[R_PPORT +: 16]};
-                            jq_push <= 1'b1;
-                            jq_in <= {x_idx, off[BUF_LOG2-1:3],
-                                      slen[14:3] + {11'd0, slen[2:0] != 3'd0},
-                                      (slen[2:0] == 3'd0) ? 8'hff : ~(8'hff << slen[2:0])};
-                            cnt_data <= cnt_data + 1;
-                            if (d_resent) cnt_resent <= cnt_resent + 1;
-                            if (d_newmax) max_ = d_nxt_sent;
-                            nxt = d_nxt_sent;
-                            if (!rton) begin
-                                rton = 1'b1; rtdl = dl_sh;
-                            end
-                        end
-                    end
-                    default: if (d_due) begin   // OP_SCAN
-                        wr = 1'b1;
-                        if (d_una_max) begin
-                            rton = 1'b0;
-                        end else begin
-                            nxt = una_;
-                            rtsh = rtsh_inc;
-                            rtdl = dl_inc;
-                            cnt_rto <= cnt_rto + 1;
-                            ce_push <= 1'b1; ce_in <= {x_idx, 2'd2, 32'd0};
-                        end
-                    end
-                endcase
-                // (re)queue a connection that has something to send (decided in D)
-                if (d_rq) begin
-                    inq = 1'b1;
-                    rq_push <= 1'b1; rq_in <= x_idx;
-                end
-                nr[R_VALID] = valid; nr[R_ISS +: 32] = iss;
-                nr[R_UNA +: 32] = una_; nr[R_NXT +: 32] = nxt; nr[R_MAX +: 32] = max_;
-                nr[R_END +: 32] = end_; nr[R_WND +: 32] = wnd; nr[R_RACK +: 32] = rack;
-                nr[R_RCE +: 16] = rce; nr[R_RTON] = rton; nr[R_RTDL +: 32] = rtdl;
-                nr[R_RTSH +: 3] = rtsh; nr[R_NKON] = nkon; nr[R_NKACK +: 32] = nkack;
-                nr[R_NKT +: 32] = nkt; nr[R_INQ] = inq; nr[R_STT +: 32] = stt;
-                nr[R_RATE +: 32] = rate; nr[R_CRED +: CRW] = cred; nr[R_TL +: TLW] = tl;
-                wr_en <= wr;
-                wr_data_r <= nr;
+                pace_yield <= s_yield;
+            end else begin
+                // only a departure needs P3 (its length) and only a departure or a rate result
+                // the pacing sum (P3): the other ops skip P3
+                ph <= (ph == PH_P2 && !x_is_send && !x_is_rate) ? PH_D : ph + 4'd1;
+                in_ex <= ph == PH_D;
             end
         end
+    end
+
+    // EX: the outputs and the record to write back, selected by D's registers. The data
+    // registers are loaded every clock (their strobes, set in EX only, say when they count).
+    always @(posedge clk) begin
+        if (rst) begin
+            wr_en <= 1'b0; rq_push <= 1'b0; dq_push <= 1'b0; jq_push <= 1'b0; ce_push <= 1'b0;
+            ctl_rd_valid <= 1'b0; una_valid <= 1'b0;
+            cnt_data <= 0; cnt_resent <= 0; cnt_ctl_pkts <= 0; cnt_gbn_nack <= 0;
+            cnt_nack_held <= 0; cnt_rto <= 0; cnt_db_err <= 0; cnt_overrun <= 0;
+        end else begin
+            // queue overruns (the op rate keeps them empty; counted for the tests)
+            if ((snd_valid && sq_full) || (ack_valid && aq_full) || (rq_push && rq_full) ||
+                (ce_push && ce_full) || (cc_out_valid && rt_full))
+                cnt_overrun <= cnt_overrun + 1;
+            wr_en <= in_ex && s_wr;
+            rq_push <= in_ex && d_rq;
+            dq_push <= in_ex && s_dq;
+            jq_push <= in_ex && s_jq;
+            ce_push <= in_ex && s_ce;
+            ctl_rd_valid <= in_ex && s_rd;
+            una_valid <= in_ex && s_una_out;
+            if (in_ex && c_held) cnt_nack_held <= cnt_nack_held + 1;
+            if (in_ex && c_gbn) cnt_gbn_nack <= cnt_gbn_nack + 1;
+            if (in_ex && c_ctl) cnt_ctl_pkts <= cnt_ctl_pkts + 1;
+            if (in_ex && c_dberr) cnt_db_err <= cnt_db_err + 1;
+            if (in_ex && c_data) cnt_data <= cnt_data + 1;
+            if (in_ex && c_resent) cnt_resent <= cnt_resent + 1;
+            if (in_ex && c_rto) cnt_rto <= cnt_rto + 1;
+        end
+    end
+    always @(posedge clk) begin : exec
+        reg [W-1:0] nr;
+        reg [31:0] una_, nxt, max_, end_, wnd, rack, rtdl, nkack, nkt, stt, rate;
+        reg [15:0] rce;
+        reg [CRW-1:0] cred;
+        una_ = s_i ? x_d : s_una ? x_a : f_una;
+        nxt = s_nsent ? d_nxt_sent : s_nalt ? n_alt : f_nxt;
+        max_ = s_i ? x_d : s_max ? d_nxt_sent : f_max;
+        end_ = s_i ? x_d : s_end ? x_a : f_end;
+        wnd = s_i ? {6'd0, x_t, 10'd0} : s_wnd ? x_wnd : f_wnd;
+        rack = s_i ? x_e : s_ack ? x_a : f_rack;
+        rce = s_i ? 16'd0 : s_ack ? x_s : f_rce;
+        rtdl = s_rtnow ? now_rto : s_rtalt ? rt_alt : f_rtdl;
+        nkack = s_i ? 32'd0 : s_nk ? x_a : f_nkack;
+        nkt = s_i ? 32'd0 : s_nk ? now_r : f_nkt;
+        stt = s_i ? 32'd0 : s_stt ? x_b : f_stt;
+        rate = s_i ? cfg_rate_init : s_rate ? x_a : f_rate;
+        // a new connection has a full bucket; an accrual is capped at the burst
+        cred = s_i ? CAP : s_cacc ? (pc_over ? CAP : pc_acc[CRW-1:0]) :
+               s_csent ? (pc_over ? pc_capsent : pc_sent) : f_cred;
+        nr[R_VALID] = n_valid;
+        nr[R_CID +: 32] = s_i ? x_a : rec[R_CID +: 32];
+        nr[R_PCID +: 32] = s_i ? x_b : rec[R_PCID +: 32];
+        nr[R_PIP +: 32] = s_i ? x_c : rec[R_PIP +: 32];
+        nr[R_PPORT +: 16] = s_i ? x_s : rec[R_PPORT +: 16];
+        nr[R_ISS +: 32] = s_i ? x_d : f_iss;
+        nr[R_UNA +: 32] = una_; nr[R_NXT +: 32] = nxt; nr[R_MAX +: 32] = max_;
+        nr[R_END +: 32] = end_; nr[R_WND +: 32] = wnd; nr[R_RACK +: 32] = rack;
+        nr[R_RCE +: 16] = rce; nr[R_RTON] = n_rton; nr[R_RTDL +: 32] = rtdl;
+        nr[R_RTSH +: 3] = n_rtsh; nr[R_NKON] = n_nkon; nr[R_NKACK +: 32] = nkack;
+        nr[R_NKT +: 32] = nkt; nr[R_INQ] = n_inq; nr[R_STT +: 32] = stt;
+        nr[R_RATE +: 32] = rate; nr[R_CRED +: CRW] = cred;
+        nr[R_TL +: TLW] = s_tl ? x_now : f_tl;
+        // zeros for the sweep after reset (a synchronous reset of these flip-flops: no
+        // multiplexer between them and the block RAM, whose inputs are spread over the die)
+        wr_data_r <= (rst || clearing) ? {W{1'b0}} : nr;
+        // descriptor: an ACK/NACK (x_nack, x_a = ack, x_b = echo, x_s = ce_count) or DATA
+        dq_in <= x_is_aout ?
+                 {x_nack ? 8'h06 : 8'h02, 16'd0, rec[R_PCID +: 32], rec[R_CID +: 32], f_max,
+                  x_a, x_b, rec[R_PIP +: 32], cfg_window, x_s, rec[R_PPORT +: 16]} :
+                 {d_psh ? 8'h62 : 8'h22, slen, rec[R_PCID +: 32], rec[R_CID +: 32], f_nxt,
+                  f_rack, 32'd0, rec[R_PIP +: 32], cfg_window, f_rce, rec[R_PPORT +: 16]};
+        jq_in <= {x_idx, off[BUF_LOG2-1:3], slen[14:3] + {11'd0, slen[2:0] != 3'd0},
+                  (slen[2:0] == 3'd0) ? 8'hff : ~(8'hff << slen[2:0])};
+        ce_in <= {x_idx, s_ce_type, (s_ce_type == 2'd0) ? x_b : 32'd0};
+        rq_in <= x_idx;
+        una_ctx <= {{(16 - AW) {1'b0}}, x_idx};
+        una <= x_a;
+        ctl_rd_installed <= d_cid_eq;
+        ctl_rd_una <= f_una; ctl_rd_nxt <= f_nxt; ctl_rd_end <= f_end;
     end
     wire unused = &{1'b0, oq_full, pb_raddr, pb_waddr, pbx_rd_data, rv_d_next[LAT],
                        rv_tag_next[LAT*9+8 -: 9]};

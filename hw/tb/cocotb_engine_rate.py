@@ -22,7 +22,7 @@ CFG_IP, CFG_PORT = 0x0A000002, 21332
 PEER_IP, PEER_PORT = 0x0A000001, 40000
 CID, PCID, ISS, RCV = 0x1000, 0x77, 0xFFFF0000, 5000
 MAXP = 1440
-ACK_BOUND = int(os.environ.get("ACK_BOUND", "24"))
+ACK_BOUND = int(os.environ.get("ACK_BOUND", "26"))
 PBUF_EXT = int(os.environ.get("PBUF_EXT", "0"))
 PBUF_LAT = int(os.environ.get("PBUF_LAT", "1"))
 
