@@ -6,7 +6,7 @@ use stride::{Endpoint, EndpointConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SENDERS: usize = 8;
-const BYTES: usize = 2 << 20;
+const BYTES: usize = 4 << 20;
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
@@ -15,7 +15,7 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 }
 
 /// Eight clients (each its own socket and driver thread, so nine busy threads share the
-/// machine's cores) send 2 MiB each at once into a server whose socket buffer is 256 KiB (the
+/// machine's cores) send 4 MiB each at once into a server whose socket buffer is 256 KiB (the
 /// kernel grants twice that, or less without privileges). Returns the server's socket overflow
 /// count (`SO_RXQ_OVFL`), the resends of all clients and the share the server ran with.
 async fn four_into_a_small_socket(rx_share: Option<u32>) -> (u64, u64, u32) {
