@@ -100,7 +100,7 @@ async fn senders_into_one_socket_keep_within_its_buffer() {
     assert!(resent < 64, "{resent} packets resent");
 }
 
-/// The same eight senders without a share overflow the socket (22-90 datagrams per run here,
+/// The same eight senders without a share overflow the socket (5-114 datagrams per run here,
 /// every run): the case above is one the share decides. If this stops overflowing, the test
 /// above no longer shows anything and needs a harder case.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
