@@ -569,6 +569,26 @@ pub fn host_config(line_bps: u64) -> Config {
     c
 }
 
+/// The receive share and each connection's receive buffer for a socket whose kernel-granted
+/// receive buffer is `socket_rcvbuf` (0: not reported, both kept as configured). What peers
+/// have in flight toward the socket stays within a quarter of its buffer (the kernel reports
+/// the doubled figure it charges each datagram's full size against, about 1.6x the payload):
+/// a lone sender through its window (an eighth, at least 64 KiB: a burst of starts gets first
+/// windows of up to twice that before the share counts them), several through the share (a
+/// quarter, at least 1 KiB; 0 stays off). Then neither kernel overhead nor a resend of what is
+/// still queued overflows it, however late the driver reads.
+fn fit_to_socket(socket_rcvbuf: usize, rx_share: u32, recv_buffer: usize) -> (u32, usize) {
+    if socket_rcvbuf == 0 {
+        return (rx_share, recv_buffer);
+    }
+    let quarter = socket_rcvbuf / 4;
+    let share_cap = u32::try_from(quarter).unwrap_or(u32::MAX).max(1024);
+    (
+        rx_share.min(share_cap),
+        recv_buffer.min((quarter / 2).max(64 << 10)),
+    )
+}
+
 /// Memory an endpoint budgets per connection when it derives its connection limit: the fixed
 /// record plus an idle connection's buffers (each side keeps up to 64 KiB once drained).
 pub const CONN_MEMORY_BUDGET: u64 = 160 * 1024;
@@ -720,23 +740,13 @@ impl Endpoint {
             kernel_timestamps,
             gro,
             rx_share: 0,
-            conn_recv_buffer: opts.proto.recv_buffer,
+            conn_recv_buffer: 0,
         };
-        if info.recv_buffer > 0 {
-            // What peers have in flight toward this socket stays within a quarter of its
-            // buffer (the kernel reports the doubled figure it charges each datagram's full
-            // size against, about 1.6x the payload): a lone sender through its window (an
-            // eighth: a burst of starts gets first windows of up to twice that before the
-            // share counts them), several through the receive share. Then neither kernel
-            // overhead nor a resend of what is still queued overflows it, however late the
-            // driver reads.
-            let quarter = info.recv_buffer / 4;
-            info.conn_recv_buffer = info.conn_recv_buffer.min((quarter / 2).max(64 << 10));
-            let q = u32::try_from(quarter).unwrap_or(u32::MAX).max(1024);
-            info.rx_share = opts.proto.rx_share.min(q);
-        } else {
-            info.rx_share = opts.proto.rx_share;
-        }
+        (info.rx_share, info.conn_recv_buffer) = fit_to_socket(
+            info.recv_buffer,
+            opts.proto.rx_share,
+            opts.proto.recv_buffer,
+        );
         let udp: std::net::UdpSocket = sock.into();
         // SAFETY: plain eventfd creation.
         let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -1801,6 +1811,24 @@ mod tests {
         assert_eq!(connection_limit(1_000, Some(1 << 30)), 1_000);
         assert_eq!(connection_limit(65_536, Some(0)), 64);
         assert_eq!(connection_limit(65_536, None), 65_536);
+    }
+
+    #[test]
+    fn the_socket_buffer_bounds_share_and_window() {
+        let c = host_config(10_000_000_000);
+        // The default 16 MiB request, granted doubled: the profile's values stand.
+        assert_eq!(
+            fit_to_socket(32 << 20, c.rx_share, c.recv_buffer),
+            (HOST_RX_SHARE, c.recv_buffer)
+        );
+        // 256 KiB granted doubled: a quarter for the share, an eighth (at least 64 KiB) each.
+        assert_eq!(
+            fit_to_socket(512 << 10, c.rx_share, c.recv_buffer),
+            (128 << 10, 64 << 10)
+        );
+        // Off stays off; an unreported buffer keeps the configuration.
+        assert_eq!(fit_to_socket(512 << 10, 0, 1 << 20), (0, 64 << 10));
+        assert_eq!(fit_to_socket(0, 7, 9), (7, 9));
     }
 
     #[test]
