@@ -6,11 +6,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
 
-fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7) as u8 ^ seed)
-        .collect()
-}
+use common::pattern;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transfer_both_ways_and_close() {

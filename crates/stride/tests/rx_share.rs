@@ -2,23 +2,20 @@
 //! several peers sending into one socket keep within its buffer, so the socket never overflows
 //! however far the receiving thread falls behind.
 
-use stride::{Endpoint, EndpointConfig};
+mod common;
+
+use common::pattern;
+use stride::{Endpoint, EndpointConfig, SocketInfo};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SENDERS: usize = 8;
 const BYTES: usize = 4 << 20;
 
-fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u8).wrapping_mul(29) ^ seed ^ (i >> 11) as u8)
-        .collect()
-}
-
 /// Eight clients (each its own socket and driver thread, so nine busy threads share the
 /// machine's cores) send 4 MiB each at once into a server whose socket buffer is 256 KiB (the
 /// kernel grants twice that, or less without privileges). Returns the server's socket overflow
-/// count (`SO_RXQ_OVFL`), the resends of all clients and the share the server ran with.
-async fn four_into_a_small_socket(rx_share: Option<u32>) -> (u64, u64, u32) {
+/// count (`SO_RXQ_OVFL`), the resends of all clients and the server's socket facts.
+async fn senders_into_a_small_socket(rx_share: Option<u32>) -> (u64, u64, SocketInfo) {
     let mut opts = EndpointConfig {
         recv_buffer: 256 << 10,
         ..EndpointConfig::default()
@@ -27,7 +24,7 @@ async fn four_into_a_small_socket(rx_share: Option<u32>) -> (u64, u64, u32) {
         opts.proto.rx_share = s;
     }
     let server = Endpoint::bind_with("127.0.0.1:0".parse().unwrap(), opts).unwrap();
-    let share = server.socket_info().rx_share;
+    let info = server.socket_info();
     let addr = server.local_addr();
     let mut clients = Vec::new();
     let mut streams = Vec::new();
@@ -71,22 +68,14 @@ async fn four_into_a_small_socket(rx_share: Option<u32>) -> (u64, u64, u32) {
     got.sort();
     want.sort();
     assert!(got == want, "a stream differs");
-    (server.io_stats().rx_overflow, resent, share)
+    (server.io_stats().rx_overflow, resent, info)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn senders_into_one_socket_keep_within_its_buffer() {
-    let (overflow, resent, share) = four_into_a_small_socket(None).await;
+    let (overflow, resent, info) = senders_into_a_small_socket(None).await;
+    let share = info.rx_share;
     eprintln!("with share {share}: overflow {overflow}, resent {resent}");
-    let info = Endpoint::bind_with(
-        "127.0.0.1:0".parse().unwrap(),
-        EndpointConfig {
-            recv_buffer: 256 << 10,
-            ..EndpointConfig::default()
-        },
-    )
-    .unwrap()
-    .socket_info();
     assert!(share > 0, "the host profile has a receive share");
     assert!(
         share as usize <= info.recv_buffer / 4 && info.conn_recv_buffer <= info.recv_buffer / 4,
@@ -108,9 +97,9 @@ async fn senders_into_one_socket_keep_within_its_buffer() {
 /// above no longer shows anything and needs a harder case.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_share_the_same_senders_overflow_the_socket() {
-    let (overflow, resent, share) = four_into_a_small_socket(Some(0)).await;
+    let (overflow, resent, info) = senders_into_a_small_socket(Some(0)).await;
     eprintln!("without: overflow {overflow}, resent {resent}");
-    assert_eq!(share, 0);
+    assert_eq!(info.rx_share, 0);
     assert!(
         overflow > 0,
         "no overflow without the share ({resent} resent): the case no longer loads the socket"

@@ -1,14 +1,11 @@
 //! The zero-copy stream calls over real loopback sockets: chunks written with `write_chunk`
 //! (mixed with ordinary writes) arrive intact through `read_chunk` (mixed with `read_chunks` and ordinary reads).
 
+mod common;
+
+use common::pattern;
 use stride::{Bytes, Endpoint};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn pattern(n: usize, seed: u8) -> Vec<u8> {
-    (0..n)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(5) as u8 ^ seed)
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunks_and_copies_interleave_both_ways() {

@@ -1,10 +1,17 @@
-//! Shared by the endpoint tests: one stream from a client endpoint to a server endpoint, and
-//! request/response exchanges on one.
+//! Shared by the endpoint tests: test data, one stream from a client endpoint to a server
+//! endpoint, and request/response exchanges on one.
 // Each test crate that includes this module uses only some of it.
 #![allow(dead_code)]
 
 use stride::Endpoint;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// `n` bytes of test data, different for each `seed` and without short repeats.
+pub fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(7) as u8 ^ seed)
+        .collect()
+}
 
 /// Sends `data` from `client` to `server` on one connection, closes it, and returns what the
 /// server read.
