@@ -46,7 +46,10 @@ fn settle(p: &mut Pair) {
 }
 
 fn pair() -> Pair {
-    let cfg = Config::default();
+    pair_with(Config::default())
+}
+
+fn pair_with(cfg: Config) -> Pair {
     let mut a = Endpoint::new(cfg.clone(), [1; 16], 1);
     let mut b = Endpoint::new(cfg, [2; 16], 2);
     b.listen(true);
@@ -197,5 +200,81 @@ fn copying_and_zero_copy_transmits_are_the_same_datagrams() {
     assert!(
         n > 30 && payload >= data.len(),
         "only {n} datagrams, {payload} bytes"
+    );
+}
+
+/// Sends `total` bytes through a 512 KiB send buffer, refilling only on `Event::Writable`
+/// (by chunks or by copies); returns the free room seen at each Writable and the bytes that
+/// arrived.
+fn writable_room(chunks: bool, total: usize) -> (Vec<usize>, Vec<u8>) {
+    let mut p = pair_with(Config {
+        send_buffer: 512 << 10,
+        ..Config::default()
+    });
+    let data = Bytes::from(pattern(total, 5));
+    let mut off = 0;
+    let put = |p: &mut Pair, off: &mut usize| {
+        let rest = data.slice(*off..);
+        *off += if chunks {
+            p.a.1.write_bytes(p.ha, &rest).unwrap()
+        } else {
+            p.a.1.write(p.ha, &rest).unwrap()
+        };
+    };
+    put(&mut p, &mut off);
+    let mut rooms = Vec::new();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 2048];
+    for _ in 0..200_000 {
+        while let Some(t) = p.a.1.poll_transmit(p.now, &mut buf) {
+            p.b.1.handle(p.now, p.a.0, &buf[..t.len]);
+        }
+        let mut rd = vec![0u8; 65_536];
+        while let Ok(n) = p.b.1.read(p.hb, &mut rd) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&rd[..n]);
+        }
+        p.now += 1_000;
+        let now = p.now;
+        acks(&mut p, now);
+        while let Some((h, ev)) = p.a.1.poll_event() {
+            if h == p.ha && ev == Event::Writable {
+                rooms.push((512 << 10) - p.a.1.conn(p.ha).unwrap().unacked());
+                put(&mut p, &mut off);
+            }
+        }
+        if got.len() == total {
+            break;
+        }
+    }
+    assert!(
+        got == data[..],
+        "{} of {total} bytes arrived intact",
+        got.len()
+    );
+    (rooms, got)
+}
+
+#[test]
+fn a_chunk_writer_is_woken_per_quarter_buffer() {
+    // A copying writer wakes per ACK interval (64 KiB): each wake copies little. A writer
+    // handing over chunks copies nothing, so it wakes per quarter of the buffer (128 KiB
+    // here): half the wake-ups, each with at least that much room.
+    let total = 4 << 20;
+    let (copy, _) = writable_room(false, total);
+    let (chunk, _) = writable_room(true, total);
+    assert!(copy.iter().all(|&r| r >= 64 << 10), "{copy:?}");
+    assert!(chunk.iter().all(|&r| r >= 128 << 10), "{chunk:?}");
+    assert!(
+        copy.iter().any(|&r| r < 128 << 10),
+        "the copying writer waited for a quarter: {copy:?}"
+    );
+    assert!(
+        chunk.len() * 3 <= copy.len() * 2,
+        "{} chunk wake-ups against {} copying",
+        chunk.len(),
+        copy.len()
     );
 }
