@@ -766,3 +766,79 @@ fn a_send_batch_groups_departures_at_the_same_rate() {
         "16 ms expected: {span_off} ns vs {span_on} ns"
     );
 }
+
+/// Spec §9, a software sender's send batch (`burst_min_ns` set, as the UDP host's 50 µs):
+/// where the batch lasts at least two quanta, the bucket holds a batch plus a quantum, so
+/// the sender leaves in a few large batches (one wake-up each) at the same rate, and no
+/// instant carries more than that bucket. Where it does not (10 Gbit/s), the bucket stays
+/// the plain one.
+#[test]
+fn a_software_send_batch_grows_the_bucket_only_for_long_batches() {
+    // (bytes at the largest departure instant, instants, span ns)
+    let run = |gbps: f64, batch: u32, total: usize| {
+        let cfg = Config {
+            send_batch_bytes: batch,
+            burst_bytes: 8 * 1024,
+            burst_min_ns: 50_000,
+            cc: stride_proto::cc::CcConfig::by_name(
+                "fixed",
+                stride_proto::cc::rate_from_gbps(gbps),
+            )
+            .unwrap(),
+            ..Config::default()
+        };
+        let mut p = Pair::new(cfg);
+        p.run(100_000, &mut nodrop);
+        p.c.write(p.ch, &vec![7u8; total]).unwrap();
+        p.run(100_000_000, &mut nodrop);
+        assert_eq!(p.read_server().len(), total);
+        let mut instants: Vec<(u64, usize)> = vec![];
+        for r in p
+            .sent_by_client
+            .iter()
+            .filter(|r| r.1.contains(Flags::DATA))
+        {
+            match instants.last_mut() {
+                Some(last) if last.0 == r.0 => last.1 += r.3,
+                _ => instants.push((r.0, r.3)),
+            }
+        }
+        let span = instants.last().unwrap().0 - instants[0].0;
+        let biggest = instants.iter().map(|i| i.1).max().unwrap();
+        (biggest, instants.len(), span)
+    };
+    // 1 Gbit/s: a 64 KiB batch is 524 us, over two 50 us quanta. The plain bucket (8 KiB,
+    // 65 us) gave batches of about 2 KiB; now batches of (batch + quantum) / 2, ~35 KiB.
+    let (big_off, n_off, span_off) = run(1.0, 0, 2_000_000);
+    let (big_on, n_on, span_on) = run(1.0, 64 * 1024, 2_000_000);
+    assert!(n_off > 1000, "{n_off} instants without batches");
+    // 58 batches of 34 560 bytes, then the last 64 KiB packet by packet (less than a batch
+    // is ready, so nothing waits for one).
+    assert!(n_on < 120, "{n_on} instants with batches");
+    // The bucket bounds every instant: 64 KiB + 50 us at 1 Gbit/s (6 250 bytes), with the
+    // header bytes the pacer charges.
+    assert!(big_on > 30_000, "largest instant {big_on} bytes");
+    assert!(big_on <= 65_536 + 6_250, "largest instant {big_on} bytes");
+    assert!(
+        big_off <= 8 * 1024 + 1440,
+        "largest instant {big_off} bytes without batches"
+    );
+    let (a, b) = (span_off as f64, span_on as f64);
+    assert!(
+        (a - b).abs() < 0.03 * a,
+        "16 ms expected: {span_off} ns vs {span_on} ns"
+    );
+    // 10 Gbit/s: a 64 KiB batch (52 us) is under two quanta: the bucket stays 64 KiB (the
+    // quantum's cap) and the room beyond its half is too small for batches of any size.
+    let (big10, n10, _) = run(10.0, 64 * 1024, 4_000_000);
+    let (big10_off, n10_off, _) = run(10.0, 0, 4_000_000);
+    assert!(
+        big10 <= 65_536 + 1440,
+        "largest instant {big10} bytes at 10 Gbit/s"
+    );
+    assert!(
+        n10 * 10 >= n10_off * 9,
+        "{n10} instants with batches, {n10_off} without"
+    );
+    assert!(big10_off <= 65_536 + 1440);
+}

@@ -472,8 +472,10 @@ pub const HOST_DELAYED_ACK_NS: u64 = 100_000;
 pub const HOST_ACK_RIDE_NS: u64 = 1_000_000;
 /// Host-stack send batch of a sender pinned at a rate (`Config::send_batch_bytes`, spec §9;
 /// applied by [`crate::ControllerOverrides`] with the `fixed` controller, not by [`host_config`]): up to
-/// one GSO message, within the room the pacing bucket leaves. A pinned 100 Mbit/s sender then
-/// sends 5 packets per system call instead of one and uses about a third less CPU. Not under a
+/// one GSO message, within the room the pacing bucket leaves. Where 64 KiB last at least two
+/// pacing quanta (rates up to ~5 Gbit/s), the bucket holds a batch plus a quantum (spec §9), so
+/// the sender sleeps a batch at a time: pinned at 1 Gbit/s it uses 0.30 cores instead of 0.99,
+/// at 100 Mbit/s 0.04 instead of 0.27, at the same goodput (docs/results.md, session 12). Not under a
 /// controller that reads delay: a batch reaches the bottleneck as a burst whose queueing is
 /// in every STT sample of its packets (`stride demo` fell from 0.64 to 0.48 of the bottleneck
 /// with batches; docs/results.md, session 10).
