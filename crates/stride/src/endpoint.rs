@@ -1690,8 +1690,10 @@ fn drive(
                 for (to, d) in std::mem::take(&mut st.spill) {
                     tx.push(to, &d);
                 }
+                // One clock read per batch: the batch leaves in one system call, so its
+                // datagrams share a departure time (a read per datagram was 3.6 % of a bulk
+                // sender's samples on a VM whose clock reads cost ~45 ns).
                 while !tx.is_full() {
-                    let now = sys::now_ns();
                     // Payloads stay in the send buffer: the kernel reads them from there.
                     let (buf, parts) = tx.next_slot();
                     match st.ep.poll_transmit_parts(now, buf, parts) {
