@@ -377,6 +377,20 @@ impl Endpoint {
     /// Like [`Endpoint::handle`], for a datagram whose IP header carried the ECN codepoint
     /// CE (`ce = true`, congestion experienced) or not.
     pub fn handle_ecn(&mut self, now: u64, remote: SocketAddr, data: &[u8], ce: bool) {
+        self.handle_from(now, remote, data, ce, None)
+    }
+
+    /// Handles one datagram; `src`, when given, is the `Bytes` that `data` is, whose slices
+    /// an in-order payload may keep instead of a copy ([`Endpoint::handle_ecn_bytes`]). A
+    /// datagram for a known connection costs one table lookup.
+    fn handle_from(
+        &mut self,
+        now: u64,
+        remote: SocketAddr,
+        data: &[u8],
+        ce: bool,
+        src: Option<&Bytes>,
+    ) {
         self.stats.datagrams_in += 1;
         let p = match Packet::new_checked(data) {
             Ok(p) => p,
@@ -390,8 +404,26 @@ impl Endpoint {
         if let Some(e) = self.conns.get_mut(&dst) {
             if e.remote == remote {
                 e.conn.set_rx_share(self.rx_share);
-                e.conn.handle_ecn(now, &p, ce);
-                self.touch(dst);
+                if let Some(b) = src {
+                    e.conn.set_rx_source(Some(b.clone()));
+                    e.conn.handle_ecn(now, &p, ce);
+                    e.conn.set_rx_source(None);
+                } else {
+                    e.conn.handle_ecn(now, &p, ce);
+                }
+                // `touch`, with the entry in hand.
+                let active = e.conn.rx_active();
+                let changed = active != e.active;
+                while let Some(ev) = e.conn.poll_event() {
+                    self.events.push_back((ConnHandle(dst), ev));
+                }
+                if !e.queued {
+                    e.queued = true;
+                    self.ready.push_back(dst);
+                }
+                if changed {
+                    self.sync_active(dst);
+                }
                 return;
             }
         }
@@ -729,17 +761,7 @@ impl Endpoint {
     /// Like [`Endpoint::handle_ecn`] for a datagram held in [`Bytes`]: a connection keeps its
     /// in-order payload as a slice of `data` instead of copying it.
     pub fn handle_ecn_bytes(&mut self, now: u64, remote: SocketAddr, data: &Bytes, ce: bool) {
-        let dst = Packet::new_checked(&data[..]).ok().map(|p| p.dst_cid());
-        let lend = |conns: &mut CidMap<u32, Entry>, src: Option<Bytes>| {
-            if let Some(e) = dst.and_then(|d| conns.get_mut(&d)) {
-                if e.remote == remote {
-                    e.conn.set_rx_source(src);
-                }
-            }
-        };
-        lend(&mut self.conns, Some(data.clone()));
-        self.handle_ecn(now, remote, data, ce);
-        lend(&mut self.conns, None);
+        self.handle_from(now, remote, data, ce, Some(data));
     }
 
     /// Like [`Endpoint::poll_transmit`], but a DATA payload is appended to `parts` as slices
