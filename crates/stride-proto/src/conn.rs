@@ -114,6 +114,9 @@ pub struct Connection {
     peer_window: u32,
     cc: Box<dyn Controller>,
     cc_rate: u32,
+    /// The controller's window cap, read after every controller event (`refresh_rate`): the
+    /// window is consulted several times per packet, the controller is a virtual call.
+    cc_window: Option<u32>,
     /// Pacing cost of one byte in 2^-20 ns (recomputed only when the rate changes).
     ns_per_byte_fp: u64,
     burst_ns: u64,
@@ -249,6 +252,7 @@ impl Connection {
             fin_acked: false,
             peer_window: 0,
             cc_rate: 0,
+            cc_window: cc.window(),
             cc,
             ns_per_byte_fp: 0,
             burst_ns: 0,
@@ -420,6 +424,7 @@ impl Connection {
     }
 
     fn refresh_rate(&mut self) {
+        self.cc_window = self.cc.window();
         let r = self.cc.rate();
         if r != self.cc_rate {
             self.cc_rate = r;
@@ -1451,7 +1456,12 @@ impl Connection {
     }
 
     fn window_room(&self) -> u32 {
-        let w = match self.cc.window() {
+        debug_assert_eq!(
+            self.cc_window,
+            self.cc.window(),
+            "window read before refresh_rate"
+        );
+        let w = match self.cc_window {
             Some(cap) => self
                 .peer_window
                 .min(cap.max(u32::from(self.cfg.max_payload))),
