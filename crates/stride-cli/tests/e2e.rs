@@ -3,6 +3,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -19,12 +20,19 @@ impl Proc {
     /// Starts `stride ARGS` and returns it with the address it printed on its first stderr line
     /// (the last word of that line).
     fn start(args: &[&str]) -> (Proc, SocketAddr) {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn stride");
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // `interrupt` stops the child with SIGINT, which a child started from a background job
+        // (`cmd &` in a script, `nohup`) inherits as ignored: it would then never exit and the
+        // test would hang. Give it the default disposition.
+        // SAFETY: `signal` is async-signal-safe; nothing else runs in the forked child.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("spawn stride");
         let mut err = BufReader::new(child.stderr.take().expect("stderr"));
         let mut line = String::new();
         err.read_line(&mut line).expect("first line");
