@@ -483,9 +483,13 @@ impl Endpoint {
             // The listener's capabilities (spec §5.1) ride in bits 8..14 beside the grant: the
             // SYN-ACK's echo_stt is taken by the SYN's STT.
             h.ce_count = GRANT_PRESENT | shift as u16 | syn_ack_caps(ours);
-            // The first window is the receive share of the n concurrent starts as well
-            // (spec §8.6 `rx_share`): the data of a burst of starts is bounded before any ACK.
-            let w = (self.cfg.recv_buffer as u32).min(self.share_for(n));
+            // The first window is the receive share of the n concurrent starts and of the
+            // peers already sending (spec §8.6 `rx_share`): the data of a burst of starts is
+            // bounded before any ACK, and so is a start into a busy receiver (a start counted
+            // only against the SYNs of the last two epochs was given a whole share while
+            // hundreds of peers were sending: 200 staggered 1 MB senders overflowed a 32 MiB
+            // socket by thousands of datagrams).
+            let w = (self.cfg.recv_buffer as u32).min(self.share_for(n + self.rx_active));
             h.window = (w >> 10).min(0xffff) as u16;
             self.stats.syn_acks_sent += 1;
             self.push_ctrl(remote, h);
@@ -1155,6 +1159,62 @@ mod tests {
         let (win_off, got_off) = four_senders(0, false);
         assert_eq!(got_off, 4 * 300_000);
         assert!(win_off >= 1024, "without the share: {win_off} KiB");
+    }
+
+    /// Spec §8.6: a start into a receiver that peers are already sending to gets its share of
+    /// them in the SYN-ACK's window, not the whole share of a lone start (200 staggered
+    /// senders once overflowed a 32 MiB socket by thousands of datagrams that way).
+    #[test]
+    fn a_start_into_a_busy_receiver_gets_a_share_of_the_active_peers() {
+        let cfg = Config {
+            rx_share: 2 << 20,
+            recv_buffer: 4 << 20,
+            ..Config::default()
+        };
+        let mut server = Endpoint::new(cfg.clone(), [4; 16], 2);
+        server.listen(true);
+        let sa: SocketAddr = "10.0.0.99:2000".parse().unwrap();
+        let mut clients: Vec<(Endpoint, SocketAddr, ConnHandle)> = (0..8u8)
+            .map(|i| {
+                let mut c = Endpoint::new(cfg.clone(), [i; 16], u64::from(i));
+                let ca: SocketAddr = format!("10.0.0.{}:1000", i + 1).parse().unwrap();
+                let h = c.connect(0, sa).unwrap();
+                (c, ca, h)
+            })
+            .collect();
+        let data = vec![7u8; 1 << 20];
+        let mut buf = vec![0u8; 65_536];
+        let mut now = 1_000u64;
+        // Until all eight are sending (a DATA without PSH from each).
+        while server.rx_active < 8 && now < 10_000_000 {
+            for (c, ca, h) in clients.iter_mut() {
+                let _ = c.write(*h, &data);
+                while let Some(t) = c.poll_transmit(now, &mut buf) {
+                    server.handle(now, *ca, &buf[..t.len]);
+                }
+            }
+            while server.poll_event().is_some() {}
+            while let Some(t) = server.poll_transmit(now, &mut buf) {
+                let c = clients.iter_mut().find(|c| c.1 == t.remote).unwrap();
+                c.0.handle(now, sa, &buf[..t.len]);
+            }
+            now += 1_000;
+        }
+        assert_eq!(server.rx_active, 8, "eight peers sending");
+        // A ninth start, alone in its epochs: 2 MiB >> ceil(log2 9) = 128 KiB.
+        now += 3 << 16;
+        let remote: SocketAddr = "10.0.1.1:9".parse().unwrap();
+        let syn = Header::new(Flags::SYN, 0, 77, 5000, 0, now as u32);
+        server.handle(now, remote, &emit(syn));
+        let t = loop {
+            let t = server.poll_transmit(now, &mut buf).expect("a SYN-ACK");
+            if t.remote == remote {
+                break t;
+            }
+        };
+        let p = Packet::new_checked(&buf[..t.len]).unwrap();
+        assert_eq!(p.flags(), Flags::SYN | Flags::ACK);
+        assert_eq!(p.window(), 128, "first window {} KiB", p.window());
     }
 
     /// The zero-copy transmit path applies the share like the copying one (it once did not).
