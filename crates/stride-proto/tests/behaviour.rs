@@ -719,6 +719,29 @@ fn interval_acks_stay_pure() {
     assert!(ridden <= 2, "{ridden} ACKs rode");
 }
 
+/// The client writes `total` bytes and the pair runs until the server has read them all;
+/// returns the DATA bytes at the busiest departure instant, the number of departure instants
+/// (packets leaving at the same `now`) and the span from the first to the last.
+fn departures(p: &mut Pair, total: usize) -> (usize, usize, u64) {
+    p.c.write(p.ch, &vec![7u8; total]).unwrap();
+    p.run(100_000_000, &mut nodrop);
+    assert_eq!(p.read_server().len(), total);
+    let mut instants: Vec<(u64, usize)> = vec![];
+    for r in p
+        .sent_by_client
+        .iter()
+        .filter(|r| r.1.contains(Flags::DATA))
+    {
+        match instants.last_mut() {
+            Some(last) if last.0 == r.0 => last.1 += r.3,
+            _ => instants.push((r.0, r.3)),
+        }
+    }
+    let span = instants.last().unwrap().0 - instants[0].0;
+    let biggest = instants.iter().map(|i| i.1).max().unwrap();
+    (biggest, instants.len(), span)
+}
+
 /// Spec §9, send batch: a backlogged sender pinned at 1 Gbit/s (16 KiB bucket, so batches of
 /// 8 KiB, half the bucket) sends its DATA in groups that leave at one instant instead of one
 /// packet per pacer slot, and keeps the same rate: 2 MB take as long as without batches
@@ -735,25 +758,9 @@ fn a_send_batch_groups_departures_at_the_same_rate() {
         let bucket = cfg.burst_bytes as usize;
         let mut p = Pair::new(cfg);
         p.run(100_000, &mut nodrop);
-        p.c.write(p.ch, &vec![7u8; 2_000_000]).unwrap();
-        p.run(100_000_000, &mut nodrop);
-        assert_eq!(p.read_server().len(), 2_000_000);
-        // Bytes of DATA per departure instant.
-        let mut instants: Vec<(u64, usize)> = vec![];
-        for r in p
-            .sent_by_client
-            .iter()
-            .filter(|r| r.1.contains(Flags::DATA))
-        {
-            match instants.last_mut() {
-                Some(last) if last.0 == r.0 => last.1 += r.3,
-                _ => instants.push((r.0, r.3)),
-            }
-        }
-        let span = instants.last().unwrap().0 - instants[0].0;
-        let biggest = instants.iter().map(|i| i.1).max().unwrap();
+        let (biggest, n, span) = departures(&mut p, 2_000_000);
         assert!(biggest <= bucket + 1440, "{biggest} bytes at one instant");
-        (instants.len(), span)
+        (n, span)
     };
     let (per_packet, span_off) = run(0);
     let (batched, span_on) = run(64 * 1024);
@@ -789,23 +796,7 @@ fn a_software_send_batch_grows_the_bucket_only_for_long_batches() {
         };
         let mut p = Pair::new(cfg);
         p.run(100_000, &mut nodrop);
-        p.c.write(p.ch, &vec![7u8; total]).unwrap();
-        p.run(100_000_000, &mut nodrop);
-        assert_eq!(p.read_server().len(), total);
-        let mut instants: Vec<(u64, usize)> = vec![];
-        for r in p
-            .sent_by_client
-            .iter()
-            .filter(|r| r.1.contains(Flags::DATA))
-        {
-            match instants.last_mut() {
-                Some(last) if last.0 == r.0 => last.1 += r.3,
-                _ => instants.push((r.0, r.3)),
-            }
-        }
-        let span = instants.last().unwrap().0 - instants[0].0;
-        let biggest = instants.iter().map(|i| i.1).max().unwrap();
-        (biggest, instants.len(), span)
+        departures(&mut p, total)
     };
     // 1 Gbit/s: a 64 KiB batch is 524 us, over two 50 us quanta. The plain bucket (8 KiB,
     // 65 us) gave batches of about 2 KiB; now batches of (batch + quantum) / 2, ~35 KiB.
