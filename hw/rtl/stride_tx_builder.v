@@ -282,22 +282,41 @@ module stride_tx_builder #(
     // 2^32 and is never 0, so its fold is the same).
     localparam [31:0] IP_CONST = 32'h4502 + 32'd60 + 32'h4000 + 32'h4011;
     localparam [31:0] UDP_CONST = 32'd17 + 32'd80 + {16'd0, VERSION[7:0], 8'd0};
-    reg  [31:0] ip_cfg, udp_cfg, ip_acc, u1, u2, u3, u4, u5, u6, v1, v2, udp_acc;
+    // the sums of four operands below 2^18 each (20-bit results, no overflow): two carry-save
+    // layers (LUTs) and one 20-bit adder, instead of a chain of adders (timing: N=1's critical
+    // path was e_ack -> a short adder -> a 32-bit adder -> u4)
+    function [19:0] add4;
+        input [19:0] p, q, r, t;
+        reg [19:0] s1, c1, s2, c2;
+        begin
+            s1 = p ^ q ^ r;
+            c1 = ((p & q) | (p & r) | (q & r)) << 1;
+            s2 = s1 ^ c1 ^ t;
+            c2 = ((s1 & c1) | (s1 & t) | (c1 & t)) << 1;
+            add4 = s2 + c2;
+        end
+    endfunction
+    reg  [19:0] ip_cfg, udp_cfg;
+    reg  [31:0] ip_acc, u1, u2, u3, u4, u5, u6, v1, v2, udp_acc;
     reg  [16:0] ip_f1, udp_f1;
     always @(posedge clk) begin
-        ip_cfg <= IP_CONST + {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]};
-        udp_cfg <= UDP_CONST + {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]} +
-                   {16'd0, cfg_udp_port};
+        ip_cfg <= IP_CONST[19:0] + {4'd0, cfg_ip[31:16]} + {4'd0, cfg_ip[15:0]};
+        udp_cfg <= UDP_CONST[19:0] + {4'd0, cfg_ip[31:16]} + {4'd0, cfg_ip[15:0]} +
+                   {4'd0, cfg_udp_port};
         // stage 1
-        ip_acc <= ip_cfg + {16'd0, e_len} + {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]};
-        u1 <= udp_cfg + {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]} + {16'd0, e_port};
-        u2 <= {24'd0, e_flags} + {15'd0, e_len, 1'b0} + {16'd0, e_len} + {16'd0, e_dst[31:16]};
-        u3 <= {16'd0, e_dst[15:0]} + {16'd0, e_src[31:16]} + {16'd0, e_src[15:0]} +
-              {16'd0, e_seq[31:16]};
-        u4 <= {16'd0, e_seq[15:0]} + {16'd0, e_ack[31:16]} + {16'd0, e_ack[15:0]} +
-              {16'd0, e_ts[31:16]};
-        u5 <= {16'd0, e_ts[15:0]} + {16'd0, e_echo[31:16]} + {16'd0, e_echo[15:0]} +
-              {16'd0, e_window};
+        // (ip_cfg and udp_cfg are below 2^18: a constant below 2^16 and three 16-bit terms)
+        ip_acc <= {12'd0, add4(ip_cfg, {4'd0, e_len}, {4'd0, e_ip[31:16]},
+                               {4'd0, e_ip[15:0]})};
+        u1 <= {12'd0, add4(udp_cfg, {4'd0, e_ip[31:16]}, {4'd0, e_ip[15:0]},
+                           {4'd0, e_port})};
+        u2 <= {12'd0, add4({12'd0, e_flags}, {3'd0, e_len, 1'b0}, {4'd0, e_len},
+                           {4'd0, e_dst[31:16]})};
+        u3 <= {12'd0, add4({4'd0, e_dst[15:0]}, {4'd0, e_src[31:16]}, {4'd0, e_src[15:0]},
+                           {4'd0, e_seq[31:16]})};
+        u4 <= {12'd0, add4({4'd0, e_seq[15:0]}, {4'd0, e_ack[31:16]}, {4'd0, e_ack[15:0]},
+                           {4'd0, e_ts[31:16]})};
+        u5 <= {12'd0, add4({4'd0, e_ts[15:0]}, {4'd0, e_echo[31:16]}, {4'd0, e_echo[15:0]},
+                           {4'd0, e_window})};
         u6 <= {16'd0, e_ce} + e_psum;
         // stage 2
         v1 <= u1 + u2 + u3;
