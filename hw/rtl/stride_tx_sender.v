@@ -883,6 +883,8 @@ module stride_tx_sender #(
             if (in_ex && c_rto) cnt_rto <= cnt_rto + 1;
         end
     end
+    reg clr_r;                          // rst or clearing, one clock late (timing)
+    always @(posedge clk) clr_r <= rst || clearing;
     always @(posedge clk) begin : exec
         reg [W-1:0] nr;
         reg [31:0] una_, nxt, max_, end_, wnd, rack, rtdl, nkack, nkt, stt, rate;
@@ -918,7 +920,9 @@ module stride_tx_sender #(
         nr[R_TL +: TLW] = s_tl ? x_now : f_tl;
         // zeros for the sweep after reset (a synchronous reset of these flip-flops: no
         // multiplexer between them and the block RAM, whose inputs are spread over the die)
-        wr_data_r <= (rst || clearing) ? {W{1'b0}} : nr;
+        // (from a register of its own, `clr_r`: one clock late, so the first sweep cycle
+        // takes rst too; the extra zero cycle after the sweep meets no write)
+        wr_data_r <= (rst || clr_r) ? {W{1'b0}} : nr;
         // descriptor: an ACK/NACK (x_nack, x_a = ack, x_b = echo, x_s = ce_count) or DATA
         dq_in <= x_is_aout ?
                  {x_nack ? 8'h06 : 8'h02, 16'd0, rec[R_PCID +: 32], rec[R_CID +: 32], f_max,
