@@ -167,7 +167,14 @@ module stride_cc_table #(
     wire [RECW-1:0] rec_out;
     wire            wr_en   = sweeping || (ph[11] && q_ok);
     wire [CW-1:0]   wr_addr = sweeping ? sweep_ctx : q_ctx;
-    wire [RECW-1:0] wr_data = (sweeping || q_reset) ? {RECW{1'b0}} : rec_out;
+    // zero write data (the sweep, a reset event) as a register of its own, loaded every clock
+    // (timing: with one context the table is flip-flops and this decision their reset, so it
+    // starts from one flip-flop, not from the decoder of q_event). Its value one clock late is
+    // right wherever a write happens: q_event holds from the take to phase 11, and the sweep's
+    // first cycle follows rst
+    reg             wr_zero;
+    always @(posedge clk) wr_zero <= rst || sweeping || q_reset;
+    wire [RECW-1:0] wr_data = wr_zero ? {RECW{1'b0}} : rec_out;
     stride_ctx_ram #(.DEPTH(N), .AW(CW), .WIDTH(RECW), .OLD_ON_COLLISION(0)) table_ram (
         .clk(clk), .rd_addr(q_ctx), .rd_data(rd_data),
         .wr_en(wr_en), .wr_addr(wr_addr), .wr_data(wr_data)

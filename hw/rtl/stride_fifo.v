@@ -31,8 +31,11 @@ module stride_fifo #(
     localparam integer D = 1 << DEPTH_LOG2;
     reg [WIDTH-1:0] mem [0:D-1];
     reg [DEPTH_LOG2:0] wp, rp;
-    wire [DEPTH_LOG2:0] used = wp - rp;
-    wire mem_empty = used == 0;
+    // the array's fill level as a counter, and its empty flag as a register of its own: `full`
+    // (the counter's top bit, set only at D) and `load` start from flip-flops, not from a
+    // subtraction of the pointers (users test `full` in their first logic level)
+    reg [DEPTH_LOG2:0] used;
+    reg mem_empty;
     assign full = used[DEPTH_LOG2];
     wire do_push = push && !full;
     wire load = !mem_empty && (!out_valid || pop);
@@ -41,10 +44,16 @@ module stride_fifo #(
         if (do_push) mem[wp[DEPTH_LOG2-1:0]] <= in_data;
         if (load) out_data <= mem[rp[DEPTH_LOG2-1:0]];
         if (rst) begin
-            wp <= 0; rp <= 0; out_valid <= 1'b0;
+            wp <= 0; rp <= 0; out_valid <= 1'b0; used <= 0; mem_empty <= 1'b1;
         end else begin
             if (do_push) wp <= wp + 1'b1;
             if (load) rp <= rp + 1'b1;
+            if (do_push && !load) begin
+                used <= used + 1'b1; mem_empty <= 1'b0;
+            end else if (load && !do_push) begin
+                used <= used - 1'b1;
+                mem_empty <= used == {{DEPTH_LOG2{1'b0}}, 1'b1};
+            end
             if (load) out_valid <= 1'b1;
             else if (pop) out_valid <= 1'b0;
         end

@@ -153,11 +153,11 @@ module stride_rx_parser #(
 
     wire [63:0] al      = {s_axis_tdata[15:0], prev[63:16]};      // re-aligned beat
     wire [7:0]  al_keep = {s_axis_tkeep[1:0], prev_keep[7:2]};
-    // nbytes is a multiple of 8 and tkeep contiguous, so nbytes + popcount(tkeep) needs no adder:
-    // the count's low three bits, or nbytes + 8 (kept in a register) for a full beat
+    // nbytes is a multiple of 8 and tkeep contiguous, so the frame's bytes up to this beat,
+    // nbytes + popcount(tkeep), need no adder: nbytes with the count's low three bits, or
+    // nbytes + 8 (kept in a register) for a full beat
     reg  [15:0] nbytes_p8;
     wire [3:0]  keep_n = popcount8(s_axis_tkeep);
-    wire [15:0] frame_bytes = keep_n[3] ? nbytes_p8 : {nbytes[15:3], keep_n[2:0]};
 
     // per-frame facts gathered beat by beat
     reg  [15:0] ethertype;
@@ -194,7 +194,33 @@ module stride_rx_parser #(
 
     // ---- verdict of everything but the UDP checksum, taken at the last beat (next frame's beats
     // overwrite the facts from the following cycle on)
-    wire have_udp   = frame_bytes >= 16'd42;
+    // the byte counts' compares with the constants and the IPv4 length, registered one clock
+    // ahead for the beat about to come (from the next nbytes and nbytes + 8), so the last beat's
+    // verdict starts from flip-flops and this beat's lane count (timing). They use the IPv4
+    // length of the clock before and udp_len < 40 is registered: both are stable from beat 5
+    // on, and a frame that ends before beat 9 is short (< 74 bytes) whatever they say
+    reg  [15:0] nbytes_p16;
+    wire [12:0] nb_n  = rst ? 13'd0 : !in_fire ? nbytes[15:3] : s_axis_tlast ? 13'd0 :
+                        nbytes_p8[15:3];          // the next nbytes / 8
+    wire [15:0] nb8_n = rst ? 16'd8 : !in_fire ? nbytes_p8 : s_axis_tlast ? 16'd8 : nbytes_p16;
+    reg  q8_ge42, q8_lt74, q8_lt_ip, q8_eq_ip, qh_gt5, qh_eq5, qh_lt9, qh_eq9, qh_lt_ip, qh_eq_ip,
+         q_ulen_lt40;
+    always @(posedge clk) begin
+        q8_ge42 <= nb8_n >= 16'd42;
+        q8_lt74 <= nb8_n < 16'd74;
+        q8_lt_ip <= nb8_n < ip_total_p14;
+        q8_eq_ip <= nb8_n == ip_total_p14;
+        qh_gt5 <= nb_n > 13'd5;
+        qh_eq5 <= nb_n == 13'd5;
+        qh_lt9 <= nb_n < 13'd9;
+        qh_eq9 <= nb_n == 13'd9;
+        qh_lt_ip <= nb_n < ip_total_p14[15:3];
+        qh_eq_ip <= nb_n == ip_total_p14[15:3];
+        q_ulen_lt40 <= udp_len < 16'd40;
+    end
+    // frame_bytes >= 42 and < 74 (42 = 5 x 8 + 2, 74 = 9 x 8 + 2)
+    wire have_udp   = keep_n[3] ? q8_ge42 : (qh_gt5 || (qh_eq5 && keep_n[2:0] >= 3'd2));
+    wire fb_lt74    = keep_n[3] ? q8_lt74 : (qh_lt9 || (qh_eq9 && keep_n[2:0] < 3'd2));
     // is_other_r: taken at beat 4 (a frame that ends at beat 5 is judged on it);
     // ip_hdr_bad_r: the header-only IPv4 checks, re-registered every cycle, valid from two
     // cycles after beat 4 (used from beat 8 on: frames shorter than that are truncated)
@@ -202,13 +228,10 @@ module stride_rx_parser #(
     wire is_other   = is_other_r;
     // frame_bytes against the IPv4 length, with the carry chains on flip-flops only: the full-beat
     // case compares nbytes + 8, the partial case the beat count (high bits) and lane count apart
-    wire fb_hi_lt = nbytes[15:3] < ip_total_p14[15:3];
-    wire fb_hi_eq = nbytes[15:3] == ip_total_p14[15:3];
-    wire fb_lt_ip = keep_n[3] ? nbytes_p8 < ip_total_p14 :
-                    fb_hi_lt || (fb_hi_eq && keep_n[2:0] < ip_total_p14[2:0]);
-    wire fb_eq_ip = keep_n[3] ? nbytes_p8 == ip_total_p14 :
-                    fb_hi_eq && keep_n[2:0] == ip_total_p14[2:0];
-    wire too_short  = frame_bytes < 16'd74 || udp_len < 16'd40 || fb_lt_ip;
+    wire fb_lt_ip = keep_n[3] ? q8_lt_ip :
+                    qh_lt_ip || (qh_eq_ip && keep_n[2:0] < ip_total_p14[2:0]);
+    wire fb_eq_ip = keep_n[3] ? q8_eq_ip : qh_eq_ip && keep_n[2:0] == ip_total_p14[2:0];
+    wire too_short  = fb_lt74 || q_ulen_lt40 || fb_lt_ip;
     wire ip_bad     = ip_hdr_bad_r || !fb_eq_ip;
     wire len_bad    = payload_len != udp_len_m40 || (flags[5] != (payload_len != 16'd0));
     // early: known from the header beats, before any payload leaves (suppresses the payload)
@@ -235,7 +258,7 @@ module stride_rx_parser #(
     always @(posedge clk) begin
         if (rst) begin
             ip_m <= 8'h00; udp_fc <= 1'b0; udp_keep <= 1'b0;
-            beat <= 0; nbytes <= 0; nbytes_p8 <= 16'd8; prev <= 0; prev_keep <= 0; flush <= 1'b0;
+            beat <= 0; nbytes <= 0; nbytes_p8 <= 16'd8; nbytes_p16 <= 16'd16; prev <= 0; prev_keep <= 0; flush <= 1'b0;
             m_axis_tvalid <= 1'b0; m_axis_tlast <= 1'b0; m_axis_tuser <= 1'b0;
             m_axis_tdata <= 0; m_axis_tkeep <= 0;
             bs_v <= 1'b0; bs_last <= 1'b0; bs_first <= 1'b0; ip_bs <= 0; udp_bs <= 0;
@@ -327,10 +350,12 @@ module stride_rx_parser #(
                     beat <= 0;
                     nbytes <= 0;
                     nbytes_p8 <= 16'd8;
+                    nbytes_p16 <= 16'd16;
                 end else begin
                     if (beat != 4'd15) beat <= beat + 4'd1;
                     nbytes <= nbytes_p8;
-                    nbytes_p8 <= nbytes_p8 + 16'd8;
+                    nbytes_p8 <= nbytes_p16;
+                    nbytes_p16 <= nbytes_p16 + 16'd8;
                 end
             end
 

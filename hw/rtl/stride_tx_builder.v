@@ -84,16 +84,10 @@ module stride_tx_builder #(
         input integer lane;
         be16 = {d[8*lane +: 8], d[8*(lane+1) +: 8]};
     endfunction
-    function [17:0] wsum;          // the four big-endian 16-bit words of a beat, masked
-        input [63:0] d;
-        input [7:0] m;
-        reg [63:0] x;
-        integer i;
-        begin
-            for (i = 0; i < 8; i = i + 1) x[8*i +: 8] = m[i] ? d[8*i +: 8] : 8'd0;
-            wsum = {2'd0, be16(x, 0)} + {2'd0, be16(x, 2)} + {2'd0, be16(x, 4)} +
-                   {2'd0, be16(x, 6)};
-        end
+    function [16:0] wsum2;         // two big-endian 16-bit words (lanes l..l+3) of a beat
+        input [63:0] x;
+        input integer l;
+        wsum2 = {1'b0, be16(x, l)} + {1'b0, be16(x, l + 2)};
     endfunction
     function [3:0] popcount8;
         input [7:0] k;
@@ -140,7 +134,11 @@ module stride_tx_builder #(
     reg  [63:0] fprev;              // previous payload beat
     reg  [31:0] facc;               // payload sum
     reg  [17:0] ws;                 // the last beat's word sum
-    reg  [15:0] lc_bytes, lc_len;   // the last beat's byte count and the slot's length
+    reg  [16:0] wp0, wp1;           // its two halves (lanes 0-3, 4-7), one clock earlier
+    reg         wv, wl, wsl, fl0, fl0_slot;
+    reg  [15:0] lc_bytes, lc_len, lc_len2;  // the frame's byte count and the slot's length
+    reg  [3:0]  kc;                 // the beat's byte count (popcount of tkeep), registered
+    reg         lc_chk;
     reg         ws_v, ws_last, ws_slot, fill_late, fill_late_slot;
     reg  [15:0] fbytes;
     assign d_ready = !filling && !fflush && !occ[fs];
@@ -154,13 +152,14 @@ module stride_tx_builder #(
             assign s_masked[8*gi +: 8] = s_axis_tkeep[gi] ? s_axis_tdata[8*gi +: 8] : 8'd0;
         end
     endgenerate
-    wire [15:0] fbytes_next = fbytes + {12'd0, popcount8(s_axis_tkeep)};
+    wire [15:0] fbytes_next = fbytes + {12'd0, kc};
 
     always @(posedge clk) begin
         sm_we <= 1'b0;
         if (rst) begin
             filling <= 1'b0; fflush <= 1'b0; fs <= 1'b0; fw <= 0; facc <= 0; fbytes <= 0;
-            ws_v <= 1'b0; ws_last <= 1'b0; fill_late <= 1'b0;
+            lc_chk <= 1'b0; ws_v <= 1'b0; ws_last <= 1'b0; fill_late <= 1'b0;
+            wv <= 1'b0; wl <= 1'b0; fl0 <= 1'b0;
             fprev <= 0; cnt_len_err <= 0;
         end else begin
             if (d_fire) begin
@@ -168,7 +167,7 @@ module stride_tx_builder #(
                 sl_src[fs] <= d_src_cid; sl_seq[fs] <= d_seq; sl_ack[fs] <= d_ack;
                 sl_echo[fs] <= d_echo_stt; sl_window[fs] <= d_window; sl_ce[fs] <= d_ce_count;
                 sl_ip[fs] <= d_peer_ip; sl_port[fs] <= d_peer_port;
-                fw <= 0; fbytes <= 0; fprev <= 0;
+                fw <= 0; fprev <= 0;
                 if (d_len != 16'd0) filling <= 1'b1;
                 else fs <= !fs;         // no payload: the slot is complete (marked below)
             end
@@ -176,7 +175,6 @@ module stride_tx_builder #(
                 sm_we <= 1'b1; sm_wa <= {fs, fw}; sm_wd <= {s_masked[47:0], fprev[63:48]};
                 fw <= fw + 1'b1;
                 fprev <= s_masked;
-                fbytes <= fbytes_next;
                 if (s_axis_tlast) begin
                     filling <= 1'b0;
                     if (s_axis_tkeep[7:6] != 2'b00) fflush <= 1'b1;
@@ -189,18 +187,28 @@ module stride_tx_builder #(
                 fs <= !fs;
             end
             if (d_fire && d_len == 16'd0) sl_psum[fs] <= 32'd0;
-            // the payload sum, pipelined (timing): each beat's word sum is registered, then
-            // added; the slot's total is written the clock after its last beat
-            ws_v <= s_fire; ws_last <= s_fire && s_axis_tlast; ws_slot <= fs;
-            // the byte count is checked the clock after the last word (timing)
-            lc_bytes <= fbytes_next; lc_len <= sl_len[fs];
-            if (ws_last && lc_bytes != lc_len) cnt_len_err <= cnt_len_err + 1;
-            ws <= wsum(s_masked, 8'hff);
+            // the payload sum, pipelined (timing): each beat's two half sums are registered,
+            // then the beat's word sum, then it is added; the slot's total is written two
+            // clocks after its last beat
+            wv <= s_fire; wl <= s_fire && s_axis_tlast; wsl <= fs;
+            wp0 <= wsum2(s_masked, 0); wp1 <= wsum2(s_masked, 4);
+            ws_v <= wv; ws_last <= wl; ws_slot <= wsl;
+            ws <= {1'b0, wp0} + {1'b0, wp1};
+            // the byte count, pipelined the same way: each beat's count is registered, then
+            // added (the total restarts after a frame's last beat); the total is checked
+            // against the slot's length one clock later
+            kc <= popcount8(s_axis_tkeep);
+            lc_len <= sl_len[fs];
+            if (wv) fbytes <= wl ? 16'd0 : fbytes_next;
+            lc_bytes <= fbytes_next; lc_len2 <= lc_len; lc_chk <= wl;
+            if (lc_chk && lc_bytes != lc_len2) cnt_len_err <= cnt_len_err + 1;
             if (ws_v) facc <= ws_last ? 32'd0 : facc + {14'd0, ws};
             if (ws_last) sl_psum[ws_slot] <= facc + {14'd0, ws};
-            // a payload slot is complete once its sum is written (one clock after its last word)
-            fill_late <= (s_fire && s_axis_tlast && s_axis_tkeep[7:6] == 2'b00) || fflush;
-            fill_late_slot <= fs;
+            // a payload slot is complete once its sum is written (two clocks after its last
+            // word, or one after the flush word)
+            fl0 <= s_fire && s_axis_tlast && s_axis_tkeep[7:6] == 2'b00; fl0_slot <= fs;
+            fill_late <= fl0 || fflush;
+            fill_late_slot <= fflush ? fs : fl0_slot;
         end
     end
     // a slot becomes full when its fill completes (fs toggles)
@@ -274,22 +282,41 @@ module stride_tx_builder #(
     // 2^32 and is never 0, so its fold is the same).
     localparam [31:0] IP_CONST = 32'h4502 + 32'd60 + 32'h4000 + 32'h4011;
     localparam [31:0] UDP_CONST = 32'd17 + 32'd80 + {16'd0, VERSION[7:0], 8'd0};
-    reg  [31:0] ip_cfg, udp_cfg, ip_acc, u1, u2, u3, u4, u5, u6, v1, v2, udp_acc;
+    // the sums of four operands below 2^18 each (20-bit results, no overflow): two carry-save
+    // layers (LUTs) and one 20-bit adder, instead of a chain of adders (timing: N=1's critical
+    // path was e_ack -> a short adder -> a 32-bit adder -> u4)
+    function [19:0] add4;
+        input [19:0] p, q, r, t;
+        reg [19:0] s1, c1, s2, c2;
+        begin
+            s1 = p ^ q ^ r;
+            c1 = ((p & q) | (p & r) | (q & r)) << 1;
+            s2 = s1 ^ c1 ^ t;
+            c2 = ((s1 & c1) | (s1 & t) | (c1 & t)) << 1;
+            add4 = s2 + c2;
+        end
+    endfunction
+    reg  [19:0] ip_cfg, udp_cfg;
+    reg  [31:0] ip_acc, u1, u2, u3, u4, u5, u6, v1, v2, udp_acc;
     reg  [16:0] ip_f1, udp_f1;
     always @(posedge clk) begin
-        ip_cfg <= IP_CONST + {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]};
-        udp_cfg <= UDP_CONST + {16'd0, cfg_ip[31:16]} + {16'd0, cfg_ip[15:0]} +
-                   {16'd0, cfg_udp_port};
+        ip_cfg <= IP_CONST[19:0] + {4'd0, cfg_ip[31:16]} + {4'd0, cfg_ip[15:0]};
+        udp_cfg <= UDP_CONST[19:0] + {4'd0, cfg_ip[31:16]} + {4'd0, cfg_ip[15:0]} +
+                   {4'd0, cfg_udp_port};
         // stage 1
-        ip_acc <= ip_cfg + {16'd0, e_len} + {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]};
-        u1 <= udp_cfg + {16'd0, e_ip[31:16]} + {16'd0, e_ip[15:0]} + {16'd0, e_port};
-        u2 <= {24'd0, e_flags} + {15'd0, e_len, 1'b0} + {16'd0, e_len} + {16'd0, e_dst[31:16]};
-        u3 <= {16'd0, e_dst[15:0]} + {16'd0, e_src[31:16]} + {16'd0, e_src[15:0]} +
-              {16'd0, e_seq[31:16]};
-        u4 <= {16'd0, e_seq[15:0]} + {16'd0, e_ack[31:16]} + {16'd0, e_ack[15:0]} +
-              {16'd0, e_ts[31:16]};
-        u5 <= {16'd0, e_ts[15:0]} + {16'd0, e_echo[31:16]} + {16'd0, e_echo[15:0]} +
-              {16'd0, e_window};
+        // (ip_cfg and udp_cfg are below 2^18: a constant below 2^16 and three 16-bit terms)
+        ip_acc <= {12'd0, add4(ip_cfg, {4'd0, e_len}, {4'd0, e_ip[31:16]},
+                               {4'd0, e_ip[15:0]})};
+        u1 <= {12'd0, add4(udp_cfg, {4'd0, e_ip[31:16]}, {4'd0, e_ip[15:0]},
+                           {4'd0, e_port})};
+        u2 <= {12'd0, add4({12'd0, e_flags}, {3'd0, e_len, 1'b0}, {4'd0, e_len},
+                           {4'd0, e_dst[31:16]})};
+        u3 <= {12'd0, add4({4'd0, e_dst[15:0]}, {4'd0, e_src[31:16]}, {4'd0, e_src[15:0]},
+                           {4'd0, e_seq[31:16]})};
+        u4 <= {12'd0, add4({4'd0, e_seq[15:0]}, {4'd0, e_ack[31:16]}, {4'd0, e_ack[15:0]},
+                           {4'd0, e_ts[31:16]})};
+        u5 <= {12'd0, add4({4'd0, e_ts[15:0]}, {4'd0, e_echo[31:16]}, {4'd0, e_echo[15:0]},
+                           {4'd0, e_window})};
         u6 <= {16'd0, e_ce} + e_psum;
         // stage 2
         v1 <= u1 + u2 + u3;

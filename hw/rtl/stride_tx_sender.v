@@ -480,22 +480,24 @@ module stride_tx_sender #(
     wire w_db   = db_valid;
     wire w_rate = rt_v;
     wire w_send = rq_v && !dq_full && !jq_full && !pace_yield;
-    wire take_rx   = idle && w_rx;
-    wire take_aout = idle && !w_rx && w_aout;
-    wire take_ctl  = idle && !w_rx && !w_aout && w_ctl;
-    wire take_db   = idle && !w_rx && !w_aout && !w_ctl && w_db;
-    wire take_rate = idle && !w_rx && !w_aout && !w_ctl && !w_db && w_rate;
-    wire take_send = idle && !w_rx && !w_aout && !w_ctl && !w_db && !w_rate && w_send;
-    wire take_scan = idle && !w_rx && !w_aout && !w_ctl && !w_db && !w_rate && !w_send &&
-                     !ce_full;
+    // the choice (by priority) as data: registered in every clock while no op runs, whether
+    // or not an op starts (it counts only with tk); only busy and tk depend on `idle`
+    wire ch_rx   = w_rx;
+    wire ch_aout = !w_rx && w_aout;
+    wire ch_ctl  = !w_rx && !w_aout && w_ctl;
+    wire ch_db   = !w_rx && !w_aout && !w_ctl && w_db;
+    wire ch_rate = !w_rx && !w_aout && !w_ctl && !w_db && w_rate;
+    wire ch_send = !w_rx && !w_aout && !w_ctl && !w_db && !w_rate && w_send;
+    wire ch_scan = !w_rx && !w_aout && !w_ctl && !w_db && !w_rate && !w_send;
+    wire take_any = idle && (w_rx || w_aout || w_ctl || w_db || w_rate || w_send || !ce_full);
     reg           pk_rx, pk_aout, pk_ctl, pk_db, pk_rate, pk_send, pk_scan, tk;
     reg  [AW-1:0] pk_idx;
     assign ctl_ready = pk_ctl && tk;
     assign db_ready = pk_db && tk;
     // the head of the ready queue (block RAM at large N, slow out) enters the index mux last
-    wire [AW-1:0] pick_other = take_rx ? sq_idx : take_aout ? aq_idx : take_ctl ? ctl_idx :
-                               take_db ? db_idx : take_rate ? rt_idx : scan_idx;
-    wire [AW-1:0] pick_idx = take_send ? rq_q : pick_other;
+    wire [AW-1:0] pick_other = w_rx ? sq_idx : w_aout ? aq_idx : w_ctl ? ctl_idx :
+                               w_db ? db_idx : w_rate ? rt_idx : scan_idx;
+    wire [AW-1:0] pick_idx = ch_send ? rq_q : pick_other;
     wire [AW-1:0] rd_addr = pk_idx;
     function idx_ok;
         input [15:0] c;
@@ -773,16 +775,42 @@ module stride_tx_sender #(
         c_rto <= scan_rto;
     end
 
+    // PICK's registers (loaded in every clock while no op runs) and TK's capture of the op's
+    // inputs (enabled by tk and the registered choice only: a timer scan that gives way at TK
+    // loads them too, harmlessly, as nothing reads them before the next op's TK)
+    always @(posedge clk) begin
+        if (!busy) begin
+            pk_rx <= ch_rx; pk_aout <= ch_aout; pk_ctl <= ch_ctl; pk_db <= ch_db;
+            pk_rate <= ch_rate; pk_send <= ch_send; pk_scan <= ch_scan;
+            pk_idx <= pick_idx;
+        end
+        if (tk) begin
+            x_idx <= pk_idx;
+            x_now <= now_r[31:TICK_LOG2];
+            x_is_rx <= pk_rx; x_is_aout <= pk_aout; x_is_ctl <= pk_ctl; x_is_db <= pk_db;
+            x_is_rate <= pk_rate; x_is_send <= pk_send; x_is_scan <= pk_scan;
+            op <= pk_rx ? OP_RX : pk_aout ? OP_AOUT : pk_ctl ? OP_CTL : pk_db ? OP_DB :
+                  pk_rate ? OP_RATE : pk_send ? OP_SEND : OP_SCAN;
+            x_ok <= pk_rx ? idx_ok(sq_q[SQW-1 -: 16]) : pk_aout ? idx_ok(aq_q[AQW-1 -: 16]) :
+                    pk_ctl ? idx_ok(ctl_ctx) : pk_db ? idx_ok(db_ctx) : 1'b1;
+        end
+        if (tk && pk_rx) {x_flags, x_a, x_s, x_b} <= sq_q[SQW-17:0];
+        if (tk && pk_aout) {x_nack, x_a, x_b, x_s} <= aq_q[AQW-17:0];
+        if (tk && pk_ctl) begin
+            x_cop <= ctl_op; x_a <= ctl_cid; x_b <= ctl_peer_cid; x_c <= ctl_peer_ip;
+            x_s <= ctl_peer_port; x_d <= ctl_snd_nxt; x_e <= ctl_rcv_nxt; x_t <= ctl_peer_window;
+        end
+        if (tk && pk_db) x_a <= db_end;
+        if (tk && pk_rate) x_a <= rt_q[31:0];
+    end
+
     reg in_ex;                          // the op is in EX (one clock)
     always @(posedge clk) begin
         if (rst) begin
-            busy <= 1'b0; ph <= 4'd0; op <= OP_SCAN; scan_idx <= 0; x_idx <= 0; x_ok <= 1'b0;
-            tk <= 1'b0; pk_rx <= 1'b0; pk_aout <= 1'b0; pk_ctl <= 1'b0; pk_db <= 1'b0;
-            pk_rate <= 1'b0; pk_send <= 1'b0; pk_scan <= 1'b0; pk_idx <= 0; pace_yield <= 1'b0;
+            busy <= 1'b0; ph <= 4'd0; scan_idx <= 0;
+            tk <= 1'b0; pace_yield <= 1'b0;
             clearing <= 1'b1; clear_idx <= 0; in_ex <= 1'b0;
             sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rt_pop <= 1'b0;
-            x_is_rx <= 1'b0; x_is_aout <= 1'b0; x_is_ctl <= 1'b0; x_is_db <= 1'b0;
-            x_is_rate <= 1'b0; x_is_send <= 1'b0; x_is_scan <= 1'b0;
         end else begin
             sq_pop <= 1'b0; aq_pop <= 1'b0; rq_pop <= 1'b0; rt_pop <= 1'b0;
             in_ex <= 1'b0;
@@ -792,13 +820,8 @@ module stride_tx_sender #(
             end else if (!busy) begin
                 // PICK: register the choice and the table index (none while only the timer
                 // scan could run and the controller's event queue is full)
-                if (take_rx || take_aout || take_ctl || take_db || take_rate || take_send ||
-                    take_scan) begin
+                if (take_any) begin
                     busy <= 1'b1; ph <= 4'd0; tk <= 1'b1;
-                    pk_rx <= take_rx; pk_aout <= take_aout; pk_ctl <= take_ctl;
-                    pk_db <= take_db; pk_rate <= take_rate; pk_send <= take_send;
-                    pk_scan <= take_scan;
-                    pk_idx <= pick_idx;
                 end
             end else if (pk_scan && (w_rx || aq_v) && (tk || ph == PH_RD || ph == PH_RD2 ||
                                                      ph == PH_P1 || ph == PH_P2 ||
@@ -808,32 +831,9 @@ module stride_tx_sender #(
                 // advances only at a scan's EX)
                 tk <= 1'b0; busy <= 1'b0; ph <= 4'd0;
             end else if (tk) begin
-                // TK: the table reads pk_idx; the op's inputs are captured, its queue popped
+                // TK: the table reads pk_idx; the op's inputs are captured (below), its
+                // queue popped
                 tk <= 1'b0; ph <= PH_RD;
-                x_idx <= pk_idx;
-                x_now <= now_r[31:TICK_LOG2];
-                x_is_rx <= pk_rx; x_is_aout <= pk_aout; x_is_ctl <= pk_ctl; x_is_db <= pk_db;
-                x_is_rate <= pk_rate; x_is_send <= pk_send; x_is_scan <= pk_scan;
-                if (pk_rx) begin
-                    op <= OP_RX; x_ok <= idx_ok(sq_q[SQW-1 -: 16]);
-                    {x_flags, x_a, x_s, x_b} <= sq_q[SQW-17:0];
-                end else if (pk_aout) begin
-                    op <= OP_AOUT; x_ok <= idx_ok(aq_q[AQW-1 -: 16]);
-                    {x_nack, x_a, x_b, x_s} <= aq_q[AQW-17:0];
-                end else if (pk_ctl) begin
-                    op <= OP_CTL; x_ok <= idx_ok(ctl_ctx); x_cop <= ctl_op;
-                    x_a <= ctl_cid; x_b <= ctl_peer_cid; x_c <= ctl_peer_ip;
-                    x_s <= ctl_peer_port; x_d <= ctl_snd_nxt; x_e <= ctl_rcv_nxt;
-                    x_t <= ctl_peer_window;
-                end else if (pk_db) begin
-                    op <= OP_DB; x_ok <= idx_ok(db_ctx); x_a <= db_end;
-                end else if (pk_rate) begin
-                    op <= OP_RATE; x_ok <= 1'b1; x_a <= rt_q[31:0];
-                end else if (pk_send) begin
-                    op <= OP_SEND; x_ok <= 1'b1;
-                end else begin
-                    op <= OP_SCAN; x_ok <= 1'b1;
-                end
                 // the queues' heads are taken now (their next entries show in 1 cycle,
                 // before the next PICK)
                 sq_pop <= pk_rx; aq_pop <= pk_aout; rq_pop <= pk_send; rt_pop <= pk_rate;
@@ -883,6 +883,8 @@ module stride_tx_sender #(
             if (in_ex && c_rto) cnt_rto <= cnt_rto + 1;
         end
     end
+    reg clr_r;                          // rst or clearing, one clock late (timing)
+    always @(posedge clk) clr_r <= rst || clearing;
     always @(posedge clk) begin : exec
         reg [W-1:0] nr;
         reg [31:0] una_, nxt, max_, end_, wnd, rack, rtdl, nkack, nkt, stt, rate;
@@ -918,7 +920,9 @@ module stride_tx_sender #(
         nr[R_TL +: TLW] = s_tl ? x_now : f_tl;
         // zeros for the sweep after reset (a synchronous reset of these flip-flops: no
         // multiplexer between them and the block RAM, whose inputs are spread over the die)
-        wr_data_r <= (rst || clearing) ? {W{1'b0}} : nr;
+        // (from a register of its own, `clr_r`: one clock late, so the first sweep cycle
+        // takes rst too; the extra zero cycle after the sweep meets no write)
+        wr_data_r <= (rst || clr_r) ? {W{1'b0}} : nr;
         // descriptor: an ACK/NACK (x_nack, x_a = ack, x_b = echo, x_s = ce_count) or DATA
         dq_in <= x_is_aout ?
                  {x_nack ? 8'h06 : 8'h02, 16'd0, rec[R_PCID +: 32], rec[R_CID +: 32], f_max,
