@@ -411,17 +411,7 @@ impl Endpoint {
                 } else {
                     e.conn.handle_ecn(now, &p, ce);
                 }
-                // `touch`, with the entry in hand.
-                let active = e.conn.rx_active();
-                let changed = active != e.active;
-                while let Some(ev) = e.conn.poll_event() {
-                    self.events.push_back((ConnHandle(dst), ev));
-                }
-                if !e.queued {
-                    e.queued = true;
-                    self.ready.push_back(dst);
-                }
-                if changed {
+                if Self::collect(&mut self.events, &mut self.ready, dst, e) {
                     self.sync_active(dst);
                 }
                 return;
@@ -570,17 +560,31 @@ impl Endpoint {
 
     /// Marks a connection for a look at the next `poll_transmit` and collects its events.
     fn touch(&mut self, cid: u32) {
-        self.sync_active(cid);
         let Some(e) = self.conns.get_mut(&cid) else {
             return;
         };
+        if Self::collect(&mut self.events, &mut self.ready, cid, e) {
+            self.sync_active(cid);
+        }
+    }
+
+    /// [`Endpoint::touch`] with the entry in hand (one table lookup): moves the connection's
+    /// events to `events` and queues it on `ready`; true when its sending-peer state changed,
+    /// for the caller to bring the count up to date with [`Endpoint::sync_active`].
+    fn collect(
+        events: &mut VecDeque<(ConnHandle, Event)>,
+        ready: &mut VecDeque<u32>,
+        cid: u32,
+        e: &mut Entry,
+    ) -> bool {
         while let Some(ev) = e.conn.poll_event() {
-            self.events.push_back((ConnHandle(cid), ev));
+            events.push_back((ConnHandle(cid), ev));
         }
         if !e.queued {
             e.queued = true;
-            self.ready.push_back(cid);
+            ready.push_back(cid);
         }
+        e.conn.rx_active() != e.active
     }
 
     /// Schedules the connection's next deadline (or removes it when it is finished).
