@@ -732,23 +732,21 @@ impl Endpoint {
         // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
         // leaves both off; CE then never reaches the controllers.
         let _ = sys::enable_ecn(fd, addr.is_ipv6());
-        let mut info = SocketInfo {
+        let recv_buffer = sock.recv_buffer_size().unwrap_or(0);
+        let (rx_share, conn_recv_buffer) =
+            fit_to_socket(recv_buffer, opts.proto.rx_share, opts.proto.recv_buffer);
+        let info = SocketInfo {
             local: sock
                 .local_addr()?
                 .as_socket()
                 .ok_or_else(|| std::io::Error::other("not an IP socket"))?,
-            recv_buffer: sock.recv_buffer_size().unwrap_or(0),
+            recv_buffer,
             send_buffer: sock.send_buffer_size().unwrap_or(0),
             kernel_timestamps,
             gro,
-            rx_share: 0,
-            conn_recv_buffer: 0,
+            rx_share,
+            conn_recv_buffer,
         };
-        (info.rx_share, info.conn_recv_buffer) = fit_to_socket(
-            info.recv_buffer,
-            opts.proto.rx_share,
-            opts.proto.recv_buffer,
-        );
         let udp: std::net::UdpSocket = sock.into();
         // SAFETY: plain eventfd creation.
         let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
