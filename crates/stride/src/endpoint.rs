@@ -192,9 +192,6 @@ struct State {
     spill: Vec<(SocketAddr, Vec<u8>)>,
     /// Transmissions are held back until this time ([`ACK_HOLD_NS`]).
     hold_until: Option<u64>,
-    /// Wakers the events under this lock call for, woken once it is released (see
-    /// [`Locked`]).
-    woken: Vec<Waker>,
 }
 
 impl State {
@@ -212,14 +209,14 @@ impl State {
                     );
                     self.accept_q.push_back(h);
                     for w in self.accept_wakers.drain(..) {
-                        self.woken.push(w);
+                        w.wake();
                     }
                 }
                 Event::Connected => {
                     if let Some(s) = self.slots.get_mut(&h) {
                         s.connected = true;
                         if let Some(w) = s.connect.take() {
-                            self.woken.push(w);
+                            w.wake();
                         }
                     }
                 }
@@ -229,12 +226,12 @@ impl State {
                         let mut sink = [0u8; 4096];
                         while matches!(self.ep.read(h, &mut sink), Ok(n) if n > 0) {}
                     } else if let Some(w) = self.slots.get_mut(&h).and_then(|s| s.read.take()) {
-                        self.woken.push(w);
+                        w.wake();
                     }
                 }
                 Event::Writable => {
                     if let Some(w) = self.slots.get_mut(&h).and_then(|s| s.write.take()) {
-                        self.woken.push(w);
+                        w.wake();
                     }
                 }
                 Event::Closed(r) => {
@@ -249,7 +246,7 @@ impl State {
                                 .into_iter()
                                 .flatten()
                             {
-                                self.woken.push(w);
+                                w.wake();
                             }
                             s.detached
                         }
@@ -279,47 +276,12 @@ impl State {
                 if let Some(s) = self.slots.get_mut(&h) {
                     s.shutdown_wait = false;
                     if let Some(w) = s.write.take() {
-                        self.woken.push(w);
+                        w.wake();
                     }
                 }
             } else {
                 i += 1;
             }
-        }
-    }
-}
-
-/// The endpoint's state, locked. The wakers its events call for ([`State::woken`]) are woken
-/// when it is released, after the unlock: a task woken while the lock is held runs at once on
-/// the other core, finds the lock taken and sleeps on it (a futex wait, and one more thread
-/// hand-off when the holder lets go).
-struct Locked<'a>(Option<MutexGuard<'a, State>>);
-
-impl std::ops::Deref for Locked<'_> {
-    type Target = State;
-    fn deref(&self) -> &State {
-        self.0.as_ref().expect("held until dropped")
-    }
-}
-
-impl std::ops::DerefMut for Locked<'_> {
-    fn deref_mut(&mut self) -> &mut State {
-        self.0.as_mut().expect("held until dropped")
-    }
-}
-
-impl Drop for Locked<'_> {
-    fn drop(&mut self) {
-        let Some(mut g) = self.0.take() else {
-            return;
-        };
-        if g.woken.is_empty() {
-            return;
-        }
-        let woken = std::mem::take(&mut g.woken);
-        drop(g);
-        for w in woken {
-            w.wake();
         }
     }
 }
@@ -485,8 +447,8 @@ impl Shared {
         Ok(n)
     }
 
-    fn lock(&self) -> Locked<'_> {
-        Locked(Some(self.state.lock().unwrap_or_else(|p| p.into_inner())))
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -815,7 +777,6 @@ impl Endpoint {
                 tx_inflight: false,
                 spill: Vec::new(),
                 hold_until: None,
-                woken: Vec::new(),
             }),
             efd,
             sock_fd: fd,
@@ -1387,7 +1348,7 @@ impl Stream {
 
     fn after_write(
         &self,
-        mut st: Locked<'_>,
+        mut st: MutexGuard<'_, State>,
         cx: &mut Context<'_>,
         r: std::result::Result<usize, stride_proto::EndpointError>,
     ) -> Poll<std::io::Result<usize>> {
@@ -1571,7 +1532,7 @@ impl Drop for Stream {
 ///
 /// `mode`: [`Tx::Now`] sends (and ends a hold), [`Tx::Keep`] sends unless a hold is on,
 /// [`Tx::Hold`] starts a hold of [`ACK_HOLD_NS`] (the driver then sends at its end).
-fn settle(shared: &Shared, mut st: Locked<'_>, mode: Tx) {
+fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
     let now = sys::now_ns();
     match mode {
         Tx::Now => st.hold_until = None,
@@ -1901,77 +1862,5 @@ mod tests {
         let r = c.rate();
         c.nack();
         assert!(c.rate() < r);
-    }
-
-    /// Records, each time it is woken, whether the endpoint's lock was free at that moment.
-    struct LockProbe {
-        shared: Arc<Shared>,
-        free_at_wake: Mutex<Vec<bool>>,
-    }
-
-    impl std::task::Wake for LockProbe {
-        fn wake(self: Arc<Self>) {
-            self.wake_by_ref();
-        }
-        fn wake_by_ref(self: &Arc<Self>) {
-            let free = self.shared.state.try_lock().is_ok();
-            self.free_at_wake.lock().unwrap().push(free);
-        }
-    }
-
-    /// A reader is woken after the driver lets go of the endpoint lock, not while it holds it
-    /// (a reader woken under the lock runs on the other core, finds the lock taken and sleeps
-    /// on it: one futex wait and one more thread hand-off per receive batch).
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_reader_is_woken_after_the_lock_is_released() {
-        let server = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let client = Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = server.local_addr();
-        let (a, b) = tokio::join!(client.connect(addr), server.accept());
-        let (mut a, mut b) = (a.unwrap(), b.unwrap());
-        const TOTAL: usize = 8 << 20;
-        let writer = tokio::spawn(async move {
-            use tokio::io::AsyncWriteExt;
-            // Enough for many receive batches of the driver.
-            for _ in 0..TOTAL / (256 << 10) {
-                a.write_all(&[7u8; 256 << 10]).await.unwrap();
-            }
-            a
-        });
-        let probe = Arc::new(LockProbe {
-            shared: b.shared.clone(),
-            free_at_wake: Mutex::new(Vec::new()),
-        });
-        let waker = Waker::from(probe.clone());
-        let mut cx = Context::from_waker(&waker);
-        let mut total = 0usize;
-        let mut buf = vec![0u8; 1 << 16];
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while total < TOTAL {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{total} bytes read in 20 s"
-            );
-            let mut rb = ReadBuf::new(&mut buf);
-            match Pin::new(&mut b).poll_read(&mut cx, &mut rb) {
-                Poll::Ready(r) => {
-                    r.unwrap();
-                    total += rb.filled().len();
-                }
-                Poll::Pending => tokio::time::sleep(Duration::from_micros(200)).await,
-            }
-        }
-        let a = writer.await.unwrap();
-        let seen = probe.free_at_wake.lock().unwrap().clone();
-        assert!(!seen.is_empty(), "the reader was never woken");
-        let held = seen.iter().filter(|f| !**f).count();
-        // Another thread may take the lock between the release and the wake-up now and then
-        // (the writer's own calls); under the lock every wake-up found it held.
-        assert!(
-            held * 4 <= seen.len(),
-            "{held} of {} wake-ups came while the lock was held",
-            seen.len()
-        );
-        drop(a);
     }
 }
