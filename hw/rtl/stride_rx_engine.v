@@ -157,7 +157,7 @@ module stride_rx_engine #(
     //   ph 0  pick an op (packet, control, else scanner), read address to the table; the
     //         previous op's record is written in this cycle too (same clock edge as the read)
     //   ph 1  table output -> ram_r (loaded every clock, nothing else on the path: block RAM
-    //         clock-to-out is slow)
+    //         clock-to-out is slow; a LUT RAM table is read here from a registered address)
     //   ph 2  ram_r -> rec_raw, or the record written at ph 0 when the read hit its address
     //         (the table is declared collision-free: such a read returns nothing defined)
     //   ph 3  C1: compares, sums and deadlines from the record, registered
@@ -195,13 +195,32 @@ module stride_rx_engine #(
     reg  [AW-1:0] wr_addr;
     reg  [W-1:0]  wr_data;
 
+    // the record reaches ram_r two clocks after the pick either way: a block RAM (N > 16)
+    // registers the address itself and its slow output is registered once more beside it; a
+    // small table is LUT RAM (read without a clock), whose address, fanned out to every cell of
+    // the 245-bit record, then comes from a register instead of the pick's multiplexer
+    wire [AW-1:0] tbl_addr;
+    wire [W-1:0]  ram_r;
+    generate
+        if (N <= 16) begin : lut_table
+            reg [AW-1:0] addr_r;
+            always @(posedge clk) addr_r <= rd_addr;
+            assign tbl_addr = addr_r;
+            assign ram_r = ram_q;
+        end else begin : bram_table
+            reg [W-1:0] q_r;
+            always @(posedge clk) q_r <= ram_q;
+            assign tbl_addr = rd_addr;
+            assign ram_r = q_r;
+        end
+    endgenerate
+
     stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0)) table_ (
-        .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
+        .clk(clk), .rd_addr(tbl_addr), .rd_data(ram_q),
         .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : wr_addr),
         .wr_data(wr_data)               // zero from reset to the end of the sweep
     );
 
-    reg  [W-1:0]  ram_r;           // the table's output, registered beside the block RAM
     reg           w_pend;          // ph 1: the previous op wrote its record at ph 0
     reg           fwd;             // ph 2: ... to this op's index (take wr_data, not ram_r)
     reg  [W-1:0]  rec_raw;
@@ -406,8 +425,6 @@ module stride_rx_engine #(
             if (hdr_valid && !(take_pkt && !hp)) hp <= 1'b1;
         end
     end
-
-    always @(posedge clk) ram_r <= ram_q;
 
     always @(posedge clk) begin
         if (hdr_valid) begin
