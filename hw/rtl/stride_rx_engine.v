@@ -156,10 +156,11 @@ module stride_rx_engine #(
     // ---- op pipeline, one op per 6 cycles (phase ph):
     //   ph 0  pick an op (packet, control, else scanner), read address to the table; the
     //         previous op's record is written in this cycle too (same clock edge as the read)
-    //   ph 1  table output -> ram_r (loaded every clock, nothing else on the path: block RAM
-    //         clock-to-out is slow; a LUT RAM table is read here from a registered address)
-    //   ph 2  ram_r -> rec_raw, or the record written at ph 0 when the read hit its address
-    //         (the table is declared collision-free: such a read returns nothing defined)
+    //   ph 1  table output -> ram_r (loaded every clock; a block RAM's output passes only the
+    //         multiplexer that takes the record written at ph 0 when the read hit its index:
+    //         the table is declared collision-free, such a read returns nothing defined; a LUT
+    //         RAM table is read here from a registered address, after that write)
+    //   ph 2  ram_r -> rec_raw
     //   ph 3  C1: compares, sums and deadlines from the record, registered
     //   ph 4  D: decisions, registered (per-field selects, output strobes)
     //   ph 5  EX: outputs and the record to write back, selected by D, registered
@@ -199,6 +200,7 @@ module stride_rx_engine #(
     // registers the address itself and its slow output is registered once more beside it; a
     // small table is LUT RAM (read without a clock), whose address, fanned out to every cell of
     // the 245-bit record, then comes from a register instead of the pick's multiplexer
+    reg           w_pend;          // ph 1: the previous op wrote its record at ph 0
     wire [AW-1:0] tbl_addr;
     wire [W-1:0]  ram_r;
     generate
@@ -208,8 +210,12 @@ module stride_rx_engine #(
             assign tbl_addr = addr_r;
             assign ram_r = ram_q;
         end else begin : bram_table
+            // ph 1: the block RAM's output, or the record written at ph 0 when this op reads
+            // its index (the read then returns nothing defined); the multiplexer sits in
+            // front of this register so that it and the register stay beside the block RAM
             reg [W-1:0] q_r;
-            always @(posedge clk) q_r <= ram_q;
+            wire fwd = w_pend && x_idx == wr_addr;
+            always @(posedge clk) q_r <= fwd ? wr_data : ram_q;
             assign tbl_addr = rd_addr;
             assign ram_r = q_r;
         end
@@ -221,8 +227,6 @@ module stride_rx_engine #(
         .wr_data(wr_data)               // zero from reset to the end of the sweep
     );
 
-    reg           w_pend;          // ph 1: the previous op wrote its record at ph 0
-    reg           fwd;             // ph 2: ... to this op's index (take wr_data, not ram_r)
     reg  [W-1:0]  rec_raw;
     wire [W-1:0]  rec = rec_raw;
 
@@ -261,7 +265,7 @@ module stride_rx_engine #(
     always @(posedge clk) begin
         if (rst) begin
             hp <= 1'b0; hbusy <= 1'b0; ph <= 3'd0; op <= OP_SCAN; scan_idx <= 0;
-            wr_en <= 1'b0; wr_addr <= 0; w_pend <= 1'b0; fwd <= 1'b0;
+            wr_en <= 1'b0; wr_addr <= 0; w_pend <= 1'b0;
             ctl_rd_valid <= 1'b0; dlv_valid <= 1'b0; ack_valid <= 1'b0; snd_valid <= 1'b0;
             host_valid <= 1'b0;
             cnt_in_order <= 0; cnt_dup <= 0; cnt_gap <= 0; cnt_to_host <= 0;
@@ -293,11 +297,8 @@ module stride_rx_engine #(
                 end
             end
 
-            // ---- ph 1: did this op read the address written in its pick cycle?
-            if (ph == 3'd1) fwd <= w_pend && x_idx == wr_addr;
-
-            // ---- ph 2: the record
-            if (ph == 3'd2) rec_raw <= fwd ? wr_data : ram_r;
+            // ---- ph 2: the record (ram_r: see the table above)
+            if (ph == 3'd2) rec_raw <= ram_r;
 
             // ---- ph 3: C1
             if (ph == 3'd3) begin
