@@ -122,12 +122,24 @@ module stride_rx_parser #(
         end
     endfunction
     // sum of the four big-endian 16-bit words of a beat, bytes outside mask read as 0
-    function [63:0] masked;
+    // the sum of a beat's four 16-bit words (bytes masked by m): two carry-save layers written
+    // out bit by bit and one 18-bit adder (one carry chain; Yosys folds a four-operand + into
+    // a chain, a LUT and mux level and a second chain: N=1's critical path in session 13)
+    function [17:0] wsum;
         input [63:0] d;
         input [7:0] m;
+        reg [63:0] x;
+        reg [17:0] a, b, c, e, s1, c1, s2, c2;
         integer i;
         begin
-            for (i = 0; i < 8; i = i + 1) masked[8*i +: 8] = m[i] ? d[8*i +: 8] : 8'd0;
+            for (i = 0; i < 8; i = i + 1) x[8*i +: 8] = m[i] ? d[8*i +: 8] : 8'd0;
+            a = {2'd0, be16(x, 0)}; b = {2'd0, be16(x, 2)};
+            c = {2'd0, be16(x, 4)}; e = {2'd0, be16(x, 6)};
+            s1 = a ^ b ^ c;
+            c1 = ((a & b) | (a & c) | (b & c)) << 1;
+            s2 = s1 ^ c1 ^ e;
+            c2 = ((s1 & c1) | (s1 & e) | (c1 & e)) << 1;
+            wsum = s2 + c2;           // the sum is below 2^18: exact
         end
     endfunction
     function legal_flags;
@@ -180,16 +192,6 @@ module stride_rx_parser #(
     wire [7:0] udp_mask = udp_fc ? 8'hfc : udp_keep ? s_axis_tkeep : 8'h00;
     wire [3:0] beat_nx  = s_axis_tlast ? 4'd0 : (beat == 4'd15) ? beat : beat + 4'd1;
     reg  [17:0] ip_bs, udp_bs;
-    // the beat sums as a tree of two-operand adds (two carry chains after the mask), kept apart
-    // so that Yosys does not fold the four operands into one multi-operand sum (a chain, a
-    // LUT and mux level, a chain: N=1's critical path in session 13)
-    (* keep *) wire [16:0] ip_s01, ip_s23, udp_s01, udp_s23;
-    wire [63:0] ip_x = masked(s_axis_tdata, ip_mask);
-    wire [63:0] udp_x = masked(s_axis_tdata, udp_mask);
-    assign ip_s01 = {1'b0, be16(ip_x, 0)} + {1'b0, be16(ip_x, 2)};
-    assign ip_s23 = {1'b0, be16(ip_x, 4)} + {1'b0, be16(ip_x, 6)};
-    assign udp_s01 = {1'b0, be16(udp_x, 0)} + {1'b0, be16(udp_x, 2)};
-    assign udp_s23 = {1'b0, be16(udp_x, 4)} + {1'b0, be16(udp_x, 6)};
     reg         bs_v, bs_last, bs_first;
     reg  [31:0] ip_acc, udp_acc;
     // ones' complement check without a carry chain: for a sum s < 2^32 whose high half is below
@@ -374,8 +376,8 @@ module stride_rx_parser #(
             bs_v <= in_fire;
             bs_last <= in_fire && s_axis_tlast;
             bs_first <= in_fire && beat == 4'd0;
-            ip_bs <= {1'b0, ip_s01} + {1'b0, ip_s23};
-            udp_bs <= {1'b0, udp_s01} + {1'b0, udp_s23};
+            ip_bs <= wsum(s_axis_tdata, ip_mask);
+            udp_bs <= wsum(s_axis_tdata, udp_mask);
             if (bs_v) begin
                 ip_acc <= (bs_first ? 32'd0 : ip_acc) + {14'd0, ip_bs};
                 udp_acc <= bs_last ? 32'd0 : (bs_first ? 32'd0 : udp_acc) + {14'd0, udp_bs};
