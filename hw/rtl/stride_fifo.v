@@ -29,6 +29,10 @@ module stride_fifo #(
     endgenerate
 
     localparam integer D = 1 << DEPTH_LOG2;
+    // the array never reads the entry being written: a read (load) needs an entry in the array,
+    // a write (do_push) a free one, so both name the same entry only when the array is full,
+    // and then nothing is written; no bypass logic after a block RAM
+    (* no_rw_check *)
     reg [WIDTH-1:0] mem [0:D-1];
     reg [DEPTH_LOG2:0] wp, rp;
     // the array's fill level as a counter, and its empty flag as a register of its own: `full`

@@ -11,8 +11,9 @@
 // Inputs: the parser's header descriptor (stride_rx_parser hdr_*; hdr_valid pulses at most every
 // 10 cycles) and `now`, the local clock in ns (mod 2^32), which timestamps reception (STT).
 //
-// Per event (one op takes 6 cycles: read the record, register it, compare, decide, select,
-// write it back; the outputs of a packet come 6 to 11 cycles after its hdr_valid):
+// Per event (one op every 6 cycles: pick and read the record, register it twice, compare,
+// decide, select; the write-back lands in the next op's pick cycle; the outputs of a packet come
+// 6 to 11 cycles after its hdr_valid):
 //   DATA, in order (seq = rcv_nxt): deliver (dlv_accept), rcv_nxt += len, STT = now - tx_ts is
 //        remembered (echo policy `last`), the gap state clears; bytes count towards the ACK.
 //   DATA, old (seq < rcv_nxt): duplicate, not delivered; bytes count towards the ACK.
@@ -152,27 +153,36 @@ module stride_rx_engine #(
                                    // iff acc >= h_ack_thr
     assign hdr_overrun = hdr_valid && (hp || hbusy);
 
-    // ---- op pipeline, one op per 6 cycles (phase ph); ops do not overlap:
-    //   ph 0  pick an op (packet, control, else scanner), read address to the table
-    //   ph 1  table output -> rec_raw (nothing else on the path: block RAM clock-to-out is slow)
-    //   ph 2  C1: compares, sums and deadlines from the record, registered
-    //   ph 3  D: decisions, registered (per-field selects, output strobes)
-    //   ph 4  EX: outputs and the record to write back, selected by D, registered
-    //   ph 5  the record is written; the next op's read (ph 0) comes after it, so nothing needs
-    //         forwarding
+    // ---- op pipeline, one op per 6 cycles (phase ph):
+    //   ph 0  pick an op (packet, control, else scanner), read address to the table; the
+    //         previous op's record is written in this cycle too (same clock edge as the read)
+    //   ph 1  table output -> ram_r (loaded every clock; a block RAM's output passes only the
+    //         multiplexer that takes the record written at ph 0 when the read hit its index:
+    //         the table is declared collision-free, such a read returns nothing defined; a LUT
+    //         RAM table is read here from a registered address, after that write)
+    //   ph 2  ram_r -> rec_raw
+    //   ph 3  C1: compares, sums and deadlines from the record, registered
+    //   ph 4  D: decisions, registered (per-field selects, output strobes)
+    //   ph 5  EX: outputs and the record to write back, selected by D, registered
+    // A header is taken in the cycle its hdr_valid comes when that is a pick cycle (from the
+    // parser's hdr_* directly), else at the next pick from h_*: at most 5 cycles of waiting, and
+    // h_* is read up to EX, at most 10 cycles after its hdr_valid, in the cycle before the next
+    // header (10 cycles later at the soonest) overwrites it.
     localparam [1:0] OP_PKT = 0, OP_CTL = 1, OP_SCAN = 2;
     reg  [2:0]  ph;
     reg  [1:0]  op;
     reg  [AW-1:0] scan_idx;
-    wire        pkt_idx_ok = {{(32 - AW) {1'b0}}, h_dst[AW-1:0]} < N;
+    // the packet's index: the waiting header's, else the one arriving now
+    wire [31:0] pkt_dst    = hp ? h_dst : hdr_dst_cid;
+    wire        pkt_idx_ok = {{(32 - AW) {1'b0}}, pkt_dst[AW-1:0]} < N;
     wire        ctl_idx_ok = {{(32 - AW) {1'b0}}, ctl_cid[AW-1:0]} < N;
-    wire [AW-1:0] pkt_idx = h_dst[AW-1:0];
+    wire [AW-1:0] pkt_idx = pkt_dst[AW-1:0];
     wire [AW-1:0] ctl_idx = ctl_cid[AW-1:0];
     reg         clearing;          // after reset: every record is written with zeros
     reg  [AW-1:0] clear_idx;
     wire        pick     = !clearing && ph == 3'd0;
-    wire        take_pkt = pick && hp;
-    wire        take_ctl = pick && !hp && ctl_valid;
+    wire        take_pkt = pick && (hp || hdr_valid);
+    wire        take_ctl = pick && !hp && !hdr_valid && ctl_valid;
     assign ctl_ready = take_ctl;
     reg  [1:0]  c_op;
     reg  [31:0] c_cid, c_pip, c_rnxt;
@@ -186,8 +196,33 @@ module stride_rx_engine #(
     reg  [AW-1:0] wr_addr;
     reg  [W-1:0]  wr_data;
 
+    // the record reaches ram_r two clocks after the pick either way: a block RAM (N > 16)
+    // registers the address itself and its slow output is registered once more beside it; a
+    // small table is LUT RAM (read without a clock), whose address, fanned out to every cell of
+    // the 245-bit record, then comes from a register instead of the pick's multiplexer
+    reg           w_pend;          // ph 1: the previous op wrote its record at ph 0
+    wire [AW-1:0] tbl_addr;
+    wire [W-1:0]  ram_r;
+    generate
+        if (N <= 16) begin : lut_table
+            reg [AW-1:0] addr_r;
+            always @(posedge clk) addr_r <= rd_addr;
+            assign tbl_addr = addr_r;
+            assign ram_r = ram_q;
+        end else begin : bram_table
+            // ph 1: the block RAM's output, or the record written at ph 0 when this op reads
+            // its index (the read then returns nothing defined); the multiplexer sits in
+            // front of this register so that it and the register stay beside the block RAM
+            reg [W-1:0] q_r;
+            wire fwd = w_pend && x_idx == wr_addr;
+            always @(posedge clk) q_r <= fwd ? wr_data : ram_q;
+            assign tbl_addr = rd_addr;
+            assign ram_r = q_r;
+        end
+    endgenerate
+
     stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0)) table_ (
-        .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
+        .clk(clk), .rd_addr(tbl_addr), .rd_data(ram_q),
         .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : wr_addr),
         .wr_data(wr_data)               // zero from reset to the end of the sweep
     );
@@ -230,7 +265,7 @@ module stride_rx_engine #(
     always @(posedge clk) begin
         if (rst) begin
             hp <= 1'b0; hbusy <= 1'b0; ph <= 3'd0; op <= OP_SCAN; scan_idx <= 0;
-            wr_en <= 1'b0; wr_addr <= 0;
+            wr_en <= 1'b0; wr_addr <= 0; w_pend <= 1'b0;
             ctl_rd_valid <= 1'b0; dlv_valid <= 1'b0; ack_valid <= 1'b0; snd_valid <= 1'b0;
             host_valid <= 1'b0;
             cnt_in_order <= 0; cnt_dup <= 0; cnt_gap <= 0; cnt_to_host <= 0;
@@ -243,6 +278,7 @@ module stride_rx_engine #(
         end else begin
             ph <= (ph == 3'd5) ? 3'd0 : ph + 3'd1;
             wr_en <= 1'b0;
+            if (ph == 3'd0) w_pend <= wr_en;
             ctl_rd_valid <= 1'b0; dlv_valid <= 1'b0; ack_valid <= 1'b0; snd_valid <= 1'b0;
             host_valid <= 1'b0;
 
@@ -261,11 +297,11 @@ module stride_rx_engine #(
                 end
             end
 
-            // ---- ph 1: the record
-            if (ph == 3'd1) rec_raw <= ram_q;
+            // ---- ph 2: the record (ram_r: see the table above)
+            if (ph == 3'd2) rec_raw <= ram_r;
 
-            // ---- ph 2: C1
-            if (ph == 3'd2) begin
+            // ---- ph 3: C1
+            if (ph == 3'd3) begin
                 k_match <= x_idx_ok && r_valid && r_cid == h_dst && r_pip == h_ip &&
                            r_pport == h_sport;
                 k_in_order <= h_seq == r_rnxt;
@@ -279,10 +315,10 @@ module stride_rx_engine #(
                 k_now_nack <= now + NACK_NS;
             end
 
-            // ---- ph 3: D, the decisions from C1's flags, registered as per-field selects and
+            // ---- ph 4: D, the decisions from C1's flags, registered as per-field selects and
             // output strobes, so that EX only selects by them (one or two LUTs per bit; the
             // decisions feeding the record's write-back multiplexers were the critical path)
-            if (ph == 3'd3) begin : decide
+            if (ph == 3'd4) begin : decide
                 reg pkt, ctl, ok, data, ino, old, gap, fin_in, fin_ack, scan, snk, sdk, sa, sn;
                 pkt = op == OP_PKT;
                 ctl = op == OP_CTL;
@@ -328,8 +364,8 @@ module stride_rx_engine #(
                 n_don <= ctl ? 1'b0 : sa ? 1'b0 : ((ino || old) && !r_don) ? 1'b1 : r_don;
             end
 
-            // ---- ph 4: EX, the outputs and the record to write back, selected by D
-            if (ph == 3'd4) begin : exec
+            // ---- ph 5: EX, the outputs and the record to write back, selected by D
+            if (ph == 3'd5) begin : exec
                 reg [W-1:0] nr;
                 reg [31:0]  rnxt, stt, ndl, ddl;
                 reg [16:0]  acc;
@@ -386,9 +422,8 @@ module stride_rx_engine #(
                 wr_data <= nr;
             end
 
-            // header intake (after the pick above, so a header arriving in a pick cycle waits
-            // for the next one)
-            if (hdr_valid) hp <= 1'b1;
+            // header intake: it waits unless the pick above took it at once
+            if (hdr_valid && !(take_pkt && !hp)) hp <= 1'b1;
         end
     end
 

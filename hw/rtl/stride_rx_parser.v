@@ -122,14 +122,24 @@ module stride_rx_parser #(
         end
     endfunction
     // sum of the four big-endian 16-bit words of a beat, bytes outside mask read as 0
+    // the sum of a beat's four 16-bit words (bytes masked by m): two carry-save layers written
+    // out bit by bit and one 18-bit adder (one carry chain; Yosys folds a four-operand + into
+    // a chain, a LUT and mux level and a second chain: N=1's critical path in session 13)
     function [17:0] wsum;
         input [63:0] d;
         input [7:0] m;
         reg [63:0] x;
+        reg [17:0] a, b, c, e, s1, c1, s2, c2;
         integer i;
         begin
             for (i = 0; i < 8; i = i + 1) x[8*i +: 8] = m[i] ? d[8*i +: 8] : 8'd0;
-            wsum = {2'd0, be16(x, 0)} + {2'd0, be16(x, 2)} + {2'd0, be16(x, 4)} + {2'd0, be16(x, 6)};
+            a = {2'd0, be16(x, 0)}; b = {2'd0, be16(x, 2)};
+            c = {2'd0, be16(x, 4)}; e = {2'd0, be16(x, 6)};
+            s1 = a ^ b ^ c;
+            c1 = ((a & b) | (a & c) | (b & c)) << 1;
+            s2 = s1 ^ c1 ^ e;
+            c2 = ((s1 & c1) | (s1 & e) | (c1 & e)) << 1;
+            wsum = s2 + c2;           // the sum is below 2^18: exact
         end
     endfunction
     function legal_flags;
@@ -245,6 +255,8 @@ module stride_rx_parser #(
     reg  [3:0]  p_verdict;   // V_OK here means: the UDP checksum and STRIDE checks decide
     reg         f_load, f_csum_decides, f_after_ok, cnt_v;
     reg  [3:0]  f_fixed, cnt_verdict;
+    reg         g_v, g_csum_decides, g_csum_ok;   // T+3: the outcome, registered for the counters
+    reg  [3:0]  g_fixed;
     reg         p_zero;
     reg  [7:0]  p_version, p_flags, f_flags;
     reg         p_len_bad, p_ce, f_ce;
@@ -266,6 +278,7 @@ module stride_rx_parser #(
             udp_len_p20 <= 0; udp_len_m40 <= 0; ip_total_p14 <= 0; udp_len_p17 <= 0;
             f_load <= 1'b0; f_csum_decides <= 1'b0; f_after_ok <= 1'b0; cnt_v <= 1'b0;
             f_fixed <= V_OK; cnt_verdict <= V_OK;
+            g_v <= 1'b0; g_csum_decides <= 1'b0; g_csum_ok <= 1'b0; g_fixed <= V_OK;
             is_other_r <= 1'b0; ip_hdr_bad_r <= 1'b0;
             p_verdict <= V_OK; p_zero <= 1'b0;
             fin_v <= 1'b0; fin_sum <= 0; flush_user <= 1'b0;
@@ -413,10 +426,15 @@ module stride_rx_parser #(
             hdr_valid <= 1'b0;
             done_valid <= fin_v;
             done_payload <= fin_v && f_emit;
-            // outcome at T+2: the checksum compare decides between the precomputed verdicts;
-            // the counters follow one cycle later (T+4)
-            cnt_v <= fin_v;
-            cnt_verdict <= (f_csum_decides && !csum_ok(fin_sum)) ? V_CSUM : f_fixed;
+            // outcome at T+2: the checksum compare decides hdr_valid; for the counters it is
+            // registered first (with the verdicts it chooses between: f_* may be the next
+            // frame's at T+3), the verdict follows at T+3, the counters at T+4 (T+5)
+            g_v <= fin_v;
+            g_csum_ok <= csum_ok(fin_sum);
+            g_csum_decides <= f_csum_decides;
+            g_fixed <= f_fixed;
+            cnt_v <= g_v;
+            cnt_verdict <= (g_csum_decides && !g_csum_ok) ? V_CSUM : g_fixed;
             if (fin_v && f_csum_decides && f_after_ok && csum_ok(fin_sum)) hdr_valid <= 1'b1;
             // fields load for every frame that passed the early checks (such a frame is at least
             // 10 beats long, so its own beats 6-9 already replaced the previous frame's fields)

@@ -257,14 +257,24 @@ module stride_tx_sender #(
     reg  [AW-1:0] rq_in;
     wire          rqb_v, rq2_full;
     wire [AW-1:0] rqb_q;
-    wire          rq_move = rqb_v && !rq2_full;
+    // the head goes through a register of its own (rqm_*) and then a small queue: with many
+    // contexts the ready queue is block RAM, whose slow clock-to-out would otherwise feed the op
+    // pick, or (N = 1024, session 13) the small queue's LUT RAM write port across the chip
+    reg           rqm_v;
+    reg  [AW-1:0] rqm_q;
+    wire          rqm_move = rqm_v && !rq2_full;
+    wire          rq_move = rqb_v && (!rqm_v || rqm_move);
     stride_fifo #(.WIDTH(AW), .DEPTH_LOG2(AW)) ready_q (
         .clk(clk), .rst(rst), .push(rq_push), .in_data(rq_in), .full(rq_full),
         .pop(rq_move), .out_valid(rqb_v), .out_data(rqb_q));
-    // the head goes through a small queue in flip-flops: with many contexts the ready queue is
-    // block RAM, whose slow clock-to-out would otherwise feed the op pick
+    always @(posedge clk) begin
+        if (rq_move) rqm_q <= rqb_q;
+        if (rst) rqm_v <= 1'b0;
+        else if (rq_move) rqm_v <= 1'b1;
+        else if (rqm_move) rqm_v <= 1'b0;
+    end
     stride_fifo #(.WIDTH(AW), .DEPTH_LOG2(1)) ready_head (
-        .clk(clk), .rst(rst), .push(rq_move), .in_data(rqb_q), .full(rq2_full),
+        .clk(clk), .rst(rst), .push(rqm_move), .in_data(rqm_q), .full(rq2_full),
         .pop(rq_pop), .out_valid(rq_v), .out_data(rq_q));
 
     // ---- descriptor queue (to the builder) and payload jobs (to the reader)

