@@ -121,7 +121,6 @@ module stride_rx_parser #(
             for (i = 0; i < 8; i = i + 1) popcount8 = popcount8 + {3'd0, k[i]};
         end
     endfunction
-    // sum of the four big-endian 16-bit words of a beat, bytes outside mask read as 0
     // the sum of a beat's four 16-bit words (bytes masked by m): two carry-save layers written
     // out bit by bit and one 18-bit adder (one carry chain; Yosys folds a four-operand + into
     // a chain, a LUT and mux level and a second chain: N=1's critical path in session 13)
