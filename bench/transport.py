@@ -16,7 +16,9 @@
    much as for STRIDE; the target row reads the polled figures.
 3. Pacing: a sender pinned at 0.1, 1, 5, 10 and 25 Gbit/s on loopback (no queue can build at
    these rates): achieved goodput over the pinned rate (the payload share of a 1472-byte
-   datagram is 0.978), pacing lateness p50/p99, the sender's CPU cores, and the jitter of STT
+   datagram is 0.978), the share of the time the pacer's allowance expired unused while the
+   sender was backlogged (`pacing_forfeit_ns`: turns that came later than the bucket covers),
+   pacing lateness p50/p99, the sender's CPU cores, and the jitter of STT
    (its p50/p99 above the minimum, which on an empty path is timestamp and scheduling noise).
    CPU of the bulk runs of 1.: sender (the client's rusage) + receiver (the server's
    /proc/PID/stat, before and after) in CPU-seconds per Gbit moved, STRIDE over TCP per round.
@@ -236,6 +238,9 @@ def main():
                 runs.append({"goodput_over_rate": r["goodput_gbps"] / gbps,
                              "lateness_p50_ns": r["pacing_lateness_p50_ns"],
                              "lateness_p99_ns": r["pacing_lateness_p99_ns"],
+                             # share of the run's time the pacer's allowance expired unused
+                             # while the sender was backlogged (turns later than the bucket)
+                             "forfeit_share": r["pacing_forfeit_ns"] / (r["seconds"] * 1e9),
                              "cpu_cores": r["cpu_cores"],
                              "stt_jitter_p50_ns": r["queue_delay_p50_ns"],
                              "stt_jitter_p99_ns": r["queue_delay_p99_ns"]})
@@ -292,11 +297,12 @@ def main():
           f"default idle {rd['median_ratio_stride_udp']:.2f}); "
           f"TCP/UDP {rr['median_ratio_tcp_udp']:.2f} (default idle {rd['median_ratio_tcp_udp']:.2f})")
     print(f"\n## Pacing at a pinned rate on loopback, 2 s each, median of {a.reps}")
-    print("| rate | goodput / rate | lateness p50/p99 (us) | sender CPU cores | STT jitter p50/p99 (us) |"
-          "\n|---|---|---|---|---|")
+    print("| rate | goodput / rate | rate forfeited to late turns | lateness p50/p99 (us) "
+          "| sender CPU cores | STT jitter p50/p99 (us) |\n|---|---|---|---|---|---|")
     for rate, v in res["pacing"].items():
         m = v["median"]
-        print(f"| {rate} | {m['goodput_over_rate']:.3f} | {m['lateness_p50_ns'] / 1e3:.1f}/"
+        print(f"| {rate} | {m['goodput_over_rate']:.3f} | {m['forfeit_share']:.3f} "
+              f"| {m['lateness_p50_ns'] / 1e3:.1f}/"
               f"{m['lateness_p99_ns'] / 1e3:.1f} | {m['cpu_cores']:.2f} | "
               f"{m['stt_jitter_p50_ns'] / 1e3:.1f}/{m['stt_jitter_p99_ns'] / 1e3:.1f} |")
     print("\n## Through the 1 Gbit/s relay (256 KiB queue, 20 us), medians")

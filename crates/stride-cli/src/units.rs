@@ -88,6 +88,7 @@ pub fn report(bytes: u64, seconds: f64, cs: &ConnStats) -> Map<String, Value> {
         "pacing_lateness_p99_ns".into(),
         json!(cs.pacing_lateness.quantile(0.99)),
     );
+    m.insert("pacing_forfeit_ns".into(), json!(cs.pacing_forfeit_ns));
     m
 }
 

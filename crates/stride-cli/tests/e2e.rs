@@ -195,6 +195,7 @@ fn sizes_through_relay_with(tag: &str, loss: &str, seed: u64, extra: &[usize]) {
             "timeouts",
             "queue_delay_p50_ns",
             "queue_delay_p99_ns",
+            "pacing_forfeit_ns",
             "checksum",
             "stt_min_ns",
         ] {

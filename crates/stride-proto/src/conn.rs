@@ -1664,6 +1664,9 @@ impl Connection {
                     self.stats
                         .pacing_lateness
                         .record(now.saturating_sub(release));
+                    self.stats.pacing_forfeit_ns += now
+                        .saturating_sub(self.burst_ns)
+                        .saturating_sub(self.next_send);
                 }
                 self.backlogged = self.pending_data() > 0 && self.window_room() > 0;
                 self.last_data_at = now;

@@ -144,6 +144,12 @@ pub struct ConnStats {
     /// produced (`now` passed to `poll_transmit` minus the release time), ns. Measures how
     /// closely the caller's clock and wake-ups follow the pacer.
     pub pacing_lateness: Histogram,
+    /// Pacer time forfeited while backlogged, ns: for each DATA packet sent after the sender
+    /// had data and window since its previous packet, how far the bucket had overflowed
+    /// (`now − burst` past the virtual departure time). Divided by the connection's lifetime,
+    /// the share of the paced rate lost to turns that came later than the bucket covers
+    /// (idle time, when nothing could be sent, is not counted).
+    pub pacing_forfeit_ns: u64,
 }
 
 #[cfg(test)]

@@ -453,6 +453,54 @@ fn pacing_lateness_measures_how_late_the_caller_wakes() {
     }
 }
 
+/// `pacing_forfeit_ns` counts the pacer's allowance that expired while the sender was
+/// backlogged: a caller that stalls for 2 ms in the middle of a paced 1 Gbit/s transfer
+/// forfeits the stall less the bucket (16 KiB = 131 µs at 1 Gbit/s, give or take the packet
+/// in progress), a punctual one nothing, and time with nothing to send is not counted.
+#[test]
+fn pacing_forfeit_counts_late_turns_only_while_backlogged() {
+    for stall in [0u64, 2_000_000] {
+        let cfg = Config {
+            cc: stride_proto::cc::CcConfig::fixed(stride_proto::cc::rate_from_gbps(1.0)),
+            ..Config::default()
+        };
+        let mut p = Pair::new(cfg);
+        p.run(100_000, &mut nodrop);
+        p.c.write(p.ch, &vec![7u8; 1 << 20]).unwrap();
+        p.run(p.now + 2_000_000, &mut nodrop);
+        // Both ends freeze: datagrams in flight land at their times, nobody transmits.
+        let until = p.now + stall;
+        while p.air.front().is_some_and(|f| f.0 <= until) {
+            let (t, from_client, d) = p.air.pop_front().unwrap();
+            p.now = t;
+            if from_client {
+                p.s.handle(t, a(), &d);
+            } else {
+                p.c.handle(t, b(), &d);
+            }
+        }
+        p.now = until;
+        p.run(p.now + 50_000_000, &mut nodrop);
+        assert_eq!(p.read_server().len(), 1 << 20);
+        let forfeit = p.c.conn(p.ch).unwrap().stats().pacing_forfeit_ns;
+        let expect = stall.saturating_sub(131_072);
+        assert!(
+            forfeit.abs_diff(expect) <= 15_000,
+            "stall {stall}: forfeit {forfeit}, expected about {expect}"
+        );
+        // Idle for 5 ms (nothing to send), then another paced megabyte: nothing more.
+        p.run(p.now + 5_000_000, &mut nodrop);
+        p.c.write(p.ch, &vec![8u8; 1 << 20]).unwrap();
+        p.run(p.now + 50_000_000, &mut nodrop);
+        assert_eq!(p.read_server().len(), 1 << 20);
+        let after = p.c.conn(p.ch).unwrap().stats().pacing_forfeit_ns;
+        assert_eq!(
+            after, forfeit,
+            "stall {stall}: idle time counted as forfeited"
+        );
+    }
+}
+
 #[test]
 fn ce_marks_are_counted_echoed_and_notified() {
     for cnp_interval_ns in [0u64, 50_000] {
