@@ -20,10 +20,14 @@
    sender was backlogged (`pacing_forfeit_ns`: turns that came later than the bucket covers),
    pacing lateness p50/p99, the sender's CPU cores, and the jitter of STT
    (its p50/p99 above the minimum, which on an empty path is timestamp and scheduling noise).
+   At 1, 10 and 25 Gbit/s kernel TCP paced at the same rate by the kernel (`stride perf
+   --tcp --pin-rate`: SO_MAX_PACING_RATE) runs right after each STRIDE round: how well this
+   machine lets any sender hold the rate; STRIDE/TCP per round.
    CPU of the bulk runs of 1.: sender (the client's rusage) + receiver (the server's
    /proc/PID/stat, before and after) in CPU-seconds per Gbit moved, STRIDE over TCP per round.
    Aggregate goodput of 1, 2, 4 and 8 parallel connections (`stride perf client --parallel N`
-   against `stride perf server --shards 2`, and TCP the same way), rounds interleaved.
+   against `stride perf server --shards 2`, and TCP the same way), rounds interleaved; kernel
+   TCP's own 4-vs-1 ratio beside STRIDE's.
 4. Through the userspace bottleneck (`stride demo`: 1 Gbit/s, 20 us, 256 KiB queue): STRIDE's
    default controller vs the same sender pinned at its line rate (no controller), with the
    sender's line rate equal to the bottleneck (the demo's model) and at 10 Gbit/s, and an
@@ -46,6 +50,8 @@ from benchlib import idle_polling, port
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 STRIDE = TARGET / "release" / "stride"
+# pinned rates at which kernel TCP, paced by the kernel, is measured beside STRIDE
+TCP_PACED = ("1gbit", "10gbit", "25gbit")
 QUIC = ROOT / "bench" / "quic-perf" / "target" / "release" / "quic-perf"
 
 
@@ -194,6 +200,11 @@ def main():
                                                              par["stride"]["1"])],
         }
         res["parallel"]["median_ratio_4_vs_1"] = med(res["parallel"]["ratio_4_vs_1_per_round"])
+        # kernel TCP's own 4-vs-1 on the same machine, for reference
+        res["parallel"]["tcp_ratio_4_vs_1_per_round"] = [
+            f / o for f, o in zip(par["tcp"]["4"], par["tcp"]["1"])]
+        res["parallel"]["tcp_median_ratio_4_vs_1"] = med(
+            res["parallel"]["tcp_ratio_4_vs_1_per_round"])
 
         # 2. round trips, with the CPUs held awake and with the default idle policy
         rr = {"polled": {"stride": [], "tcp": [], "udp": []},
@@ -227,24 +238,40 @@ def main():
         res["rr"]["idle_polling"] = polled_ok
         res["rr_default_idle"] = rr_summary(rr["default"])
 
-        # 3. pacing and STT jitter
+        # 3. pacing and STT jitter; at the rates in TCP_PACED, kernel TCP paced at the same
+        # rate (SO_MAX_PACING_RATE) on the same loopback, each round right after STRIDE's
         pacing = {}
         for rate, gbps in (("100mbit", 0.1), ("1gbit", 1.0), ("5gbit", 5.0), ("10gbit", 10.0),
                            ("25gbit", 25.0)):
-            runs = []
+            runs, truns = [], []
             for _ in range(a.reps):
                 r = last_json([STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_stride}", "--time",
                                "2s", "--pin-rate", "--line-rate", rate, "--json"])
                 runs.append({"goodput_over_rate": r["goodput_gbps"] / gbps,
-                             "lateness_p50_ns": r["pacing_lateness_p50_ns"],
-                             "lateness_p99_ns": r["pacing_lateness_p99_ns"],
                              # share of the run's time the pacer's allowance expired unused
                              # while the sender was backlogged (turns later than the bucket)
                              "forfeit_share": r["pacing_forfeit_ns"] / (r["seconds"] * 1e9),
+                             "lateness_p50_ns": r["pacing_lateness_p50_ns"],
+                             "lateness_p99_ns": r["pacing_lateness_p99_ns"],
                              "cpu_cores": r["cpu_cores"],
                              "stt_jitter_p50_ns": r["queue_delay_p50_ns"],
                              "stt_jitter_p99_ns": r["queue_delay_p99_ns"]})
+                if rate in TCP_PACED:
+                    r = last_json([STRIDE, "perf", "client", "--tcp", "--to",
+                                   f"127.0.0.1:{p_tcp}", "--time", "2s", "--pin-rate",
+                                   "--line-rate", rate, "--json"])
+                    truns.append({"goodput_over_rate": r["goodput_gbps"] / gbps,
+                                  "cpu_cores": r["cpu_cores"]})
             pacing[rate] = {"runs": runs, "median": {f: med([x[f] for x in runs]) for f in runs[0]}}
+            if truns:
+                ratios = [s["goodput_over_rate"] / t["goodput_over_rate"]
+                          for s, t in zip(runs, truns)]
+                pacing[rate]["tcp"] = {
+                    "runs": truns,
+                    "median": {f: med([x[f] for x in truns]) for f in truns[0]},
+                    "ratio_stride_tcp_per_round": ratios,
+                    "median_ratio_stride_tcp": med(ratios),
+                }
         res["pacing"] = pacing
     finally:
         for s in servers:
@@ -305,6 +332,15 @@ def main():
               f"| {m['lateness_p50_ns'] / 1e3:.1f}/"
               f"{m['lateness_p99_ns'] / 1e3:.1f} | {m['cpu_cores']:.2f} | "
               f"{m['stt_jitter_p50_ns'] / 1e3:.1f}/{m['stt_jitter_p99_ns'] / 1e3:.1f} |")
+    print("\nKernel TCP paced at the same rate (SO_MAX_PACING_RATE; 64 KiB segments on loopback, "
+          "payload share ~0.999), rounds interleaved with STRIDE's:")
+    print("| rate | TCP goodput / rate | TCP sender CPU cores | STRIDE/TCP (median of per-round "
+          "ratios) |\n|---|---|---|---|")
+    for rate, v in res["pacing"].items():
+        if "tcp" in v:
+            t = v["tcp"]
+            print(f"| {rate} | {t['median']['goodput_over_rate']:.3f} | "
+                  f"{t['median']['cpu_cores']:.2f} | {t['median_ratio_stride_tcp']:.2f} |")
     print("\n## Through the 1 Gbit/s relay (256 KiB queue, 20 us), medians")
     print("| sender | runs | goodput Gbit/s | utilization | queue p50/p99/max (us) | drops "
           "| retransmitted |\n|---|---|---|---|---|---|---|")
@@ -329,6 +365,8 @@ def main():
     print("| N | STRIDE Gbit/s (server --shards 2) | TCP Gbit/s |\n|---|---|---|")
     for n in ("1", "2", "4", "8"):
         print(f"| {n} | {pa['median_gbps']['stride'][n]:.2f} | {pa['median_gbps']['tcp'][n]:.2f} |")
+    print(f"4 vs 1: STRIDE {pa['median_ratio_4_vs_1']:.2f}, kernel TCP "
+          f"{pa['tcp_median_ratio_4_vs_1']:.2f} (medians of per-round ratios)")
     pm = res["pacing"]
     rows = [
         ("loopback goodput vs kernel TCP, 1 connection", lb["median_ratio_stride_tcp"], ">= 1.0",

@@ -47,6 +47,32 @@ pub struct ControlArgs {
 }
 
 impl ControlArgs {
+    /// With kernel TCP (`perf client --tcp`) only `--pin-rate --line-rate R` applies: the
+    /// kernel paces the socket at R (returned in bytes per second); without `--pin-rate`
+    /// nothing is paced. Any controller option is refused: TCP runs its own.
+    pub fn tcp_pacing(&self) -> anyhow::Result<Option<u64>> {
+        let stride_only = [
+            (self.t_low.is_some(), "--t-low"),
+            (self.t_high.is_some(), "--t-high"),
+            (self.norm_shift.is_some(), "--norm-shift"),
+            (self.min_rto.is_some(), "--min-rto"),
+            (self.cc.is_some(), "--cc"),
+            (!self.cc_param.is_empty(), "--cc-param"),
+            (self.recovery.is_some(), "--recovery"),
+        ];
+        if let Some((_, flag)) = stride_only.iter().find(|(set, _)| *set) {
+            anyhow::bail!("{flag} is a STRIDE option; kernel TCP (--tcp) runs its own controller");
+        }
+        match (self.pin_rate, self.line_rate) {
+            (true, Some(bps)) => Ok(Some(bps / 8)),
+            (true, None) => anyhow::bail!("--tcp --pin-rate needs --line-rate (the pacing rate)"),
+            (false, Some(_)) => {
+                anyhow::bail!("--line-rate with --tcp paces only with --pin-rate")
+            }
+            (false, None) => Ok(None),
+        }
+    }
+
     /// The protocol configuration these options describe.
     pub fn config(&self) -> anyhow::Result<stride::Config> {
         self.config_for(10_000_000_000)

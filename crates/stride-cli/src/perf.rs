@@ -148,6 +148,15 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                             );
                         };
                         let proto = if transport.tcp {
+                            if let Err(e) = control.tcp_pacing() {
+                                fail("perf client", e);
+                            }
+                            if control.pin_rate {
+                                fail(
+                                    "perf client",
+                                    "--tcp --pin-rate takes one connection, not --parallel",
+                                );
+                            }
                             None
                         } else {
                             match control.config() {
@@ -171,7 +180,10 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                             Job::Bulk { .. } => fail("perf client", "--udp needs --rr"),
                         }
                     } else if transport.tcp {
-                        tcp_client(to, job, json).await
+                        match control.tcp_pacing() {
+                            Ok(pace) => tcp_client(to, job, json, pace).await,
+                            Err(e) => fail("perf client", e),
+                        }
                     } else {
                         match control.config() {
                             Ok(c) => client(to, job, json, c).await,
@@ -512,12 +524,22 @@ async fn parallel_client(
     0
 }
 
-async fn tcp_client(to: SocketAddr, job: Job, json_out: bool) -> i32 {
+/// Kernel TCP; with `pace` (bytes per second), paced by the kernel at that rate
+/// (`SO_MAX_PACING_RATE`: TCP's own pacing timer, or the `fq` qdisc where it is installed).
+async fn tcp_client(to: SocketAddr, job: Job, json_out: bool, pace: Option<u64>) -> i32 {
     let mut s = match tokio::net::TcpStream::connect(to).await {
         Ok(s) => s,
         Err(e) => fail("perf client", format!("cannot connect to {to}: {e}")),
     };
     let _ = s.set_nodelay(true);
+    if let Some(bytes_per_sec) = pace {
+        if let Err(e) = set_max_pacing_rate(&s, bytes_per_sec) {
+            fail(
+                "perf client",
+                format!("cannot pace the TCP socket (SO_MAX_PACING_RATE): {e}"),
+            );
+        }
+    }
     match job {
         Job::RoundTrips { count, size } => match round_trips(&mut s, count, size).await {
             Ok(rtts) => print_rtt(json_out, rtt_report("tcp", size, rtts)),
@@ -541,6 +563,27 @@ async fn tcp_client(to: SocketAddr, job: Job, json_out: bool) -> i32 {
         }
     }
     0
+}
+
+/// Caps a socket's pacing rate (Linux `SO_MAX_PACING_RATE`, 64-bit since 4.20).
+fn set_max_pacing_rate(s: &tokio::net::TcpStream, bytes_per_sec: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v: u64 = bytes_per_sec;
+    // SAFETY: passes a live u64 and its size for the duration of the call.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            &v as *const u64 as *const libc::c_void,
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 async fn udp_client(to: SocketAddr, count: u64, size: u64, json_out: bool) -> i32 {
