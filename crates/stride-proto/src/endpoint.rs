@@ -3,7 +3,7 @@
 //! packet returns a valid cookie, and answers unknown identifiers with a rate-limited RST.
 
 use crate::config::Config;
-use crate::conn::{offered_caps, Connection, Event};
+use crate::conn::{offered_caps, Connection, Event, State};
 use crate::wire::{syn_ack_caps, Flags, Header, Packet, HEADER_LEN};
 use bytes::Bytes;
 use siphasher::sip::{SipHasher13, SipHasher24};
@@ -222,6 +222,16 @@ impl Endpoint {
     /// Live connections.
     pub fn connection_count(&self) -> usize {
         self.conns.len()
+    }
+
+    /// Connections that are handshaking or established: [`Endpoint::connection_count`] less
+    /// those lingering after a close (which only re-acknowledge a lost FIN) or closed. Walks
+    /// every connection.
+    pub fn open_connection_count(&self) -> usize {
+        self.conns
+            .values()
+            .filter(|e| matches!(e.conn.state(), State::SynSent | State::Established))
+            .count()
     }
 
     /// A connection, if it exists.

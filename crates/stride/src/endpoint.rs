@@ -82,6 +82,10 @@ pub const ACK_HOLD_NS: u64 = 50_000;
 /// then cancelled cost a driver wake-up (and its context switches) per exchange. A driver
 /// that sleeps longer than this past the hold's end is woken for it.
 pub const HOLD_LATE_NS: u64 = 1_000_000;
+/// An ACK is held for a response ([`ACK_HOLD_NS`]) only on an endpoint with one open
+/// connection and at most this many in all (the others lingering after their close: a server
+/// answering one client after another keeps the ride while the earlier connections linger).
+pub const HOLD_MAX_CONNECTIONS: usize = 8;
 /// Longest sleep of a driver that leaves arriving datagrams to waiting readers (inline
 /// receive): a reader that stopped waiting without receiving leaves the socket unwatched
 /// for at most this long.
@@ -1546,11 +1550,15 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
             }
         }
         Tx::Hold => {
-            // Only on an endpoint with this one connection: the hold stops every
+            // Only on an endpoint with this one open connection: the hold stops every
             // transmission of the endpoint, and another connection's data must not wait.
+            // Connections lingering after a close have no data (a re-acknowledged FIN may
+            // wait the hold's 50 µs), so they do not count; the walk that tells them apart
+            // is bounded by HOLD_MAX_CONNECTIONS.
             if st.hold_until.is_none()
                 && st.ep.has_pending_transmit()
-                && st.ep.connection_count() == 1
+                && st.ep.connection_count() <= HOLD_MAX_CONNECTIONS
+                && st.ep.open_connection_count() == 1
             {
                 st.hold_until = Some(now + ACK_HOLD_NS);
             }
