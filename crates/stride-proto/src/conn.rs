@@ -189,6 +189,8 @@ pub struct Connection {
     stt_seg_min: Option<u32>,
     /// When the last pure ACK left (an ACK may ride on DATA only shortly after one).
     last_pure_ack_at: Option<u64>,
+    /// A pure ACK waits until then for DATA to ride on ([`Connection::hold_ack`]; 0: none).
+    ack_hold_until: u64,
     /// Sender side: the STT and RTT of the latest pure ACK of new data (for tracing).
     echoed_stt: Option<u32>,
     last_rtt: Option<u64>,
@@ -293,6 +295,7 @@ impl Connection {
             stt_last: 0,
             stt_seg_min: None,
             last_pure_ack_at: None,
+            ack_hold_until: 0,
             echoed_stt: None,
             last_rtt: None,
             nack_now: false,
@@ -406,6 +409,25 @@ impl Connection {
     pub fn unacked(&self) -> usize {
         self.sbuf.len()
     }
+    /// Holds a pure ACK that is due now (not a NACK, not one asking for a rate cut, not one
+    /// for a whole ACK interval, whose sample drives the peer's controller) until
+    /// `until` at the latest, for DATA to carry it (spec §6.4): a host whose application
+    /// answers each request holds the request's ACK for the response. DATA leaving before then
+    /// carries the ACK as it would anyway; at `until` the pure ACK leaves. Returns whether an
+    /// ACK was held. The hold is per connection, so other connections' datagrams do not wait.
+    pub fn hold_ack(&mut self, until: u64) -> bool {
+        if self.state != State::Established
+            || !self.ack_now
+            || self.nack_now
+            || self.cn_now
+            || self.unacked_bytes >= self.ack_due_bytes()
+        {
+            return false;
+        }
+        self.ack_hold_until = until;
+        true
+    }
+
     /// Bytes readable now.
     pub fn readable(&self) -> usize {
         self.rbuf.len()
@@ -638,6 +660,9 @@ impl Connection {
         upd(self.rto_at);
         upd(self.delack_at);
         upd(self.nack_at);
+        if self.ack_now && self.ack_hold_until > 0 {
+            upd(Some(self.ack_hold_until));
+        }
         if self.state == State::Established {
             upd(self.cc.timer());
             upd(Some(self.last_tx + self.cfg.idle_timeout_ns / 4));
@@ -793,7 +818,7 @@ impl Connection {
             State::Linger => self.ack_now,
             State::Established => {
                 self.nack_now
-                    || self.ack_now
+                    || (self.ack_now && now >= self.ack_hold_until)
                     || (self.data_ready() && now >= self.data_at())
                     || now >= self.last_tx + self.cfg.idle_timeout_ns / 4
             }
@@ -1597,9 +1622,11 @@ impl Connection {
             self.unacked_bytes = 0;
             self.stt_seg_min = None;
             self.stats.acks_ridden += 1;
+            self.ack_hold_until = 0;
         }
-        if self.ack_now {
+        if self.ack_now && now >= self.ack_hold_until {
             self.ack_now = false;
+            self.ack_hold_until = 0;
             self.delack_at = None;
             self.unacked_bytes = 0;
             self.last_pure_ack_at = Some(now);

@@ -453,6 +453,73 @@ fn pacing_lateness_measures_how_late_the_caller_wakes() {
     }
 }
 
+/// `Endpoint::hold_ack` (spec §6.4, a host holding a request's ACK for its response): the
+/// held pure ACK does not leave before the hold's end; a response written meanwhile carries
+/// it (no pure ACK at all); without a response the pure ACK leaves at the hold's end, which
+/// is the connection's deadline.
+#[test]
+fn a_held_ack_rides_on_the_response_or_leaves_at_the_hold_end() {
+    for respond in [true, false] {
+        let cfg = Config {
+            ack_ride_ns: 1_000_000,
+            ..Config::default()
+        };
+        let mut p = Pair::new(cfg);
+        p.run(200_000, &mut nodrop);
+        let sh = p.sh.expect("accepted");
+        let mut buf = vec![0u8; 70_000];
+        // A pure ACK from the server not long ago (for a first message), so an ACK may ride
+        // (at least one pure ACK per `ack_ride_ns`).
+        p.c.write(p.ch, b"hello").unwrap();
+        p.run(p.now + 200_000, &mut nodrop);
+        assert_eq!(p.read_server().len(), 5);
+        // The request, delivered by hand.
+        p.c.write(p.ch, &[5u8; 64]).unwrap();
+        let t = p.c.poll_transmit(p.now, &mut buf).expect("request");
+        let req = buf[..t.len].to_vec();
+        assert!(p.c.poll_transmit(p.now, &mut buf).is_none());
+        let now = p.now + DELAY;
+        p.s.handle(now, a(), &req);
+        assert_eq!(p.s.read(sh, &mut [0u8; 64]).unwrap(), 64);
+        let until = now + 50_000;
+        assert!(
+            p.s.hold_ack(sh, until),
+            "respond {respond}: nothing to hold"
+        );
+        assert!(
+            p.s.poll_transmit(now, &mut buf).is_none(),
+            "held ACK left at once"
+        );
+        assert_eq!(p.s.poll_timeout(), Some(until), "respond {respond}");
+        if respond {
+            p.s.write(sh, &[6u8; 64]).unwrap();
+            let t = p.s.poll_transmit(now + 5_000, &mut buf).expect("response");
+            let pk = Packet::new_checked(&buf[..t.len]).unwrap();
+            assert!(pk.flags().contains(Flags::DATA) && pk.flags().contains(Flags::ACK));
+            let acked = pk.ack();
+            assert_eq!(
+                acked,
+                Packet::new_checked(&req[..])
+                    .unwrap()
+                    .seq()
+                    .wrapping_add(64)
+            );
+            // Nothing more, not even at the hold's end: the ACK rode.
+            p.s.handle_timeout(until);
+            assert!(p.s.poll_transmit(until, &mut buf).is_none());
+        } else {
+            p.s.handle_timeout(until - 1);
+            assert!(p.s.poll_transmit(until - 1, &mut buf).is_none());
+            p.s.handle_timeout(until);
+            let t =
+                p.s.poll_transmit(until, &mut buf)
+                    .expect("pure ACK at the hold's end");
+            let pk = Packet::new_checked(&buf[..t.len]).unwrap();
+            assert_eq!(pk.flags(), Flags::ACK);
+        }
+    }
+}
+
 /// `pacing_forfeit_ns` counts the pacer's allowance that expired while the sender was
 /// backlogged: a caller that stalls for 2 ms in the middle of a paced 1 Gbit/s transfer
 /// forfeits the stall less the bucket (16 KiB = 131 µs at 1 Gbit/s, give or take the packet

@@ -82,9 +82,11 @@ pub const ACK_HOLD_NS: u64 = 50_000;
 /// then cancelled cost a driver wake-up (and its context switches) per exchange. A driver
 /// that sleeps longer than this past the hold's end is woken for it.
 pub const HOLD_LATE_NS: u64 = 1_000_000;
-/// An ACK is held for a response ([`ACK_HOLD_NS`]) only on an endpoint with one open
-/// connection and at most this many in all (the others lingering after their close: a server
-/// answering one client after another keeps the ride while the earlier connections linger).
+/// The driver holds every transmission for a response ([`ACK_HOLD_NS`]) only on an endpoint
+/// with one open connection and at most this many in all (the others lingering after their
+/// close: a server answering one client after another keeps that hold while the earlier
+/// connections linger); otherwise the core holds the due pure ACKs alone
+/// (`stride_proto::Endpoint::hold_acks`).
 pub const HOLD_MAX_CONNECTIONS: usize = 8;
 /// Longest sleep of a driver that leaves arriving datagrams to waiting readers (inline
 /// receive): a reader that stopped waiting without receiving leaves the socket unwatched
@@ -1539,7 +1541,8 @@ impl Drop for Stream {
 /// tells "nothing to send" from "something to send".
 ///
 /// `mode`: [`Tx::Now`] sends (and ends a hold), [`Tx::Keep`] sends unless a hold is on,
-/// [`Tx::Hold`] starts a hold of [`ACK_HOLD_NS`] (the driver then sends at its end).
+/// [`Tx::Hold`] holds the due ACKs for [`ACK_HOLD_NS`] (the whole endpoint's transmissions
+/// when one connection is open; the driver then sends at its end).
 fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
     let now = sys::now_ns();
     match mode {
@@ -1550,17 +1553,23 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
             }
         }
         Tx::Hold => {
-            // Only on an endpoint with this one open connection: the hold stops every
-            // transmission of the endpoint, and another connection's data must not wait.
-            // Connections lingering after a close have no data (a re-acknowledged FIN may
-            // wait the hold's 50 µs), so they do not count; the walk that tells them apart
-            // is bounded by HOLD_MAX_CONNECTIONS.
-            if st.hold_until.is_none()
-                && st.ep.has_pending_transmit()
-                && st.ep.connection_count() <= HOLD_MAX_CONNECTIONS
-                && st.ep.open_connection_count() == 1
-            {
-                st.hold_until = Some(now + ACK_HOLD_NS);
+            // On an endpoint with this one open connection the driver holds every
+            // transmission (no other connection's data can wait behind it, and the hold's
+            // end need not wake a sleeping driver, see HOLD_LATE_NS). Connections lingering
+            // after a close have no data (a re-acknowledged FIN may wait the hold's 50 µs),
+            // so they do not count; the walk that tells them apart is bounded by
+            // HOLD_MAX_CONNECTIONS. With other connections open, the core holds the due
+            // pure ACKs alone (of every connection the batch brought a request for: the
+            // reader receives for the whole socket), not their DATA; each hold's end is a
+            // deadline that wakes the driver like any other.
+            if st.hold_until.is_none() && st.ep.has_pending_transmit() {
+                if st.ep.connection_count() <= HOLD_MAX_CONNECTIONS
+                    && st.ep.open_connection_count() == 1
+                {
+                    st.hold_until = Some(now + ACK_HOLD_NS);
+                } else {
+                    st.ep.hold_acks(now + ACK_HOLD_NS);
+                }
             }
         }
     }
@@ -1589,6 +1598,7 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
 enum Tx {
     Now,
     Keep,
+    /// Hold the ACKs of the requests just received for their responses.
     Hold,
 }
 
