@@ -76,29 +76,17 @@ async fn a_lingering_connection_does_not_stop_acks_riding() {
     let srv = tokio::spawn(async move {
         for rounds in [5u32, 300] {
             let mut s = server.accept().await.unwrap();
-            let mut buf = [0u8; 64];
-            for _ in 0..rounds {
-                s.read_exact(&mut buf).await.unwrap();
-                buf.reverse();
-                s.write_all(&buf).await.unwrap();
-            }
-            s.shutdown().await.unwrap();
+            common::answer_reversed(&mut s, rounds).await;
         }
     });
     let exchange = |rounds: u32| {
         let client = client.clone();
         async move {
             let mut c = client.connect(addr).await.unwrap();
-            let mut resp = [0u8; 64];
-            for i in 0..rounds {
-                let req: Vec<u8> = (0..64u32).map(|k| (i * 7 + k * 13) as u8).collect();
-                c.write_all(&req).await.unwrap();
-                c.read_exact(&mut resp).await.unwrap();
-                assert!(resp.iter().eq(req.iter().rev()), "round trip {i}");
-            }
+            common::ask_reversed(&mut c, rounds, 0).await;
             c.shutdown().await.unwrap();
             // the server's FIN: both directions closed, its connection now lingers
-            assert_eq!(c.read(&mut resp).await.unwrap(), 0);
+            assert_eq!(c.read(&mut [0u8; 64]).await.unwrap(), 0);
         }
     };
     exchange(5).await;
@@ -126,9 +114,9 @@ async fn a_lingering_connection_does_not_stop_acks_riding() {
 }
 
 /// Two clients exchanging requests and responses with one server at once: each request's
-/// ACK still rides on its response (the core holds that connection's ACK alone; the
-/// endpoint-wide hold is only for an endpoint with one open connection). Before, the server
-/// sent about two datagrams per exchange here.
+/// ACK still rides on its response (the core holds the due pure ACKs alone; the driver-wide
+/// hold is only for an endpoint with one open connection). Before, the server sent about two
+/// datagrams per exchange here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_exchanges_keep_acks_riding() {
     let (server, client) = endpoints(true);
@@ -139,13 +127,7 @@ async fn concurrent_exchanges_keep_acks_riding() {
         for _ in 0..2 {
             let mut s = server.accept().await.unwrap();
             tasks.push(tokio::spawn(async move {
-                let mut buf = [0u8; 64];
-                for _ in 0..300 {
-                    s.read_exact(&mut buf).await.unwrap();
-                    buf.reverse();
-                    s.write_all(&buf).await.unwrap();
-                }
-                s.shutdown().await.unwrap();
+                common::answer_reversed(&mut s, 300).await;
             }));
         }
         for t in tasks {
@@ -157,16 +139,7 @@ async fn concurrent_exchanges_keep_acks_riding() {
         let client = client.clone();
         clients.push(tokio::spawn(async move {
             let mut s = client.connect(addr).await.unwrap();
-            let mut resp = [0u8; 64];
-            for i in 0..300u32 {
-                let req: Vec<u8> = (0..64u32).map(|k| (c * 5 + i * 7 + k * 13) as u8).collect();
-                s.write_all(&req).await.unwrap();
-                s.read_exact(&mut resp).await.unwrap();
-                assert!(
-                    resp.iter().eq(req.iter().rev()),
-                    "client {c} round trip {i}"
-                );
-            }
+            common::ask_reversed(&mut s, 300, c).await;
             s.shutdown().await.unwrap();
         }));
     }

@@ -3,7 +3,7 @@
 // Each test crate that includes this module uses only some of it.
 #![allow(dead_code)]
 
-use stride::Endpoint;
+use stride::{Endpoint, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// `n` bytes of test data, different for each `seed` and without short repeats.
@@ -37,25 +37,39 @@ pub async fn reverse_echo(server: Endpoint, client: &Endpoint, rounds: u32) -> s
     let addr = server.local_addr();
     let srv = tokio::spawn(async move {
         let mut s = server.accept().await.unwrap();
-        let mut buf = [0u8; 64];
-        for _ in 0..rounds {
-            s.read_exact(&mut buf).await.unwrap();
-            buf.reverse();
-            s.write_all(&buf).await.unwrap();
-        }
-        s.shutdown().await.unwrap();
+        answer_reversed(&mut s, rounds).await;
         server.io_stats()
     });
     let mut c = client.connect(addr).await.unwrap();
-    for i in 0..rounds {
-        let req: Vec<u8> = (0..64u32).map(|k| (i * 7 + k * 13) as u8).collect();
-        c.write_all(&req).await.unwrap();
-        let mut resp = [0u8; 64];
-        c.read_exact(&mut resp).await.unwrap();
-        let mut want = req.clone();
-        want.reverse();
-        assert_eq!(resp.to_vec(), want, "round trip {i}");
-    }
+    ask_reversed(&mut c, rounds, 0).await;
     c.shutdown().await.unwrap();
     srv.await.unwrap()
+}
+
+/// Answers `rounds` 64-byte requests on `s`, each with the request reversed, then closes it.
+pub async fn answer_reversed(s: &mut Stream, rounds: u32) {
+    let mut buf = [0u8; 64];
+    for _ in 0..rounds {
+        s.read_exact(&mut buf).await.unwrap();
+        buf.reverse();
+        s.write_all(&buf).await.unwrap();
+    }
+    s.shutdown().await.unwrap();
+}
+
+/// Sends `rounds` 64-byte requests on `s` (their bytes differ per round and per `salt`) and
+/// checks that each answer is its request reversed.
+pub async fn ask_reversed(s: &mut Stream, rounds: u32, salt: u32) {
+    let mut resp = [0u8; 64];
+    for i in 0..rounds {
+        let req: Vec<u8> = (0..64u32)
+            .map(|k| (salt * 5 + i * 7 + k * 13) as u8)
+            .collect();
+        s.write_all(&req).await.unwrap();
+        s.read_exact(&mut resp).await.unwrap();
+        assert!(
+            resp.iter().eq(req.iter().rev()),
+            "salt {salt}, round trip {i}"
+        );
+    }
 }
