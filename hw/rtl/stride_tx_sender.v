@@ -533,7 +533,6 @@ module stride_tx_sender #(
     reg  [15:0] x_s, x_t;
     reg  [1:0]  x_cop;
     reg         x_nack;
-    reg  [TLW-DTW-1:0] x_now_h1;        // x_now's bits above DTW, less one
     reg  [TLW-1:0] x_now;               // the op's time in pacing ticks (taken at TK: every
                                         // pacing sum of the op rests on this one sample)
     reg         x_is_rx, x_is_aout, x_is_ctl, x_is_db, x_is_rate, x_is_send, x_is_scan;
@@ -562,10 +561,7 @@ module stride_tx_sender #(
     end
 
     // P1: compares and sums from the record and the inputs
-    reg        a_gt_una, a_le_max, nxt_lt_a, a_lt_una, a_lt_nxt, a_eq_max, nk_hold, nk_on;
-    reg [15:0] nk_eq;
-    integer    i;
-    reg        nk_same;                         // P2
+    reg        a_gt_una, a_le_max, nxt_lt_a, a_lt_una, a_lt_nxt, a_eq_max, nk_same, nk_hold;
     reg        rto_due, nxt_lt_end, end_ok, a_lt_end;
     // P1: the record's and the inputs' tests that D combines (so D needs no wide compare)
     reg        p_una_eq_max, p_cid_eq, p_nack, p_pure_ack;
@@ -619,14 +615,7 @@ module stride_tx_sender #(
         endcase
     endfunction
     wire [31:0]    r1_rate = rec1[R_RATE +: 32];
-    // the elapsed ticks' high part is zero iff x_now's high part equals the update time's, or
-    // exceeds it by one with a borrow from the low part: two equalities beside one 16-bit carry
-    // chain, instead of a 26-bit chain followed by the test of its high bits (the table's block
-    // RAM, far away at large N, drives both)
-    wire [TLW-1:0]     r1_tl = rec1[R_TL +: TLW];
-    wire [DTW:0]       dt_lo = {1'b1, x_now[DTW-1:0]} - {1'b0, r1_tl[DTW-1:0]};
-    wire               dt_sat = dt_lo[DTW] ? x_now[TLW-1:DTW] != r1_tl[TLW-1:DTW] :
-                                             x_now_h1 != r1_tl[TLW-1:DTW];
+    wire [TLW-1:0] dt_full = x_now - rec1[R_TL +: TLW];
 
     always @(posedge clk) begin
         // P1
@@ -636,9 +625,7 @@ module stride_tx_sender #(
         a_lt_una <= lt32(x_a, f_una);
         a_lt_nxt <= lt32(x_a, f_nxt);
         a_eq_max <= x_a == f_max;
-        // the NACK's ack against the last one: pairs of bits compared here, combined in P2
-        for (i = 0; i < 16; i = i + 1) nk_eq[i] <= f_nkack[2*i +: 2] == x_a[2*i +: 2];
-        nk_on <= f_nkon;
+        nk_same <= f_nkon && f_nkack == x_a;
         nk_hold <= lt32(now_hold, f_nkt);
         rto_due <= !lt32(now_r, f_rtdl);
         nxt_lt_end <= lt32(f_nxt, f_end);
@@ -660,7 +647,7 @@ module stride_tx_sender #(
         p_rtsh_inc <= rtsh_inc;
         // RD2 (from rec1): ticks since the last update, saturated at 2^DTW - 1 (4.2 ms: a
         // bucket not yet full after that long is credited those 2^DTW - 1 ticks only), 3 x rate
-        pc_dt <= dt_sat ? {DTW{1'b1}} : dt_lo[DTW-1:0];
+        pc_dt <= (dt_full[TLW-1:DTW] != {(TLW - DTW) {1'b0}}) ? {DTW{1'b1}} : dt_full[DTW-1:0];
         pc_r3 <= {2'd0, r1_rate} + {1'b0, r1_rate, 1'b0};
         // P1: pairs of digits
         pc_u0 <= {2'd0, digit(f_rate, pc_r3, pc_dt[1:0])} +
@@ -672,7 +659,6 @@ module stride_tx_sender #(
         pc_u3 <= {2'd0, digit(f_rate, pc_r3, pc_dt[13:12])} +
                  {digit(f_rate, pc_r3, pc_dt[15:14]), 2'd0};
         // P2
-        nk_same <= nk_on && &nk_eq;
         nxt_lt_edge <= lt32(f_nxt, edge_);
         una_lt_end <= lt32(f_una, f_end);
         una_lt_edge <= lt32(f_una, edge_);
@@ -809,7 +795,6 @@ module stride_tx_sender #(
         if (tk) begin
             x_idx <= pk_idx;
             x_now <= now_r[31:TICK_LOG2];
-            x_now_h1 <= now_r[31:TICK_LOG2+DTW] - 1'b1;
             x_is_rx <= pk_rx; x_is_aout <= pk_aout; x_is_ctl <= pk_ctl; x_is_db <= pk_db;
             x_is_rate <= pk_rate; x_is_send <= pk_send; x_is_scan <= pk_scan;
             op <= pk_rx ? OP_RX : pk_aout ? OP_AOUT : pk_ctl ? OP_CTL : pk_db ? OP_DB :
