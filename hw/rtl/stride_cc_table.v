@@ -163,6 +163,14 @@ module stride_cc_table #(
     // Read in phase 1 (address q_ctx), written in phase 11 or by the sweep. A read never meets
     // the write of the same record in one cycle where its data is used (the next event reads
     // one cycle after the write), hence no collision logic (OLD_ON_COLLISION = 0).
+    // A block RAM table (N > 16) has its own output register (stride_ctx_ram OUTREG, read
+    // latency 2: on ECP5 the DP16KD's register, in place of a long route from the block RAM to
+    // w_*): it is read one clock earlier, in the take cycle, from in_ctx (the address follows
+    // in_ctx while no event runs, q_ctx while one does: one register selects), so that the
+    // record still reaches w_* in phase 2. A take in phase 11 reads at the clock edge that
+    // writes the previous event's record: for the same context that read returns nothing
+    // defined, and w_* takes the record written instead (rec_out, or zero after a reset event:
+    // n_* and out_rate change only from phase 4 of the new event on).
     wire [RECW-1:0] rd_data;
     wire [RECW-1:0] rec_out;
     wire            wr_en   = sweeping || (ph[11] && q_ok);
@@ -175,8 +183,30 @@ module stride_cc_table #(
     reg             wr_zero;
     always @(posedge clk) wr_zero <= rst || sweeping || q_reset;
     wire [RECW-1:0] wr_data = wr_zero ? {RECW{1'b0}} : rec_out;
-    stride_ctx_ram #(.DEPTH(N), .AW(CW), .WIDTH(RECW), .OLD_ON_COLLISION(0)) table_ram (
-        .clk(clk), .rd_addr(q_ctx), .rd_data(rd_data),
+    localparam integer BRAM = (N > 16) ? 1 : 0;
+    wire [CW-1:0]   rd_addr;
+    wire [RECW-1:0] rec_in;             // the record for w_*
+    generate
+        if (BRAM != 0) begin : early_read
+            reg busy_r;                 // = busy, as a register (phases 1-10 of an event)
+            reg fwd, fwd_zero;          // this event's read met the write of its record
+            always @(posedge clk) begin
+                busy_r <= !rst && (take || |ph[9:1]);
+                if (take) begin
+                    fwd <= wr_en && in_ctx == q_ctx;
+                    fwd_zero <= wr_zero;
+                end
+            end
+            assign rd_addr = busy_r ? q_ctx : in_ctx;
+            assign rec_in = !fwd ? rd_data : fwd_zero ? {RECW{1'b0}} : rec_out;
+        end else begin : late_read
+            assign rd_addr = q_ctx;
+            assign rec_in = rd_data;
+        end
+    endgenerate
+    stride_ctx_ram #(.DEPTH(N), .AW(CW), .WIDTH(RECW), .OLD_ON_COLLISION(0),
+                     .OUTREG(BRAM)) table_ram (
+        .clk(clk), .rd_addr(rd_addr), .rd_data(rd_data),
         .wr_en(wr_en), .wr_addr(wr_addr), .wr_data(wr_data)
     );
 
@@ -186,7 +216,7 @@ module stride_cc_table #(
     reg [15:0] w_count;
     always @(posedge clk) begin
         if (ph[2])
-            {w_live, w_init, w_stt_old, w_min_cur, w_min_prev, w_d, w_count, w_rate} <= rd_data;
+            {w_live, w_init, w_stt_old, w_min_cur, w_min_prev, w_d, w_count, w_rate} <= rec_in;
     end
 
     // ---- phase 3: STT difference, below the current minimum, count + 1, the rate ------------

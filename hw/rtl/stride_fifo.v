@@ -34,7 +34,7 @@ module stride_fifo #(
     // and then nothing is written; no bypass logic after a block RAM
     (* no_rw_check *)
     reg [WIDTH-1:0] mem [0:D-1];
-    reg [DEPTH_LOG2:0] wp, rp;
+    reg [DEPTH_LOG2-1:0] wp, rp;       // wrap at D (the fill level is `used`)
     // the array's fill level as a counter, and its empty flag as a register of its own: `full`
     // (the counter's top bit, set only at D) and `load` start from flip-flops, not from a
     // subtraction of the pointers (users test `full` in their first logic level)
@@ -45,8 +45,8 @@ module stride_fifo #(
     wire load = !mem_empty && (!out_valid || pop);
 
     always @(posedge clk) begin
-        if (do_push) mem[wp[DEPTH_LOG2-1:0]] <= in_data;
-        if (load) out_data <= mem[rp[DEPTH_LOG2-1:0]];
+        if (do_push) mem[wp] <= in_data;
+        if (load) out_data <= mem[rp];
         if (rst) begin
             wp <= 0; rp <= 0; out_valid <= 1'b0; used <= 0; mem_empty <= 1'b1;
         end else begin

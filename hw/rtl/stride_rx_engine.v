@@ -156,11 +156,11 @@ module stride_rx_engine #(
     // ---- op pipeline, one op per 6 cycles (phase ph):
     //   ph 0  pick an op (packet, control, else scanner), read address to the table; the
     //         previous op's record is written in this cycle too (same clock edge as the read)
-    //   ph 1  table output -> ram_r (loaded every clock; a block RAM's output passes only the
-    //         multiplexer that takes the record written at ph 0 when the read hit its index:
-    //         the table is declared collision-free, such a read returns nothing defined; a LUT
-    //         RAM table is read here from a registered address, after that write)
-    //   ph 2  ram_r -> rec_raw
+    //   ph 1  a block RAM table registers its output in its own output register (read latency
+    //         2); a LUT RAM table is read here from a registered address, after that write
+    //   ph 2  ram_r -> rec_raw (a block RAM's output passes only the multiplexer that takes the
+    //         record written at ph 0 when the read hit its index: the table is declared
+    //         collision-free, such a read returns nothing defined)
     //   ph 3  C1: compares, sums and deadlines from the record, registered
     //   ph 4  D: decisions, registered (per-field selects, output strobes)
     //   ph 5  EX: outputs and the record to write back, selected by D, registered
@@ -196,10 +196,12 @@ module stride_rx_engine #(
     reg  [AW-1:0] wr_addr;
     reg  [W-1:0]  wr_data;
 
-    // the record reaches ram_r two clocks after the pick either way: a block RAM (N > 16)
-    // registers the address itself and its slow output is registered once more beside it; a
-    // small table is LUT RAM (read without a clock), whose address, fanned out to every cell of
-    // the 245-bit record, then comes from a register instead of the pick's multiplexer
+    // the record reaches the op two clocks after the pick either way: a block RAM (N > 16) is
+    // read with its own output register (stride_ctx_ram OUTREG, read latency 2: on ECP5 the
+    // DP16KD's register, whose clock-to-out is fast, in place of a fabric register placed rows
+    // away from the block RAM); a small table is LUT RAM (read without a clock), whose address,
+    // fanned out to every cell of the 245-bit record, then comes from a register instead of the
+    // pick's multiplexer
     reg           w_pend;          // ph 1: the previous op wrote its record at ph 0
     wire [AW-1:0] tbl_addr;
     wire [W-1:0]  ram_r;
@@ -210,18 +212,19 @@ module stride_rx_engine #(
             assign tbl_addr = addr_r;
             assign ram_r = ram_q;
         end else begin : bram_table
-            // ph 1: the block RAM's output, or the record written at ph 0 when this op reads
-            // its index (the read then returns nothing defined); the multiplexer sits in
-            // front of this register so that it and the register stay beside the block RAM
-            reg [W-1:0] q_r;
-            wire fwd = w_pend && x_idx == wr_addr;
-            always @(posedge clk) q_r <= fwd ? wr_data : ram_q;
+            // ph 2: the block RAM's registered output, or the record written at ph 0 when this
+            // op reads its index (the read then returns nothing defined): the hit is registered
+            // at ph 1, and wr_data holds that record until the next EX, so the multiplexer
+            // sits in front of rec_raw, after the block RAM's own register
+            reg fwd_r;
+            always @(posedge clk) fwd_r <= w_pend && x_idx == wr_addr;
             assign tbl_addr = rd_addr;
-            assign ram_r = q_r;
+            assign ram_r = fwd_r ? wr_data : ram_q;
         end
     endgenerate
 
-    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0)) table_ (
+    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0),
+                     .OUTREG(N > 16 ? 1 : 0)) table_ (
         .clk(clk), .rd_addr(tbl_addr), .rd_data(ram_q),
         .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : wr_addr),
         .wr_data(wr_data)               // zero from reset to the end of the sweep

@@ -357,21 +357,20 @@ module stride_tx_sender #(
     generate
         if (PBUF_EXT == 0) begin : on_chip
             // the block RAM's output is registered twice more (timing: its clock-to-out is slow
-            // on ECP5, and its 64 block RAMs are spread over the die: the first register sits
-            // next to each): read latency 3. Declared collision-free (no bypass logic behind
-            // the block RAM): a read meets the host's write of the same word only for a word
-            // the reader does not need: the host writes a word before the doorbell that covers
-            // it, into ring space below snd_una, so a departure reading it at that moment is a
-            // resend of bytes below snd_una (<= the peer's rcv_nxt: discarded there)
-            wire [63:0] pb_ram_q;
-            reg  [63:0] pb_q_r1, pb_q_r;
-            stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64), .OLD_ON_COLLISION(0)) pbuf (
-                .clk(clk), .rd_addr(pb_raddr[PAW-1:0]), .rd_data(pb_ram_q),
+            // on ECP5, and its 64 block RAMs are spread over the die): the first register is the
+            // block RAM's own (stride_ctx_ram OUTREG), the second a fabric register; read latency
+            // 3. Declared collision-free (no bypass logic behind the block RAM): a read meets
+            // the host's write of the same word only for a word the reader does not need: the
+            // host writes a word before the doorbell that covers it, into ring space below
+            // snd_una, so a departure reading it at that moment is a resend of bytes below
+            // snd_una (<= the peer's rcv_nxt: discarded there)
+            wire [63:0] pb_q_r1;
+            reg  [63:0] pb_q_r;
+            stride_ctx_ram #(.DEPTH(N << RW), .AW(PAW), .WIDTH(64), .OLD_ON_COLLISION(0),
+                             .OUTREG(1)) pbuf (
+                .clk(clk), .rd_addr(pb_raddr[PAW-1:0]), .rd_data(pb_q_r1),
                 .wr_en(pb_wen), .wr_addr(pb_waddr[PAW-1:0]), .wr_data(wr_data));
-            always @(posedge clk) begin
-                pb_q_r1 <= pb_ram_q;
-                pb_q_r <= pb_q_r1;
-            end
+            always @(posedge clk) pb_q_r <= pb_q_r1;
             assign pb_q = pb_q_r;
             always @(posedge clk) begin
                 pbx_wr_en <= 1'b0; pbx_wr_addr <= 32'd0; pbx_wr_data <= 64'd0;
@@ -444,8 +443,8 @@ module stride_tx_sender #(
     // ---- the record table and its op pipeline. One op per 9 cycles (departure, rate 10), never
     // overlapped (as stride_rx_engine's): PICK (idle) chooses the op and registers the choice and
     // the table index; TK presents that index to the table, captures the op's inputs and pops
-    // its queue; RD registers the table's output (a register next to the block RAM, loaded every
-    // clock: its clock-to-out is slow); RD2 registers it again (the record, loaded every clock:
+    // its queue; RD registers the table's output (the block RAM's own output register, loaded
+    // every clock: its clock-to-out without it is slow); RD2 registers it again (the record, loaded every clock:
     // the index and the table do not change during an op) and takes the pacing's elapsed ticks
     // and 3 x rate; P1, P2, P3 register the compares and sums (one carry chain per cycle: P1
     // from the record and the op's inputs, P2 from P1's sums, P3 the send length; pacing: P1 and
@@ -514,20 +513,19 @@ module stride_tx_sender #(
         idx_ok = {16'd0, c} < N;
     endfunction
 
-    wire [W-1:0] ram_q;
     reg          wr_en;
     reg  [W-1:0] wr_data_r;
-    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0)) table_ (
-        .clk(clk), .rd_addr(rd_addr), .rd_data(ram_q),
+    // the record: the table's output registered twice, every clock (RD: the table's own
+    // output register, stride_ctx_ram OUTREG; RD2: rec); the table's index and contents do not
+    // change from TK to WR, so rec holds the op's record from P1 to EX
+    wire [W-1:0] rec1;
+    reg  [W-1:0] rec;
+    stride_ctx_ram #(.DEPTH(1 << AW), .AW(AW), .WIDTH(W), .OLD_ON_COLLISION(0),
+                     .OUTREG(1)) table_ (
+        .clk(clk), .rd_addr(rd_addr), .rd_data(rec1),
         .wr_en(wr_en || clearing), .wr_addr(clearing ? clear_idx : x_idx),
         .wr_data(wr_data_r));           // zero while clearing (no multiplexer before the RAM)
-    // the record: the table's output registered twice, every clock (RD, RD2); the table's
-    // index and contents do not change from TK to WR, so rec holds the op's record from P1 to EX
-    reg  [W-1:0] rec1, rec;
-    always @(posedge clk) begin
-        rec1 <= ram_q;
-        rec <= rec1;
-    end
+    always @(posedge clk) rec <= rec1;
 
     // the op's inputs, captured at IDLE
     reg  [7:0]  x_flags;

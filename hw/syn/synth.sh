@@ -37,10 +37,14 @@ case "$mod" in
 esac
 rtl="$here/../rtl/$top.v $extra"
 mkdir -p "$out"
+# ECP5 only: stride_ctx_ram builds its output-register tables (OUTREG = 1) from DP16KD
+# instances with the block RAM's own output register (Yosys 0.23 does not infer it); the other
+# targets infer them from the behavioural model
+defs=""
 case "$target" in
-  ecp5)   synth="synth_ecp5 -top $top -json $out/${mod}_ecp5.json" ;;
+  ecp5)   synth="synth_ecp5 -top $top -json $out/${mod}_ecp5.json"; defs="-DSTRIDE_ECP5_PRIMS" ;;
   xilinx) synth="synth_xilinx -top $top -family xc7" ;;
   arriav) synth="synth_intel_alm -family arriav -top $top" ;;
   *) echo "unknown target $target (ecp5, xilinx, arriav)" >&2; exit 2 ;;
 esac
-yosys -q -l "$out/${mod}_${target}.log" -p "read_verilog -sv $rtl; $chparam $synth; tee -q -o $out/${mod}_${target}.stat stat"
+yosys -q -l "$out/${mod}_${target}.log" -p "read_verilog -sv $defs $rtl; $chparam $synth; tee -q -o $out/${mod}_${target}.stat stat"
