@@ -148,16 +148,14 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                             );
                         };
                         let proto = if transport.tcp {
-                            if let Err(e) = control.tcp_pacing() {
-                                fail("perf client", e);
-                            }
-                            if control.pin_rate {
-                                fail(
+                            match control.tcp_pacing() {
+                                Err(e) => fail("perf client", e),
+                                Ok(Some(_)) => fail(
                                     "perf client",
                                     "--tcp --pin-rate takes one connection, not --parallel",
-                                );
+                                ),
+                                Ok(None) => None,
                             }
-                            None
                         } else {
                             match control.config() {
                                 Ok(c) => Some(c),
@@ -568,14 +566,13 @@ async fn tcp_client(to: SocketAddr, job: Job, json_out: bool, pace: Option<u64>)
 /// Caps a socket's pacing rate (Linux `SO_MAX_PACING_RATE`, 64-bit since 4.20).
 fn set_max_pacing_rate(s: &tokio::net::TcpStream, bytes_per_sec: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let v: u64 = bytes_per_sec;
     // SAFETY: passes a live u64 and its size for the duration of the call.
     let r = unsafe {
         libc::setsockopt(
             s.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_MAX_PACING_RATE,
-            &v as *const u64 as *const libc::c_void,
+            &bytes_per_sec as *const u64 as *const libc::c_void,
             std::mem::size_of::<u64>() as libc::socklen_t,
         )
     };

@@ -224,20 +224,6 @@ impl Endpoint {
         self.conns.len()
     }
 
-    /// Holds connection `h`'s due pure ACK until `until` for its DATA to carry
-    /// ([`Connection::hold_ack`]); other connections are not held. Returns whether it held.
-    pub fn hold_ack(&mut self, h: ConnHandle, until: u64) -> bool {
-        let held = self
-            .conns
-            .get_mut(&h.0)
-            .is_some_and(|e| e.conn.hold_ack(until));
-        if held {
-            // Re-queued: the next poll parks it with the hold's end as its deadline.
-            self.touch(h.0);
-        }
-        held
-    }
-
     /// Holds the due pure ACK of every connection that has something to send until `until`
     /// ([`Connection::hold_ack`]: a host that received requests in one batch holds their ACKs
     /// for the responses, whichever connections they came on). Walks the connections with

@@ -453,7 +453,7 @@ fn pacing_lateness_measures_how_late_the_caller_wakes() {
     }
 }
 
-/// `Endpoint::hold_ack` (spec §6.4, a host holding a request's ACK for its response): the
+/// `Endpoint::hold_acks` (spec §6.4, a host holding a request's ACK for its response): the
 /// held pure ACK does not leave before the hold's end; a response written meanwhile carries
 /// it (no pure ACK at all); without a response the pure ACK leaves at the hold's end, which
 /// is the connection's deadline.
@@ -482,10 +482,13 @@ fn a_held_ack_rides_on_the_response_or_leaves_at_the_hold_end() {
         p.s.handle(now, a(), &req);
         assert_eq!(p.s.read(sh, &mut [0u8; 64]).unwrap(), 64);
         let until = now + 50_000;
-        assert!(
-            p.s.hold_ack(sh, until),
-            "respond {respond}: nothing to hold"
+        assert_eq!(
+            p.s.hold_acks(until),
+            1,
+            "respond {respond}: not exactly the one ACK held"
         );
+        // Neither sent nor asked for: a driver must not spin on a held ACK.
+        assert!(!p.s.conn(sh).unwrap().wants_transmit(now));
         assert!(
             p.s.poll_transmit(now, &mut buf).is_none(),
             "held ACK left at once"
