@@ -198,9 +198,11 @@ struct State {
     spill: Vec<(SocketAddr, Vec<u8>)>,
     /// Transmissions are held back until this time ([`ACK_HOLD_NS`]).
     hold_until: Option<u64>,
-    /// [`send_direct`]'s datagram buffers, kept so that a call does not clear 8 KiB of
-    /// stack first.
-    direct_bufs: Box<[[u8; sys::DATAGRAM_ROOM]; DIRECT_MAX_DATAGRAMS]>,
+    /// [`send_direct`]'s datagram buffers ([`DIRECT_MAX_DATAGRAMS`] of `room` bytes), kept
+    /// so that a call does not clear them first.
+    direct_bufs: Box<[u8]>,
+    /// Bytes of room per datagram buffer ([`sys::datagram_room`] of the configured payload).
+    room: usize,
 }
 
 impl State {
@@ -580,6 +582,26 @@ pub fn host_config(line_bps: u64) -> Config {
     c
 }
 
+/// The payload per datagram ([`Config::max_payload`]) that fills a path MTU of `mtu` bytes:
+/// the MTU less the IP header (20 bytes, 40 for IPv6), the UDP header (8) and STRIDE's
+/// ([`stride_proto::wire::HEADER_LEN`]). `None` when nothing fits (or the datagram would pass
+/// UDP's 65 507-byte limit). The default payload, 1440 bytes, fits a 1500-byte IPv4 MTU;
+/// `9000` (jumbo frames) gives 8940, and loopback's 65 536 the UDP limit less the header.
+///
+/// ```
+/// assert_eq!(stride::max_payload_for_mtu(9000, false), Some(8940));
+/// assert_eq!(stride::max_payload_for_mtu(9000, true), Some(8920));
+/// assert_eq!(stride::max_payload_for_mtu(60, false), None);
+/// ```
+pub fn max_payload_for_mtu(mtu: u32, ipv6: bool) -> Option<u16> {
+    let ip = if ipv6 { 40 } else { 20 };
+    let p = u64::from(mtu)
+        .min(65_535)
+        .checked_sub(ip + 8 + stride_proto::wire::HEADER_LEN as u64)?;
+    let p = p.min(65_507 - stride_proto::wire::HEADER_LEN as u64);
+    (p > 0).then_some(p as u16)
+}
+
 /// The receive share and each connection's receive buffer for a socket whose kernel-granted
 /// receive buffer is `socket_rcvbuf` (0: not reported, both kept as configured). What peers
 /// have in flight toward the socket stays within a quarter of its buffer (the kernel reports
@@ -711,17 +733,9 @@ impl Endpoint {
                 format!("invalid configuration field {f}: {why}"),
             )));
         }
-        if usize::from(opts.proto.max_payload) + stride_proto::wire::HEADER_LEN > sys::DATAGRAM_ROOM
-        {
-            return Err(Error::Io(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!(
-                    "max_payload {} does not fit the driver's {}-byte datagram buffers",
-                    opts.proto.max_payload,
-                    sys::DATAGRAM_ROOM
-                ),
-            )));
-        }
+        // Buffers sized for the configured datagrams (jumbo frames need more than the default
+        // 2 KiB; the core's validation keeps a datagram within UDP's 65 507 bytes).
+        let room = sys::datagram_room(usize::from(opts.proto.max_payload));
         let domain = socket2::Domain::for_address(addr);
         let sock =
             socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
@@ -786,7 +800,8 @@ impl Endpoint {
                 tx_inflight: false,
                 spill: Vec::new(),
                 hold_until: None,
-                direct_bufs: Box::new([[0; sys::DATAGRAM_ROOM]; DIRECT_MAX_DATAGRAMS]),
+                direct_bufs: vec![0; DIRECT_MAX_DATAGRAMS * room].into_boxed_slice(),
+                room,
             }),
             efd,
             sock_fd: fd,
@@ -795,10 +810,12 @@ impl Endpoint {
             sleeping: AtomicBool::new(false),
             sleep_until: AtomicU64::new(0),
             kicks: AtomicU64::new(0),
+            // Room for any UDP datagram either way (a slot's buffer is 64 KiB regardless), so
+            // a receiver takes a peer's jumbo datagrams whatever its own payload setting.
             rx: Mutex::new(if gro {
                 RxBatch::for_gro()
             } else {
-                RxBatch::new()
+                RxBatch::with_room(sys::GRO_ROOM)
             }),
             slack,
             inline_rx,
@@ -1610,18 +1627,20 @@ fn send_direct(st: &mut State, fd: RawFd) {
     let State {
         ep,
         direct_bufs,
+        room,
         io,
         spill,
         tx_inflight,
         ..
     } = st;
+    let room = *room;
     let mut took: [Option<(SocketAddr, usize)>; DIRECT_MAX_DATAGRAMS] =
         [None; DIRECT_MAX_DATAGRAMS];
     let mut n = 0;
     // One clock read for the call: its datagrams leave in one system call (as the driver's
     // batches do).
     let now = sys::now_ns();
-    for (b, t) in direct_bufs.iter_mut().zip(took.iter_mut()) {
+    for (b, t) in direct_bufs.chunks_exact_mut(room).zip(took.iter_mut()) {
         let Some(x) = ep.poll_transmit(now, b) else {
             break;
         };
@@ -1637,7 +1656,7 @@ fn send_direct(st: &mut State, fd: RawFd) {
         [(SocketAddr::from(([0, 0, 0, 0], 0)), &[]); DIRECT_MAX_DATAGRAMS];
     for i in 0..n {
         let (to, len) = took[i].expect("taken");
-        msgs[i] = (to, &direct_bufs[i][..len]);
+        msgs[i] = (to, &direct_bufs[i * room..i * room + len]);
     }
     let sent = match sys::send_many(fd, &msgs[..n]) {
         Ok(k) => {
@@ -1679,7 +1698,7 @@ fn drive(
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let fd = sock.as_raw_fd();
     let efd = shared.efd;
-    let mut tx = TxBatch::new();
+    let mut tx = TxBatch::with_room(shared.lock().room);
     let mut need_writable = false;
     loop {
         // 1. Receive what is queued (a few batches at most, so sending is not starved), unless

@@ -30,7 +30,9 @@ pub mod sys;
 pub mod xfer;
 
 pub use bytes::Bytes;
-pub use endpoint::{host_config, Endpoint, EndpointConfig, IoStats, SocketInfo, Stream};
+pub use endpoint::{
+    host_config, max_payload_for_mtu, Endpoint, EndpointConfig, IoStats, SocketInfo, Stream,
+};
 pub use endpoint::{
     HOST_BURST_BYTES, HOST_BURST_NS, HOST_DELAYED_ACK_NS, HOST_MIN_RTO_NS, HOST_NORM_SHIFT,
     HOST_RX_SHARE, HOST_SEND_BATCH_BYTES, HOST_T_HIGH_NS, HOST_T_LOW_NS,

@@ -253,7 +253,8 @@ fn run(
     let mut seq = 0u64;
     let mut link_free_at = 0u64;
     let mut st = RelayStats::default();
-    let mut rx = RxBatch::new();
+    // Room for any UDP datagram, so endpoints configured for jumbo datagrams pass too.
+    let mut rx = RxBatch::with_room(sys::GRO_ROOM);
     let mut last_publish = 0u64;
     let upstream_bind: SocketAddr = if cfg.to.is_ipv6() {
         "[::]:0".parse().expect("addr")

@@ -11,8 +11,16 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Room for one datagram: anything longer is truncated by the kernel and dropped by us.
+/// Room for one datagram at the default payload size (1440 bytes, a 1500-byte MTU): anything
+/// longer is truncated by the kernel and dropped by us. Endpoints configured for larger
+/// datagrams (jumbo frames, [`datagram_room`]) size their buffers by their own payload.
 pub const DATAGRAM_ROOM: usize = 2048;
+
+/// Room for one datagram of `max_payload` bytes of payload: [`DATAGRAM_ROOM`] or the whole
+/// datagram (header and payload) rounded up to 64 bytes, whichever is larger.
+pub fn datagram_room(max_payload: usize) -> usize {
+    DATAGRAM_ROOM.max((stride_proto::wire::HEADER_LEN + max_payload).next_multiple_of(64))
+}
 /// Datagrams moved per system call at most.
 pub const BATCH: usize = 32;
 
@@ -265,7 +273,7 @@ pub struct RxBatch {
     hdrs: Vec<libc::mmsghdr>,
     /// What the last [`RxBatch::recv`] got.
     pub got: Vec<Received>,
-    /// Datagrams dropped because they did not fit in [`DATAGRAM_ROOM`].
+    /// Datagrams dropped because they did not fit in a slot (the room the batch was made with).
     pub truncated: u64,
     /// The kernel's count of datagrams dropped at this socket because its receive buffer was
     /// full (`SO_RXQ_OVFL`, the latest value seen; 0 when the option is off).
@@ -282,6 +290,12 @@ impl RxBatch {
     /// Empty buffers for one datagram per message.
     pub fn new() -> Self {
         Self::with_slots(BATCH, DATAGRAM_ROOM)
+    }
+
+    /// Empty buffers for one datagram per message of up to `room` bytes (see
+    /// [`datagram_room`]).
+    pub fn with_room(room: usize) -> Self {
+        Self::with_slots(BATCH, room.max(DATAGRAM_ROOM))
     }
 
     /// Empty buffers for a socket with UDP GRO on ([`GRO_BATCH`] slots of [`GRO_ROOM`] bytes).
@@ -492,6 +506,8 @@ pub const MAX_PARTS: usize = 8;
 /// passed to the kernel as further iovec entries: no copy in user space).
 pub struct TxBatch {
     bufs: Vec<u8>,
+    /// Bytes per slot (at least [`DATAGRAM_ROOM`]).
+    room: usize,
     /// Whole datagram length (slot bytes + parts).
     lens: Vec<usize>,
     /// Bytes of the datagram in its slot.
@@ -510,10 +526,16 @@ impl Default for TxBatch {
 }
 
 impl TxBatch {
-    /// Empty.
+    /// Empty, with slots of [`DATAGRAM_ROOM`] bytes.
     pub fn new() -> Self {
+        Self::with_room(DATAGRAM_ROOM)
+    }
+    /// Empty, with slots of `room` bytes (at least [`DATAGRAM_ROOM`]; see [`datagram_room`]).
+    pub fn with_room(room: usize) -> Self {
+        let room = room.max(DATAGRAM_ROOM);
         TxBatch {
-            bufs: vec![0; BATCH * DATAGRAM_ROOM],
+            bufs: vec![0; BATCH * room],
+            room,
             lens: vec![0; BATCH],
             heads: vec![0; BATCH],
             parts: (0..BATCH).map(|_| Vec::with_capacity(MAX_PARTS)).collect(),
@@ -538,7 +560,7 @@ impl TxBatch {
     }
     /// The buffer for the next datagram (call [`TxBatch::commit`] once it is written).
     pub fn next_buf(&mut self) -> &mut [u8] {
-        &mut self.bufs[self.end * DATAGRAM_ROOM..(self.end + 1) * DATAGRAM_ROOM]
+        &mut self.bufs[self.end * self.room..(self.end + 1) * self.room]
     }
     /// The slot and the parts list for the next datagram (for a `poll_transmit_parts` that
     /// writes the header into the slot and appends the payload's slices to the list; call
@@ -546,7 +568,7 @@ impl TxBatch {
     pub fn next_slot(&mut self) -> (&mut [u8], &mut Vec<bytes::Bytes>) {
         let e = self.end;
         (
-            &mut self.bufs[e * DATAGRAM_ROOM..(e + 1) * DATAGRAM_ROOM],
+            &mut self.bufs[e * self.room..(e + 1) * self.room],
             &mut self.parts[e],
         )
     }
@@ -558,7 +580,7 @@ impl TxBatch {
         let mut head = len - in_parts;
         if self.parts[e].len() > MAX_PARTS {
             for b in std::mem::take(&mut self.parts[e]) {
-                let at = e * DATAGRAM_ROOM + head;
+                let at = e * self.room + head;
                 self.bufs[at..at + b.len()].copy_from_slice(&b);
                 head += b.len();
             }
@@ -570,7 +592,7 @@ impl TxBatch {
     }
     /// Copies and queues a datagram (false when full).
     pub fn push(&mut self, to: SocketAddr, data: &[u8]) -> bool {
-        if self.is_full() || data.len() > DATAGRAM_ROOM {
+        if self.is_full() || data.len() > self.room {
             return false;
         }
         self.next_buf()[..data.len()].copy_from_slice(data);
@@ -598,7 +620,7 @@ impl TxBatch {
             first[k - self.start] = self.iov.len();
             self.iov.push(libc::iovec {
                 // SAFETY: inside bufs.
-                iov_base: unsafe { base.add(k * DATAGRAM_ROOM) } as *mut libc::c_void,
+                iov_base: unsafe { base.add(k * self.room) } as *mut libc::c_void,
                 iov_len: self.heads[k],
             });
             for b in &self.parts[k] {
