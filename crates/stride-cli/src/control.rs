@@ -44,6 +44,11 @@ pub struct ControlArgs {
     /// `go-back-n` (the paper's: everything from the first missing byte) [default: selective].
     #[arg(long, value_name = "MODE")]
     pub recovery: Option<stride::proto::Recovery>,
+    /// Path MTU in bytes: each datagram carries as much payload as fits (e.g. 9000 for jumbo
+    /// frames; loopback's MTU is 65536). Every hop must carry datagrams this large; the
+    /// receiver needs no setting [default: 1500, 1440 bytes of payload].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(68..=65536))]
+    pub mtu: Option<u32>,
 }
 
 impl ControlArgs {
@@ -59,6 +64,7 @@ impl ControlArgs {
             (self.cc.is_some(), "--cc"),
             (!self.cc_param.is_empty(), "--cc-param"),
             (self.recovery.is_some(), "--recovery"),
+            (self.mtu.is_some(), "--mtu"),
         ];
         if let Some((_, flag)) = stride_only.iter().find(|(set, _)| *set) {
             anyhow::bail!("{flag} is a STRIDE option; kernel TCP (--tcp) runs its own controller");
@@ -73,14 +79,14 @@ impl ControlArgs {
         }
     }
 
-    /// The protocol configuration these options describe.
-    pub fn config(&self) -> anyhow::Result<stride::Config> {
-        self.config_for(10_000_000_000)
+    /// The protocol configuration these options describe, for a path to `to`.
+    pub fn config(&self, to: std::net::SocketAddr) -> anyhow::Result<stride::Config> {
+        self.config_for(10_000_000_000, to.is_ipv6())
     }
 
     /// The configuration, with `default_line_bps` when `--line-rate` is absent (the demo's
-    /// sender runs at its relay's rate unless told otherwise).
-    pub fn config_for(&self, default_line_bps: u64) -> anyhow::Result<stride::Config> {
+    /// sender runs at its relay's rate unless told otherwise), for an IPv6 path or not.
+    pub fn config_for(&self, default_line_bps: u64, ipv6: bool) -> anyhow::Result<stride::Config> {
         let mut cc_params = Vec::new();
         for kv in &self.cc_param {
             let (k, v) = kv
@@ -114,6 +120,11 @@ impl ControlArgs {
         if let Some(r) = self.recovery {
             c.recovery = r;
         }
+        if let Some(mtu) = self.mtu {
+            c.max_payload = stride::max_payload_for_mtu(mtu, ipv6).ok_or_else(|| {
+                anyhow::anyhow!("--mtu {mtu}: no room for a payload after the headers")
+            })?;
+        }
         Ok(c)
     }
 }
@@ -131,7 +142,7 @@ mod tests {
 
     fn stride_params(args: &[&str]) -> stride::proto::cc::StrideParams {
         let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
-        let c = cli.c.config_for(1_000_000_000).unwrap();
+        let c = cli.c.config_for(1_000_000_000, false).unwrap();
         *c.cc
             .params_ref::<stride::proto::cc::StrideParams>()
             .expect("the STRIDE controller")
@@ -182,7 +193,7 @@ mod tests {
 
     fn config(args: &[&str]) -> anyhow::Result<stride::Config> {
         let cli = Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
-        cli.c.config_for(1_000_000_000)
+        cli.c.config_for(1_000_000_000, false)
     }
 
     #[test]
@@ -199,5 +210,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--t-low"), "{e}");
+    }
+
+    #[test]
+    fn mtu_sets_the_payload_per_datagram_for_the_path_family() {
+        assert_eq!(config(&[]).unwrap().max_payload, 1440);
+        assert_eq!(config(&["--mtu", "9000"]).unwrap().max_payload, 8940);
+        let cli = Cli::try_parse_from(["t", "--mtu", "9000"]).unwrap();
+        let v6 = cli.c.config_for(1_000_000_000, true).unwrap();
+        assert_eq!(v6.max_payload, 8920);
+        assert_eq!(config(&["--mtu", "65536"]).unwrap().max_payload, 65_475);
+        assert_eq!(config(&["--mtu", "68"]).unwrap().max_payload, 8);
+        let cli = Cli::try_parse_from(["t", "--mtu", "68"]).unwrap();
+        let e = cli
+            .c
+            .config_for(1_000_000_000, true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--mtu 68"), "{e}");
+        assert!(Cli::try_parse_from(["t", "--mtu", "65537"]).is_err());
+        let cli = Cli::try_parse_from(["t", "--mtu", "9000"]).unwrap();
+        let e = cli.c.tcp_pacing().unwrap_err().to_string();
+        assert!(e.contains("--mtu"), "{e}");
     }
 }

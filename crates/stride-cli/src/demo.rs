@@ -77,7 +77,7 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     let relay = Relay::spawn(rc)?;
     // By default the sender's NIC "runs at" the bottleneck rate: the controller's ceiling.
     let line = a.control.line_rate.unwrap_or(a.rate);
-    let proto = a.control.config_for(a.rate)?;
+    let proto = a.control.config_for(a.rate, false)?;
     let controller = match proto.cc.params_ref::<stride::proto::cc::StrideParams>() {
         Some(p) => format!(
             "STRIDE, line rate {:.2} Gbit/s, T_low {}, T_high {} (on software timestamps; `stride demo --help` explains the two delay figures)",

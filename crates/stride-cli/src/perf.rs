@@ -157,7 +157,7 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                                 Ok(None) => None,
                             }
                         } else {
-                            match control.config() {
+                            match control.config(to) {
                                 Ok(c) => Some(c),
                                 Err(e) => fail("perf client", e),
                             }
@@ -183,7 +183,7 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                             Err(e) => fail("perf client", e),
                         }
                     } else {
-                        match control.config() {
+                        match control.config(to) {
                             Ok(c) => client(to, job, json, c).await,
                             Err(e) => fail("perf client", e),
                         }

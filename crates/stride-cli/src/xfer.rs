@@ -254,7 +254,7 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
         } else {
             "0.0.0.0:0".parse().expect("addr")
         });
-        let mut proto = match a.control.config() {
+        let mut proto = match a.control.config(a.to) {
             Ok(c) => c,
             Err(e) => fail("send", e),
         };

@@ -520,6 +520,24 @@ fn perf_client(args: &[&str]) -> serde_json::Value {
 }
 
 /// `perf client --tcp --pin-rate --line-rate R` has the kernel pace the socket at R (the
+/// `--mtu` fills larger datagrams (jumbo frames; loopback's MTU): the receiver, left at the
+/// default, takes them whole, and the sender moves the bytes in far fewer datagrams.
+#[test]
+fn perf_mtu_sends_larger_datagrams_to_a_default_server() {
+    let (server, addr) = Proc::start(&["perf", "server", "--listen", "127.0.0.1:0"]);
+    let to = addr.to_string();
+    for (mtu, payload) in [("1500", 1440u64), ("9000", 8940)] {
+        let r = perf_client(&["--to", to.as_str(), "--bytes", "20MB", "--mtu", mtu]);
+        assert_eq!(r["bytes"], 20_000_000, "{r}");
+        let sent = r["packets_sent"].as_u64().unwrap();
+        assert!(
+            sent >= 20_000_000 / payload && sent <= 20_000_000 / payload + 64,
+            "--mtu {mtu}: {sent} packets for 20 MB: {r}"
+        );
+    }
+    drop(server);
+}
+
 /// reference the pacing benchmark sets beside a pinned STRIDE sender): 20 MB paced at
 /// 200 Mbit/s averages at most 10 % above that (unpaced loopback TCP moves tens of times
 /// more). STRIDE's controller options are refused with --tcp, naming the option.
