@@ -6,7 +6,10 @@
 
 1. Loopback memory-to-memory goodput, 1500-byte packets: STRIDE (`stride perf`, line rate
    40 Gbit/s: loopback has none) vs kernel TCP (`stride perf --tcp`, same harness) vs QUIC
-   (`bench/quic-perf`, quinn). Rounds interleave the three; medians and per-round ratios.
+   (`bench/quic-perf`, quinn). Rounds interleave them; medians and per-round ratios. Kernel
+   TCP sends 64 KiB segments on loopback (its MTU is 65536), so STRIDE also runs at that MTU
+   (`--mtu 65536`, rows `stride_lo`): the like-for-like comparison of the two protocols'
+   per-byte costs, where the 1500-byte rows show STRIDE at Ethernet's datagram size.
 2. 64-byte request/response round trips: STRIDE vs kernel TCP (TCP_NODELAY) vs raw UDP, all
    through `stride perf --rr` (one tokio harness); medians of the per-run medians. Each round
    runs twice: with the CPUs held out of deep idle (`/dev/cpu_dma_latency` = 0 while it runs,
@@ -53,6 +56,9 @@ STRIDE = TARGET / "release" / "stride"
 # pinned rates at which kernel TCP, paced by the kernel, is measured beside STRIDE
 TCP_PACED = ("1gbit", "10gbit", "25gbit")
 QUIC = ROOT / "bench" / "quic-perf" / "target" / "release" / "quic-perf"
+# Loopback's MTU: kernel TCP's segments on loopback are this large, so STRIDE's rows marked
+# `stride_lo` use it too (`--mtu`); the plain rows keep a 1500-byte Ethernet MTU.
+LO_MTU = "65536"
 
 
 def last_json(cmd, timeout=300):
@@ -140,13 +146,19 @@ def main():
     try:
         time.sleep(0.5)
         # 1. loopback goodput
-        bulk = {"stride": [], "tcp": [], "quic": []}
-        cpu = {"stride": [], "tcp": []}
+        # "stride_lo": STRIDE with datagrams as large as loopback's MTU allows (--mtu 65536),
+        # as kernel TCP's segments are on loopback; "stride" keeps the default 1440-byte
+        # payload (a 1500-byte Ethernet MTU).
+        bulk = {"stride": [], "stride_lo": [], "tcp": [], "quic": []}
+        cpu = {"stride": [], "stride_lo": [], "tcp": []}
         for _ in range(a.reps):
             for name, cmd, spid in (
                     ("stride", [STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_stride}",
                                 "--bytes", a.bytes, "--line-rate", "40gbit", "--json"],
                      servers[0].pid),
+                    ("stride_lo", [STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_stride}",
+                                   "--bytes", a.bytes, "--line-rate", "40gbit", "--mtu",
+                                   LO_MTU, "--json"], servers[0].pid),
                     ("tcp", [STRIDE, "perf", "client", "--tcp", "--to", f"127.0.0.1:{p_tcp}",
                              "--bytes", a.bytes, "--json"], servers[1].pid)):
                 c0 = children_cpu()
@@ -166,12 +178,14 @@ def main():
             "median_gbps": {k: med(v) for k, v in g.items()},
             "ratio_stride_tcp_per_round": [s / t for s, t in zip(g["stride"], g["tcp"])],
             "ratio_stride_quic_per_round": [s / q for s, q in zip(g["stride"], g["quic"])],
+            "ratio_stride_lo_tcp_per_round": [s / t for s, t in zip(g["stride_lo"], g["tcp"])],
             "stride_retransmitted": [r["retransmitted_packets"] for r in bulk["stride"]],
             "stride_timeouts": [r["timeouts"] for r in bulk["stride"]],
         }
         lb = res["loopback"]
         lb["median_ratio_stride_tcp"] = med(lb["ratio_stride_tcp_per_round"])
         lb["median_ratio_stride_quic"] = med(lb["ratio_stride_quic_per_round"])
+        lb["median_ratio_stride_lo_tcp"] = med(lb["ratio_stride_lo_tcp_per_round"])
         cg = {k: [x["cpu_s_per_gbit"] for x in v] for k, v in cpu.items()}
         res["cpu"] = {
             "runs": cpu,
@@ -179,17 +193,21 @@ def main():
             "median_sender_s": {k: med([x["sender_s"] for x in v]) for k, v in cpu.items()},
             "median_receiver_s": {k: med([x["receiver_s"] for x in v]) for k, v in cpu.items()},
             "ratio_stride_tcp_per_round": [s / t for s, t in zip(cg["stride"], cg["tcp"])],
+            "ratio_stride_lo_tcp_per_round": [s / t for s, t in zip(cg["stride_lo"], cg["tcp"])],
         }
         res["cpu"]["median_ratio_stride_tcp"] = med(res["cpu"]["ratio_stride_tcp_per_round"])
+        res["cpu"]["median_ratio_stride_lo_tcp"] = med(
+            res["cpu"]["ratio_stride_lo_tcp_per_round"])
 
         # 1b. aggregate goodput of parallel connections (sharded STRIDE server, 2 sockets)
-        par = {"stride": {}, "tcp": {}}
+        par = {"stride": {}, "stride_lo": {}, "tcp": {}}
         for _ in range(a.reps):
             for n in (1, 2, 4, 8):
-                r = last_json([STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_shard}",
-                               "--bytes", a.bytes, "--line-rate", "40gbit", "--parallel",
-                               str(n), "--json"])
-                par["stride"].setdefault(str(n), []).append(r["goodput_gbps"])
+                for name, extra in (("stride", []), ("stride_lo", ["--mtu", LO_MTU])):
+                    r = last_json([STRIDE, "perf", "client", "--to", f"127.0.0.1:{p_shard}",
+                                   "--bytes", a.bytes, "--line-rate", "40gbit", "--parallel",
+                                   str(n), "--json", *extra])
+                    par[name].setdefault(str(n), []).append(r["goodput_gbps"])
                 r = last_json([STRIDE, "perf", "client", "--tcp", "--to", f"127.0.0.1:{p_tcp}",
                                "--bytes", a.bytes, "--parallel", str(n), "--json"])
                 par["tcp"].setdefault(str(n), []).append(r["goodput_gbps"])
@@ -200,6 +218,10 @@ def main():
                                                              par["stride"]["1"])],
         }
         res["parallel"]["median_ratio_4_vs_1"] = med(res["parallel"]["ratio_4_vs_1_per_round"])
+        res["parallel"]["lo_ratio_4_vs_1_per_round"] = [
+            f / o for f, o in zip(par["stride_lo"]["4"], par["stride_lo"]["1"])]
+        res["parallel"]["lo_median_ratio_4_vs_1"] = med(
+            res["parallel"]["lo_ratio_4_vs_1_per_round"])
         # kernel TCP's own 4-vs-1 on the same machine, for reference
         res["parallel"]["tcp_ratio_4_vs_1_per_round"] = [
             f / o for f, o in zip(par["tcp"]["4"], par["tcp"]["1"])]
@@ -305,11 +327,13 @@ def main():
     lb, rr, rl = res["loopback"], res["rr"], res["relay"]
     print(f"\n## Loopback goodput, {a.bytes}, median of {a.reps} interleaved rounds")
     print("| transport | median Gbit/s | runs |\n|---|---|---|")
-    for k in ("stride", "tcp", "quic"):
+    for k in ("stride", "stride_lo", "tcp", "quic"):
         print(f"| {k} | {lb['median_gbps'][k]:.2f} | "
               + ", ".join(f"{x:.2f}" for x in lb["goodput_gbps"][k]) + " |")
     print(f"STRIDE/TCP median ratio {lb['median_ratio_stride_tcp']:.2f} (target >= 1.0); "
           f"STRIDE/QUIC {lb['median_ratio_stride_quic']:.2f} (target >= 4); "
+          f"stride_lo (--mtu {LO_MTU}, loopback's MTU as TCP uses it)/TCP "
+          f"{lb['median_ratio_stride_lo_tcp']:.2f}; "
           f"STRIDE retransmitted {lb['stride_retransmitted']}, timeouts {lb['stride_timeouts']}")
     rd = res["rr_default_idle"]
     held = "CPUs held out of idle" if rr["idle_polling"] else \
@@ -358,14 +382,17 @@ def main():
     cp, pa = res["cpu"], res["parallel"]
     print(f"\n## CPU per Gbit/s of goodput (sender + receiver), bulk runs above, median of {a.reps}")
     print("| transport | CPU s per Gbit | sender CPU s | receiver CPU s |\n|---|---|---|---|")
-    for k in ("stride", "tcp"):
+    for k in ("stride", "stride_lo", "tcp"):
         print(f"| {k} | {cp['median_cpu_s_per_gbit'][k]:.4f} | {cp['median_sender_s'][k]:.2f} | "
               f"{cp['median_receiver_s'][k]:.2f} |")
     print(f"\n## Aggregate goodput of N parallel connections, {a.bytes} split, median of {a.reps}")
-    print("| N | STRIDE Gbit/s (server --shards 2) | TCP Gbit/s |\n|---|---|---|")
+    print(f"| N | STRIDE Gbit/s (server --shards 2) | STRIDE --mtu {LO_MTU} | TCP Gbit/s |\n"
+          "|---|---|---|---|")
     for n in ("1", "2", "4", "8"):
-        print(f"| {n} | {pa['median_gbps']['stride'][n]:.2f} | {pa['median_gbps']['tcp'][n]:.2f} |")
-    print(f"4 vs 1: STRIDE {pa['median_ratio_4_vs_1']:.2f}, kernel TCP "
+        print(f"| {n} | {pa['median_gbps']['stride'][n]:.2f} | "
+              f"{pa['median_gbps']['stride_lo'][n]:.2f} | {pa['median_gbps']['tcp'][n]:.2f} |")
+    print(f"4 vs 1: STRIDE {pa['median_ratio_4_vs_1']:.2f}, STRIDE --mtu {LO_MTU} "
+          f"{pa['lo_median_ratio_4_vs_1']:.2f}, kernel TCP "
           f"{pa['tcp_median_ratio_4_vs_1']:.2f} (medians of per-round ratios)")
     pm = res["pacing"]
     rows = [
@@ -383,6 +410,12 @@ def main():
          "<= 1.0", cp["median_ratio_stride_tcp"] <= 1.0),
         ("aggregate goodput, 4 connections vs 1", pa["median_ratio_4_vs_1"], ">= 1.6",
          pa["median_ratio_4_vs_1"] >= 1.6),
+        (f"loopback goodput vs kernel TCP, STRIDE at TCP's MTU (--mtu {LO_MTU})",
+         lb["median_ratio_stride_lo_tcp"], ">= 1.0", lb["median_ratio_stride_lo_tcp"] >= 1.0),
+        (f"CPU per Gbit/s vs kernel TCP, STRIDE at TCP's MTU (--mtu {LO_MTU})",
+         cp["median_ratio_stride_lo_tcp"], "<= 1.0", cp["median_ratio_stride_lo_tcp"] <= 1.0),
+        (f"aggregate goodput, 4 connections vs 1, --mtu {LO_MTU}",
+         pa["lo_median_ratio_4_vs_1"], ">= 1.6", pa["lo_median_ratio_4_vs_1"] >= 1.6),
     ]
     print(f"\n## Issue 17 targets (ratios: medians of per-round ratios, {a.reps} rounds)")
     print("| metric | measured | target | met |\n|---|---|---|---|")
