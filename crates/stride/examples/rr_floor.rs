@@ -1,0 +1,150 @@
+//! Experiment: the protocol core's own cost on a 64-byte round trip. Both sides drive
+//! `stride_proto::Endpoint` on one thread over a blocking UDP socket (no tokio, no lock, no
+//! driver thread); `udp` mode is the same loop without the core.
+//!
+//! `rr_floor server ADDR [udp]` / `rr_floor client ADDR COUNT [udp]`
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+use stride_proto::{Endpoint, Event};
+
+fn now(base: Instant) -> u64 {
+    base.elapsed().as_nanos() as u64 + 1_000_000
+}
+
+fn flush(ep: &mut Endpoint, sock: &UdpSocket, t: u64, buf: &mut [u8]) {
+    while let Some(tx) = ep.poll_transmit(t, buf) {
+        sock.send_to(&buf[..tx.len], tx.remote).unwrap();
+    }
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let addr: SocketAddr = a[2].parse().unwrap();
+    let udp = a.iter().any(|x| x == "udp");
+    let base = Instant::now();
+    let mut buf = vec![0u8; 65536];
+    let mut out = vec![0u8; 65536];
+    if a[1] == "server" {
+        let sock = UdpSocket::bind(addr).unwrap();
+        if udp {
+            loop {
+                let (n, from) = sock.recv_from(&mut buf).unwrap();
+                sock.send_to(&buf[..n], from).unwrap();
+            }
+        }
+        let mut ep = Endpoint::new(stride::host_config(10_000_000_000), [7; 16], 1);
+        ep.listen(true);
+        let mut cur = 0u64;
+        loop {
+            let t = now(base);
+            let wait = ep
+                .poll_timeout()
+                .map(|d| d.saturating_sub(t))
+                .unwrap_or(10_000_000);
+            let w = if wait < 1_000_000 {
+                100_000
+            } else {
+                10_000_000
+            };
+            if w != cur {
+                sock.set_read_timeout(Some(Duration::from_nanos(w)))
+                    .unwrap();
+                cur = w;
+            }
+            if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                ep.handle(now(base), from, &buf[..n]);
+            }
+            let t = now(base);
+            ep.handle_timeout(t);
+            while let Some((h, ev)) = ep.poll_event() {
+                if let Event::Readable = ev {
+                    while let Ok(n) = ep.read(h, &mut out) {
+                        if n == 0 {
+                            break;
+                        }
+                        ep.write(h, &out[..n]).unwrap();
+                    }
+                }
+            }
+            flush(&mut ep, &sock, now(base), &mut out);
+        }
+    }
+    let count: usize = a[3].parse().unwrap();
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let req = [0x5au8; 64];
+    let mut rtts = Vec::with_capacity(count);
+    if udp {
+        for _ in 0..count {
+            let s = Instant::now();
+            sock.send_to(&req, addr).unwrap();
+            sock.recv_from(&mut buf).unwrap();
+            rtts.push(s.elapsed().as_nanos() as u64);
+        }
+    } else {
+        let mut ep = Endpoint::new(stride::host_config(10_000_000_000), [9; 16], 2);
+        let h = ep.connect(now(base), addr).unwrap();
+        let mut connected = false;
+        let mut i = 0usize;
+        let mut got = 0usize;
+        let mut start = Instant::now();
+        let mut sent = false;
+        let mut cur = 0u64;
+        while i < count {
+            let t = now(base);
+            ep.handle_timeout(t);
+            while let Some((_, ev)) = ep.poll_event() {
+                match ev {
+                    Event::Connected => connected = true,
+                    Event::Readable => {
+                        while let Ok(n) = ep.read(h, &mut out) {
+                            if n == 0 {
+                                break;
+                            }
+                            got += n;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if connected && sent && got >= 64 {
+                rtts.push(start.elapsed().as_nanos() as u64);
+                got -= 64;
+                i += 1;
+                sent = false;
+            }
+            if connected && !sent && i < count {
+                start = Instant::now();
+                ep.write(h, &req).unwrap();
+                sent = true;
+            }
+            flush(&mut ep, &sock, now(base), &mut out);
+            let t = now(base);
+            let wait = ep
+                .poll_timeout()
+                .map(|d| d.saturating_sub(t))
+                .unwrap_or(10_000_000);
+            let w = if wait < 1_000_000 {
+                100_000
+            } else {
+                10_000_000
+            };
+            if w != cur {
+                sock.set_read_timeout(Some(Duration::from_nanos(w)))
+                    .unwrap();
+                cur = w;
+            }
+            if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                ep.handle(now(base), from, &buf[..n]);
+            }
+        }
+    }
+    let warm = count / 10;
+    let mut r = rtts[warm..].to_vec();
+    r.sort_unstable();
+    println!(
+        "p50 {:.1} us  p99 {:.1} us",
+        r[r.len() / 2] as f64 / 1e3,
+        r[r.len() * 99 / 100] as f64 / 1e3
+    );
+}
