@@ -35,6 +35,9 @@
    default controller vs the same sender pinned at its line rate (no controller), with the
    sender's line rate equal to the bottleneck (the demo's model) and at 10 Gbit/s, and an
    open-loop sender at 90 % of the bottleneck (the queue it sees is the host's own jitter).
+   Beside the relay's queue: how late the relay sent packets against its own model (its
+   thread off the CPU: delay outside the modelled queue that the senders see too) and the
+   datagrams the kernel dropped at the relay's and the receiver's sockets.
 
 Everything runs on loopback. Builds what it needs (release).
 """
@@ -306,7 +309,9 @@ def main():
         return {"goodput_gbps": d["goodput_gbps"], "utilization": r["utilization"],
                 "queue_p50_ns": r["queue_delay_p50_ns"], "queue_p99_ns": r["queue_delay_p99_ns"],
                 "queue_max_ns": r["queue_delay_max_ns"], "drops": r["queue_drops"],
-                "retransmitted": d["retransmitted_packets"], "timeouts": d["timeouts"]}
+                "retransmitted": d["retransmitted_packets"], "timeouts": d["timeouts"],
+                "relay_late_p99_ns": r["late_p99_ns"], "relay_late_max_ns": r["late_max_ns"],
+                "socket_drops": r["socket_drops"] + d["receiver_socket_drops"]}
 
     relay = {"controller": [], "pinned": [], "pinned_90pct": []}
     for _ in range(a.reps):
@@ -367,7 +372,8 @@ def main():
                   f"{t['median']['cpu_cores']:.2f} | {t['median_ratio_stride_tcp']:.2f} |")
     print("\n## Through the 1 Gbit/s relay (256 KiB queue, 20 us), medians")
     print("| sender | runs | goodput Gbit/s | utilization | queue p50/p99/max (us) | drops "
-          "| retransmitted |\n|---|---|---|---|---|---|---|")
+          "| retransmitted | relay sent late p99/max (us) | socket drops |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     names = {"controller": "STRIDE controller, NIC = bottleneck (1G)",
              "pinned": "pinned at line rate, NIC = bottleneck (1G)",
              "pinned_90pct": "pinned at 0.9 Gbit/s (90 % of the bottleneck)",
@@ -378,7 +384,8 @@ def main():
         print(f"| {names[k]} | {len(v['runs'])} | {m['goodput_gbps']:.3f} | "
               f"{100 * m['utilization']:.1f} % | {m['queue_p50_ns'] / 1e3:.0f}/"
               f"{m['queue_p99_ns'] / 1e3:.0f}/{m['queue_max_ns'] / 1e3:.0f} | {m['drops']:.0f} | "
-              f"{m['retransmitted']:.0f} |")
+              f"{m['retransmitted']:.0f} | {m['relay_late_p99_ns'] / 1e3:.0f}/"
+              f"{m['relay_late_max_ns'] / 1e3:.0f} | {m['socket_drops']:.0f} |")
     cp, pa = res["cpu"], res["parallel"]
     print(f"\n## CPU per Gbit/s of goodput (sender + receiver), bulk runs above, median of {a.reps}")
     print("| transport | CPU s per Gbit | sender CPU s | receiver CPU s |\n|---|---|---|---|")

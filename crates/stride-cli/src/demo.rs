@@ -111,8 +111,9 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
         );
         println!("controller: {controller}");
     }
+    let rx_ep = receiver.clone();
     let sink = tokio::spawn(async move {
-        let mut s = receiver.accept().await.map_err(stride::Error::into_io)?;
+        let mut s = rx_ep.accept().await.map_err(stride::Error::into_io)?;
         let total = crate::units::discard_to_end(&mut s).await?;
         s.shutdown().await?;
         Ok::<u64, std::io::Error>(total)
@@ -164,12 +165,23 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     if got != written {
         anyhow::bail!("receiver got {got} of {written} bytes");
     }
+    // Losses and waits outside the modelled bottleneck: datagrams the kernel dropped at the
+    // receiver's socket, and reads that came late (the receiver's thread off its CPU).
+    let rio = receiver.io_stats();
+    m.insert("receiver_socket_drops".into(), rio.rx_overflow.into());
+    m.insert("receiver_late_reads".into(), rio.late_reads.into());
     if a.json {
         m.insert("relay".into(), crate::relay_cmd::stats_json(&rs));
         println!("{}", serde_json::Value::Object(m));
     } else {
         println!("sender:  {}", human(&m));
         println!("{}", stats_human(&rs));
+        println!(
+            "receiver: {} datagrams dropped at its socket (buffer full), {} read more than {} after they arrived",
+            rio.rx_overflow,
+            rio.late_reads,
+            fmt_ns(stride::endpoint::READ_DELAY_SLACK_NS)
+        );
         println!(
             "goodput is {:.1} % of the {:.2} Gbit/s bottleneck",
             written as f64 * 8.0 / secs / a.rate as f64 * 100.0,

@@ -74,24 +74,30 @@ pub fn stats_json(s: &RelayStats) -> serde_json::Value {
         "queue_delay_p50_ns": s.queue_delay.quantile(0.5),
         "queue_delay_p99_ns": s.queue_delay.quantile(0.99),
         "queue_delay_max_ns": s.queue_delay.max(),
+        "socket_drops": s.socket_drops,
+        "late_p99_ns": s.late.quantile(0.99),
+        "late_max_ns": s.late.max(),
     })
 }
 
 /// A human summary of the relay's counters.
 pub fn stats_human(s: &RelayStats) -> String {
     format!(
-        "relay: forwarded {} packets ({} bytes), drops: queue {} ({} after the first 10 ms) random {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay measured in the relay's queue p50 {} p99 {} max {}",
+        "relay: forwarded {} packets ({} bytes), drops: queue {} ({} after the first 10 ms) random {} socket {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay measured in the relay's queue p50 {} p99 {} max {}; sent late (relay thread off its CPU) p99 {} max {}",
         s.fwd_out,
         s.fwd_bytes,
         s.queue_drops,
         s.queue_drops_late,
         s.random_drops,
+        s.socket_drops,
         s.duplicated,
         s.reordered,
         s.utilization() * 100.0,
         fmt_ns(s.queue_delay.quantile(0.5)),
         fmt_ns(s.queue_delay.quantile(0.99)),
         fmt_ns(s.queue_delay.max()),
+        fmt_ns(s.late.quantile(0.99)),
+        fmt_ns(s.late.max()),
     )
 }
 

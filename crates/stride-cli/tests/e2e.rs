@@ -752,6 +752,16 @@ fn demo_moves_its_bytes_through_the_relay_with_and_without_a_controller() {
         let u = r["utilization"].as_f64().unwrap();
         assert!(u > 0.0 && u <= 1.0, "{d}");
         assert!(r.get("queue_delay_p99_ns").is_some() && r.get("queue_drops").is_some());
+        // Losses and waits outside the modelled bottleneck are reported, not hidden.
+        assert!(
+            r["socket_drops"].is_u64() && r["late_max_ns"].is_u64(),
+            "{d}"
+        );
+        assert!(
+            r["late_p99_ns"].as_u64() <= r["late_max_ns"].as_u64(),
+            "{d}"
+        );
+        assert!(d["receiver_socket_drops"].is_u64() && d["receiver_late_reads"].is_u64());
     }
 }
 

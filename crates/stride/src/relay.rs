@@ -99,6 +99,14 @@ pub struct RelayStats {
     pub reordered: u64,
     /// Send failures (datagram lost).
     pub send_errors: u64,
+    /// Datagrams from clients that the kernel dropped at the relay's socket before the relay
+    /// read them (its receive buffer was full: the relay fell behind; `SO_RXQ_OVFL`). Losses
+    /// the bottleneck model did not decide.
+    pub socket_drops: u64,
+    /// How late the relay sent each forwarded packet after the time its model gave it (its
+    /// departure from the bottleneck plus the delay), ns: time the relay thread was not
+    /// running. Delay a sender sees beyond the modelled queue.
+    pub late: Histogram,
     /// Wait in the bottleneck queue before serialisation, ns, per forwarded packet.
     pub queue_delay: Histogram,
     /// Time the bottleneck spent serialising, ns.
@@ -161,6 +169,7 @@ impl Relay {
         // Kernel arrival stamps: the bottleneck model starts from when a packet really arrived,
         // not from when this thread got to it.
         sys::enable_rx_timestamps(sock.as_raw_fd());
+        let _ = sys::enable_rxq_ovfl(sock.as_raw_fd());
         let local = sock.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(Mutex::new(RelayStats::default()));
@@ -254,7 +263,9 @@ fn run(
     let mut link_free_at = 0u64;
     let mut st = RelayStats::default();
     // Room for any UDP datagram, so endpoints configured for jumbo datagrams pass too.
+    // Separate buffers per direction: `rx`'s drop count (`overflow`) is the client socket's.
     let mut rx = RxBatch::with_room(sys::GRO_ROOM);
+    let mut rx_back = RxBatch::with_room(sys::GRO_ROOM);
     let mut last_publish = 0u64;
     let upstream_bind: SocketAddr = if cfg.to.is_ipv6() {
         "[::]:0".parse().expect("addr")
@@ -308,6 +319,7 @@ fn run(
                     Err(_) => break,
                 };
                 let recv_now = sys::now_ns();
+                st.socket_drops = rx.overflow;
                 for i in 0..n {
                     let r = rx.got[i];
                     if r.len == 0 {
@@ -400,13 +412,13 @@ fn run(
             }
             let (ref u, client) = ups[k - 1];
             for _ in 0..8 {
-                let n = match rx.recv(u.as_raw_fd()) {
+                let n = match rx_back.recv(u.as_raw_fd()) {
                     Ok(n) => n,
                     Err(_) => break,
                 };
                 let now = sys::now_ns();
                 for i in 0..n {
-                    if rx.got[i].len == 0 {
+                    if rx_back.got[i].len == 0 {
                         continue;
                     }
                     seq += 1;
@@ -415,7 +427,7 @@ fn run(
                         seq,
                         upstream: None,
                         client,
-                        data: rx.data(i).to_vec(),
+                        data: rx_back.data(i).to_vec(),
                     }));
                 }
                 if n < sys::BATCH {
@@ -435,6 +447,7 @@ fn run(
             }
             let r = match p.upstream {
                 Some(k) => {
+                    st.late.record(now - p.at);
                     st.fwd_out += 1;
                     st.fwd_bytes += p.data.len() as u64;
                     ups[k].0.send_to(&p.data, cfg.to)
