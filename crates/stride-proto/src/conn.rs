@@ -409,6 +409,21 @@ impl Connection {
     pub fn unacked(&self) -> usize {
         self.sbuf.len()
     }
+    /// Lowers this connection's largest DATA payload to `max` (at least 1; never raises it):
+    /// a host that learns the path to the peer carries smaller datagrams than
+    /// `Config::max_payload` (its route's MTU) sends what fits instead of having IP fragment
+    /// it. Takes effect from the next DATA packet; returns the payload now in force.
+    pub fn limit_payload(&mut self, max: u16) -> u16 {
+        self.cfg.max_payload = self.cfg.max_payload.min(max.max(1));
+        self.cfg.max_payload
+    }
+
+    /// The largest payload this connection puts in one DATA packet (`Config::max_payload`, or
+    /// less after [`Connection::limit_payload`]).
+    pub fn max_payload(&self) -> u16 {
+        self.cfg.max_payload
+    }
+
     /// Holds a pure ACK that is due now (not a NACK, not one asking for a rate cut, not one
     /// for a whole ACK interval, whose sample drives the peer's controller) until
     /// `until` at the latest, for DATA to carry it (spec §6.4): a host whose application

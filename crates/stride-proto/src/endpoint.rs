@@ -248,6 +248,12 @@ impl Endpoint {
             .count()
     }
 
+    /// Lowers one connection's largest DATA payload ([`Connection::limit_payload`]); `None`
+    /// when the connection does not exist, else the payload now in force.
+    pub fn limit_payload(&mut self, h: ConnHandle, max: u16) -> Option<u16> {
+        self.conns.get_mut(&h.0).map(|e| e.conn.limit_payload(max))
+    }
+
     /// A connection, if it exists.
     pub fn conn(&self, h: ConnHandle) -> Option<&Connection> {
         self.conns.get(&h.0).map(|e| &e.conn)

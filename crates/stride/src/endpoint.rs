@@ -582,6 +582,12 @@ pub fn host_config(line_bps: u64) -> Config {
     c
 }
 
+/// An IPv4 peer written as an IPv6 address (`::ffff:a.b.c.d`, on a dual-stack socket): its
+/// packets carry IPv4 headers.
+fn is_v4_mapped(a: SocketAddr) -> bool {
+    matches!(a, SocketAddr::V6(v6) if v6.ip().to_ipv4_mapped().is_some())
+}
+
 /// The payload per datagram ([`Config::max_payload`]) that fills a path MTU of `mtu` bytes:
 /// the MTU less the IP header (20 bytes, 40 for IPv6), the UDP header (8) and STRIDE's
 /// ([`stride_proto::wire::HEADER_LEN`]). `None` when nothing fits (or the datagram would pass
@@ -1115,6 +1121,14 @@ impl Stream {
         h: ConnHandle,
         remote: SocketAddr,
     ) -> Self {
+        // Datagrams no larger than the route to the peer carries: a payload configured for
+        // jumbo frames (or loopback) is lowered for a peer behind a smaller MTU instead of
+        // being fragmented by IP. Before any DATA is sent (a stream is made at the handshake).
+        if let Some(fit) = sys::path_mtu(remote)
+            .and_then(|mtu| max_payload_for_mtu(mtu, remote.is_ipv6() && !is_v4_mapped(remote)))
+        {
+            shared.lock().ep.limit_payload(h, fit);
+        }
         Stream {
             shared,
             _guard: guard,

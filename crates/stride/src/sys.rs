@@ -104,6 +104,36 @@ pub fn enable_rxq_ovfl(fd: RawFd) -> bool {
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, 1).is_ok()
 }
 
+/// The MTU of the kernel's route to `to` (`IP_MTU` / `IPV6_MTU` of a UDP socket connected to
+/// it; nothing is sent), `None` when the kernel cannot tell (no route).
+pub fn path_mtu(to: SocketAddr) -> Option<u32> {
+    let any: SocketAddr = if to.is_ipv6() {
+        SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
+    } else {
+        SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+    };
+    let probe = std::net::UdpSocket::bind(any).ok()?;
+    probe.connect(to).ok()?;
+    let (level, name) = if to.is_ipv6() {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    };
+    let mut v: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: reads one int into `v`, whose size is passed.
+    let r = unsafe {
+        libc::getsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&probe),
+            level,
+            name,
+            &mut v as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    (r == 0 && v > 0).then_some(v as u32)
+}
+
 /// Turns on kernel receive timestamps; false when the kernel refuses.
 pub fn enable_rx_timestamps(fd: RawFd) -> bool {
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
@@ -869,6 +899,17 @@ mod clock_tests {
         // The wall clock stepped back (stamp in the future) or forward by more than 1 s.
         assert_eq!(stamp_to_monotonic(pair.0 + 1, pair), None);
         assert_eq!(stamp_to_monotonic(pair.0 - 2_000_000_000, pair), None);
+    }
+
+    #[test]
+    fn loopback_routes_report_their_mtu() {
+        // Loopback's MTU is 65536 on Linux; IPv4 reports at most 65535 (its packet size
+        // limit). IPv6 only where the host has ::1.
+        let v4 = path_mtu("127.0.0.1:9".parse().unwrap()).expect("a route to loopback");
+        assert!((65_535..=65_536).contains(&v4), "{v4}");
+        if let Some(m) = path_mtu("[::1]:9".parse().unwrap()) {
+            assert!((65_535..=65_536).contains(&m), "{m}");
+        }
     }
 
     #[test]
