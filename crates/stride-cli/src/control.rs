@@ -45,9 +45,10 @@ pub struct ControlArgs {
     #[arg(long, value_name = "MODE")]
     pub recovery: Option<stride::proto::Recovery>,
     /// Path MTU in bytes: each datagram carries as much payload as fits (e.g. 9000 for jumbo
-    /// frames; loopback's MTU is 65536). Lowered to the MTU of this host's route to the peer;
-    /// hops beyond it must carry what that allows. The receiver needs no setting
-    /// [default: 1500, 1440 bytes of payload].
+    /// frames; loopback's MTU is 65536). Lowered to the MTU of this host's route to the peer,
+    /// so 65536 means "as large as the route allows", as TCP sizes its segments; hops beyond
+    /// the first must carry that. The receiver needs no setting [default: 1500, 1440 bytes of
+    /// payload].
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(68..=65536))]
     pub mtu: Option<u32>,
 }
