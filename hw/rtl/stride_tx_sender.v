@@ -434,7 +434,8 @@ module stride_tx_sender #(
         end
         rv_tag <= rv_tag_next[LAT*9-1:0];
     end
-    stride_fifo #(.WIDTH(73), .DEPTH_LOG2(OQ_LOG2)) out_q (
+    // never pushed while full (the credit above), so the queue takes `rv` unchecked
+    stride_fifo #(.WIDTH(73), .DEPTH_LOG2(OQ_LOG2), .NO_FULL_CHECK(1)) out_q (
         .clk(clk), .rst(rst), .push(rv), .in_data({rv_last, rv_keep, pb_q}), .full(oq_full),
         .pop(oq_pop), .out_valid(oq_v), .out_data(oq_q));
     assign m_axis_tvalid = oq_v;
