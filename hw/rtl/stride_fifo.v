@@ -2,13 +2,17 @@
 // registered read port, so Yosys may map it to block RAM for deep queues), plus an output
 // register: `out_valid`/`out_data` show the head, `pop` takes it (only while out_valid).
 // `push` while `full` is ignored and counted by the user (`full` is exact). Entries: 2^DEPTH_LOG2
-// in the array + 1 in the output register.
+// in the array + 1 in the output register. NO_FULL_CHECK = 1: the user never pushes while
+// `full` (a credit count upstream, e.g. the sender's payload queue), so `push` is taken as is:
+// no loop from `full` through the write enable back to the fill counter (on ECP5 the queue's
+// two ends were placed 48 columns apart); simulation stops on a push while full.
 `timescale 1ns / 1ps
 `default_nettype none
 
 module stride_fifo #(
     parameter integer WIDTH = 8,
-    parameter integer DEPTH_LOG2 = 2
+    parameter integer DEPTH_LOG2 = 2,
+    parameter integer NO_FULL_CHECK = 0
 ) (
     input  wire             clk,
     input  wire             rst,
@@ -41,7 +45,14 @@ module stride_fifo #(
     reg [DEPTH_LOG2:0] used;
     reg mem_empty;
     assign full = used[DEPTH_LOG2];
-    wire do_push = push && !full;
+    wire do_push = (NO_FULL_CHECK != 0) ? push : push && !full;
+`ifndef SYNTHESIS
+    always @(posedge clk)
+        if (NO_FULL_CHECK != 0 && !rst && push && full) begin
+            $display("stride_fifo %m: push while full (NO_FULL_CHECK = 1)");
+            $finish;
+        end
+`endif
     wire load = !mem_empty && (!out_valid || pop);
 
     always @(posedge clk) begin

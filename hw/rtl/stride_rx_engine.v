@@ -190,7 +190,10 @@ module stride_rx_engine #(
     reg  [AW-1:0] x_idx;
     reg         x_idx_ok;
 
-    wire [AW-1:0] rd_addr = take_pkt ? pkt_idx : take_ctl ? ctl_idx : scan_idx;
+    // the table's read address: only its value in a pick cycle (ph 0) reaches rec_raw (ph 2),
+    // so it follows the pick's choice without the pick-cycle test (ph, clearing): one LUT
+    // level less from the parser's hdr_valid to the block RAM's address pins
+    wire [AW-1:0] rd_addr = (hp || hdr_valid) ? pkt_idx : ctl_valid ? ctl_idx : scan_idx;
     wire [W-1:0]  ram_q;
     reg           wr_en;
     reg  [AW-1:0] wr_addr;

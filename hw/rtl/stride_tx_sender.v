@@ -434,7 +434,8 @@ module stride_tx_sender #(
         end
         rv_tag <= rv_tag_next[LAT*9-1:0];
     end
-    stride_fifo #(.WIDTH(73), .DEPTH_LOG2(OQ_LOG2)) out_q (
+    // never pushed while full (the credit above), so the queue takes `rv` unchecked
+    stride_fifo #(.WIDTH(73), .DEPTH_LOG2(OQ_LOG2), .NO_FULL_CHECK(1)) out_q (
         .clk(clk), .rst(rst), .push(rv), .in_data({rv_last, rv_keep, pb_q}), .full(oq_full),
         .pop(oq_pop), .out_valid(oq_v), .out_data(oq_q));
     assign m_axis_tvalid = oq_v;
@@ -533,6 +534,7 @@ module stride_tx_sender #(
     reg  [15:0] x_s, x_t;
     reg  [1:0]  x_cop;
     reg         x_nack;
+    reg  [TLW-DTW-1:0] x_now_h1;        // x_now's bits above DTW, less one
     reg  [TLW-1:0] x_now;               // the op's time in pacing ticks (taken at TK: every
                                         // pacing sum of the op rests on this one sample)
     reg         x_is_rx, x_is_aout, x_is_ctl, x_is_db, x_is_rate, x_is_send, x_is_scan;
@@ -561,7 +563,9 @@ module stride_tx_sender #(
     end
 
     // P1: compares and sums from the record and the inputs
-    reg        a_gt_una, a_le_max, nxt_lt_a, a_lt_una, a_lt_nxt, a_eq_max, nk_same, nk_hold;
+    reg        a_gt_una, a_le_max, nxt_lt_a, a_lt_una, a_lt_nxt, a_eq_max, nk_hold, nk_on;
+    reg [3:0]  nk_eq;                           // P1: the NACK's ack, byte by byte
+    reg        nk_same;                         // P2: nk_on and all of nk_eq (read in D)
     reg        rto_due, nxt_lt_end, end_ok, a_lt_end;
     // P1: the record's and the inputs' tests that D combines (so D needs no wide compare)
     reg        p_una_eq_max, p_cid_eq, p_nack, p_pure_ack;
@@ -576,11 +580,16 @@ module stride_tx_sender #(
     reg [15:0] slen;
     reg        can_send;
     reg        p_psh, p_more;                   // slen == avail; slen != avail and != room
-    // pacing: RD2 the elapsed ticks and 3 x rate (from rec1), P1 four sums of two radix-4
-    // digits of rate x ticks (digit k: dt[2k+1:2k] x rate, one of 0, r, 2r, 3r), P2 two sums of
-    // those, P3 the credit plus both (one carry-save layer, one adder), D the cap test and the
-    // credit less the charge (one carry-save layer with the constant, one adder)
-    reg [DTW-1:0]  pc_dt;                       // whole ticks since the last pacing update
+    // pacing: RD2 the elapsed ticks' low DTW bits and their borrow, and 3 x rate (from rec1),
+    // P1 four sums of two radix-4 digits of rate x ticks (digit k: dt[2k+1:2k] x rate, one of
+    // 0, r, 2r, 3r), the saturation test (from the high bits) and 15 x rate, P2 two sums of
+    // those (each pair 15 x rate when saturated: all digits 3), P3 the credit plus both (one
+    // carry-save layer, one adder), D the cap test and the credit less the charge (one
+    // carry-save layer with the constant, one adder)
+    reg [DTW-1:0]  pc_dt;                       // ticks since the last pacing update, mod 2^DTW
+    reg            pc_bw;                       // the borrow out of pc_dt's DTW bits
+    reg            pc_sat;                      // P1: 2^DTW ticks or more (credit 2^DTW - 1)
+    reg [35:0]     pc_r15;                      // P1: 15 x rate
     reg [33:0]     pc_r3;                       // 3 x rate
     reg [35:0]     pc_u0, pc_u1, pc_u2, pc_u3;  // digits 2j, 2j+1: weight 16^j
     reg [39:0]     pc_v0, pc_v1;                // weight 256^i
@@ -615,7 +624,17 @@ module stride_tx_sender #(
         endcase
     endfunction
     wire [31:0]    r1_rate = rec1[R_RATE +: 32];
-    wire [TLW-1:0] dt_full = x_now - rec1[R_TL +: TLW];
+    // RD2: only a DTW-bit chain from the table's output (its block RAM may sit far away), into
+    // plain registers; P1 tests the high part of the difference (x_now's high bits less tl's
+    // less that borrow) for zero from registers: x_now's high bits (less one with a borrow,
+    // x_now_h1) equal to tl's. Two equalities from x_now and rec, the borrow only in their
+    // final select (no carry chain: a chain fed by pc_bw, which sits beside the block RAM, was
+    // the worst path at N = 1024 seed 1, 7.34 ns); P2 applies the saturation
+    wire [DTW:0]   dt_lo = {1'b0, x_now[DTW-1:0]} - {1'b0, rec1[R_TL +: DTW]};
+    wire           hi_ne0 = x_now[TLW-1:DTW] != f_tl[TLW-1:DTW];
+    wire           hi_ne1 = x_now_h1 != f_tl[TLW-1:DTW];
+    wire [35:0]    pc_w0 = pc_sat ? pc_r15 : pc_u0, pc_w1 = pc_sat ? pc_r15 : pc_u1,
+                   pc_w2 = pc_sat ? pc_r15 : pc_u2, pc_w3 = pc_sat ? pc_r15 : pc_u3;
 
     always @(posedge clk) begin
         // P1
@@ -625,7 +644,13 @@ module stride_tx_sender #(
         a_lt_una <= lt32(x_a, f_una);
         a_lt_nxt <= lt32(x_a, f_nxt);
         a_eq_max <= x_a == f_max;
-        nk_same <= f_nkon && f_nkack == x_a;
+        // the NACK's ack against the last one: bytes compared here, combined in P2 (nk_same
+        // is read in D, which follows P2 or P3)
+        nk_eq[0] <= f_nkack[7:0] == x_a[7:0];
+        nk_eq[1] <= f_nkack[15:8] == x_a[15:8];
+        nk_eq[2] <= f_nkack[23:16] == x_a[23:16];
+        nk_eq[3] <= f_nkack[31:24] == x_a[31:24];
+        nk_on <= f_nkon;
         nk_hold <= lt32(now_hold, f_nkt);
         rto_due <= !lt32(now_r, f_rtdl);
         nxt_lt_end <= lt32(f_nxt, f_end);
@@ -645,10 +670,13 @@ module stride_tx_sender #(
         p_nack <= x_flags == 8'h06;
         p_pure_ack <= (x_flags & 8'h7f) == 8'h02;
         p_rtsh_inc <= rtsh_inc;
-        // RD2 (from rec1): ticks since the last update, saturated at 2^DTW - 1 (4.2 ms: a
-        // bucket not yet full after that long is credited those 2^DTW - 1 ticks only), 3 x rate
-        pc_dt <= (dt_full[TLW-1:DTW] != {(TLW - DTW) {1'b0}}) ? {DTW{1'b1}} : dt_full[DTW-1:0];
+        // RD2 (from rec1): ticks since the last update, mod 2^DTW, and the borrow; 3 x rate
+        {pc_bw, pc_dt} <= dt_lo;
         pc_r3 <= {2'd0, r1_rate} + {1'b0, r1_rate, 1'b0};
+        // P1: saturated at 2^DTW - 1 ticks (4.2 ms: a bucket not yet full after that long is
+        // credited those 2^DTW - 1 ticks only) when the difference's high part is not zero
+        pc_sat <= pc_bw ? hi_ne1 : hi_ne0;
+        pc_r15 <= {f_rate, 4'd0} - {4'd0, f_rate};
         // P1: pairs of digits
         pc_u0 <= {2'd0, digit(f_rate, pc_r3, pc_dt[1:0])} +
                  {digit(f_rate, pc_r3, pc_dt[3:2]), 2'd0};
@@ -659,6 +687,7 @@ module stride_tx_sender #(
         pc_u3 <= {2'd0, digit(f_rate, pc_r3, pc_dt[13:12])} +
                  {digit(f_rate, pc_r3, pc_dt[15:14]), 2'd0};
         // P2
+        nk_same <= nk_on && &nk_eq;
         nxt_lt_edge <= lt32(f_nxt, edge_);
         una_lt_end <= lt32(f_una, f_end);
         una_lt_edge <= lt32(f_una, edge_);
@@ -669,8 +698,8 @@ module stride_tx_sender #(
         db_over <= a_una > RING;
         room <= edge_ - f_nxt;
         len_a <= (avail < {16'd0, MAXP}) ? avail[15:0] : MAXP;
-        pc_v0 <= {4'd0, pc_u0} + {pc_u1, 4'd0};
-        pc_v1 <= {4'd0, pc_u2} + {pc_u3, 4'd0};
+        pc_v0 <= {4'd0, pc_w0} + {pc_w1, 4'd0};
+        pc_v1 <= {4'd0, pc_w2} + {pc_w3, 4'd0};
         // P3
         can_send <= f_valid && nxt_lt_end && nxt_lt_edge;
         slen <= ({16'd0, len_a} > room) ? room[15:0] : len_a;
@@ -795,6 +824,7 @@ module stride_tx_sender #(
         if (tk) begin
             x_idx <= pk_idx;
             x_now <= now_r[31:TICK_LOG2];
+            x_now_h1 <= now_r[31:TICK_LOG2+DTW] - 1'b1;
             x_is_rx <= pk_rx; x_is_aout <= pk_aout; x_is_ctl <= pk_ctl; x_is_db <= pk_db;
             x_is_rate <= pk_rate; x_is_send <= pk_send; x_is_scan <= pk_scan;
             op <= pk_rx ? OP_RX : pk_aout ? OP_AOUT : pk_ctl ? OP_CTL : pk_db ? OP_DB :
