@@ -1,7 +1,12 @@
 """Pieces the benchmark scripts share."""
 import contextlib
+import os
+import resource
 import socket
 import struct
+from pathlib import Path
+
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
@@ -26,3 +31,15 @@ def port():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def proc_cpu(pid):
+    """CPU seconds (user + system) a live process has used, from /proc/PID/stat."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / TICK
+
+
+def children_cpu():
+    """CPU seconds (user + system) of this process's reaped children (RUSAGE_CHILDREN)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime

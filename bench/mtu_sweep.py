@@ -11,26 +11,14 @@ medians. Kernel TCP sends 64 KiB segments on loopback (its MTU is 65536).
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import time
 from pathlib import Path
 
-from benchlib import port
+from benchlib import children_cpu, port, proc_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def server_cpu(pid):
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TICK
-
-
-def children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def main():
@@ -60,10 +48,10 @@ def main():
     try:
         for _ in range(a.rounds):
             for name, args, pid in runs:
-                s0, c0 = server_cpu(pid), children_cpu()
+                s0, c0 = proc_cpu(pid), children_cpu()
                 out = subprocess.run([stride, "perf", "client", "--bytes", a.bytes, "--json",
                                       *args], capture_output=True, text=True, timeout=300)
-                s1, c1 = server_cpu(pid), children_cpu()
+                s1, c1 = proc_cpu(pid), children_cpu()
                 if out.returncode != 0:
                     raise SystemExit(f"{name}: {out.stderr}")
                 j = json.loads([ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1])

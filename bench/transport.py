@@ -51,7 +51,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib import idle_polling, port
+from benchlib import children_cpu, idle_polling, port, proc_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
@@ -72,15 +72,6 @@ def last_json(cmd, timeout=300):
     return json.loads(lines[-1])
 
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu(pid):
-    """CPU seconds (user + system) a live process has used, from /proc/PID/stat."""
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TICK
-
-
 def timed_json(cmd, server_pid, timeout=300):
     """Runs a client; returns (its last JSON line, client CPU s, server CPU s during it)."""
     s0 = proc_cpu(server_pid)
@@ -96,12 +87,6 @@ def timed_json(cmd, server_pid, timeout=300):
         sys.exit(f"failed: {' '.join(map(str, cmd))}\n{err}")
     lines = [line for line in out.splitlines() if line.startswith("{")]
     return json.loads(lines[-1]), s1 - s0
-
-
-def children_cpu():
-    import resource
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def med(xs):
