@@ -418,12 +418,6 @@ impl Connection {
         self.cfg.max_payload
     }
 
-    /// The largest payload this connection puts in one DATA packet (`Config::max_payload`, or
-    /// less after [`Connection::limit_payload`]).
-    pub fn max_payload(&self) -> u16 {
-        self.cfg.max_payload
-    }
-
     /// Holds a pure ACK that is due now (not a NACK, not one asking for a rate cut, not one
     /// for a whole ACK interval, whose sample drives the peer's controller) until
     /// `until` at the latest, for DATA to carry it (spec §6.4): a host whose application
