@@ -32,6 +32,12 @@ pub struct Transport {
     /// Use raw UDP datagrams (round trips only: the server echoes each datagram).
     #[arg(long)]
     udp: bool,
+    /// Drive the transport from the calling thread with blocking calls, no tokio: STRIDE
+    /// through `stride::blocking` (the core run by the caller, no driver thread), TCP and UDP
+    /// through std's blocking sockets. A client takes --rr only; a STRIDE server serves one
+    /// client at a time.
+    #[arg(long)]
+    blocking: bool,
 }
 
 /// Server or client.
@@ -95,6 +101,9 @@ pub enum Role {
 
 /// `stride perf`.
 pub fn run(a: PerfArgs) -> anyhow::Result<()> {
+    if let Some(code) = run_blocking(&a) {
+        std::process::exit(code);
+    }
     let rt = runtime()?;
     // The job runs as a spawned task, on a worker thread that also drives the reactor, not on
     // the main thread: a task woken by socket readiness then runs where it was woken instead of
@@ -589,4 +598,158 @@ async fn udp_client(to: SocketAddr, count: u64, size: u64, json_out: bool) -> i3
         Err(e) => fail("perf client", format!("round trips failed: {e}")),
     }
     0
+}
+
+/// `--blocking`: the roles without tokio. None when the arguments do not ask for it.
+fn run_blocking(a: &PerfArgs) -> Option<i32> {
+    match &a.role {
+        Role::Server {
+            listen,
+            json,
+            shards,
+            transport,
+        } if transport.blocking => {
+            if *shards > 1 {
+                fail(
+                    "perf server",
+                    "--blocking serves on one socket (no --shards)",
+                );
+            }
+            Some(blocking_server(*listen, *json, *transport))
+        }
+        Role::Client {
+            to,
+            rr,
+            size,
+            json,
+            transport,
+            control,
+            ..
+        } if transport.blocking => {
+            let Some(count) = *rr else {
+                fail("perf client", "--blocking takes --rr (round trips) only");
+            };
+            if *size == 0 || *size > 65_000 {
+                fail("perf client", "--size must be in 1..=65000");
+            }
+            let rtts = if transport.udp {
+                stride::perf::udp_round_trips_blocking(*to, count, *size)
+            } else if transport.tcp {
+                std::net::TcpStream::connect_timeout(to, Duration::from_secs(3)).and_then(
+                    |mut s| {
+                        s.set_nodelay(true)?;
+                        let r = stride::perf::round_trips_blocking(&mut s, count, *size)?;
+                        s.shutdown(std::net::Shutdown::Write)?;
+                        let _ = io::copy(&mut s, &mut io::sink());
+                        Ok(r)
+                    },
+                )
+            } else {
+                let proto = match control.config(*to) {
+                    Ok(c) => c,
+                    Err(e) => fail("perf client", e),
+                };
+                let opts = stride::EndpointConfig {
+                    proto,
+                    ..stride::EndpointConfig::default()
+                };
+                let mut c = match stride::blocking::Connection::connect_with(
+                    *to,
+                    Duration::from_secs(3),
+                    opts,
+                ) {
+                    Ok(c) => c,
+                    Err(e) => fail(
+                        "perf client",
+                        format!("peer unreachable or refused at {to}: {e}"),
+                    ),
+                };
+                let r = stride::perf::round_trips_blocking(&mut c, count, *size);
+                let _ = c.close(Duration::from_secs(2));
+                r
+            };
+            let name = if transport.udp {
+                "udp"
+            } else if transport.tcp {
+                "tcp"
+            } else {
+                "stride"
+            };
+            match rtts {
+                Ok(r) => {
+                    let mut m = rtt_report(name, *size, r);
+                    m.insert("blocking".into(), json!(true));
+                    print_rtt(*json, m);
+                    Some(0)
+                }
+                Err(e) => fail("perf client", format!("round trips failed: {e}")),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn blocking_server(listen: SocketAddr, json_out: bool, transport: Transport) -> i32 {
+    use stride::perf::serve_blocking;
+    if transport.udp {
+        let sock = match std::net::UdpSocket::bind(listen) {
+            Ok(s) => s,
+            Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
+        };
+        if let Ok(a) = sock.local_addr() {
+            eprintln!("perf server (udp echo, blocking) listening on {a}");
+        }
+        fail("perf server", stride::perf::udp_echo_blocking(&sock));
+    }
+    if transport.tcp {
+        let l = match std::net::TcpListener::bind(listen) {
+            Ok(l) => l,
+            Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
+        };
+        if let Ok(a) = l.local_addr() {
+            eprintln!("perf server (tcp, blocking) listening on {a}");
+        }
+        loop {
+            let (mut s, remote) = match l.accept() {
+                Ok(s) => s,
+                Err(e) => fail("perf server", e),
+            };
+            let _ = s.set_nodelay(true);
+            std::thread::spawn(move || {
+                let r = serve_blocking(&mut s, |n, t| server_line(json_out, remote, n, t))
+                    .and_then(|()| s.shutdown(std::net::Shutdown::Write));
+                if let Err(e) = r {
+                    server_error(json_out, remote, e);
+                }
+            });
+        }
+    }
+    let mut ep = match stride::blocking::Endpoint::bind(listen) {
+        Ok(ep) => ep,
+        Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
+    };
+    eprintln!(
+        "perf server (blocking, one client at a time) listening on {}",
+        ep.local_addr()
+    );
+    loop {
+        let c = match ep.accept(None) {
+            Ok(Some(c)) => c,
+            Ok(None) => continue,
+            Err(e) => fail("perf server", e),
+        };
+        let remote = ep.remote(c).unwrap_or(listen);
+        let r = serve_blocking(&mut ep.stream(c), |n, t| {
+            server_line(json_out, remote, n, t)
+        });
+        match r {
+            Ok(()) => {
+                let _ = ep.close(c, Duration::from_secs(2));
+            }
+            Err(e) => {
+                server_error(json_out, remote, e);
+                let _ = ep.abort(c);
+            }
+        }
+    }
 }

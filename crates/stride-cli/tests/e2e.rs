@@ -773,6 +773,67 @@ fn perf_round_trips_over_stride_tcp_and_udp() {
     }
 }
 
+/// `--blocking`: round trips with the transports driven by the calling thread (STRIDE through
+/// `stride::blocking`), against blocking and async servers alike; a bulk client against the
+/// blocking STRIDE server; a blocking client without --rr refused.
+#[test]
+fn perf_blocking_round_trips_and_servers() {
+    let check = |r: &serde_json::Value, transport: &str| {
+        assert_eq!(r["transport"], transport, "{r}");
+        assert_eq!(r["round_trips"], 200, "{r}");
+        let (min, p50) = (
+            r["rtt_min_ns"].as_u64().unwrap(),
+            r["rtt_p50_ns"].as_u64().unwrap(),
+        );
+        assert!(0 < min && min <= p50, "{r}");
+    };
+    for (flag, transport) in [
+        (None, "stride"),
+        (Some("--tcp"), "tcp"),
+        (Some("--udp"), "udp"),
+    ] {
+        // Blocking client and server; then the blocking client against the async server.
+        for server_blocking in [true, false] {
+            let mut args = vec!["perf", "server", "--listen", "127.0.0.1:0"];
+            args.extend(flag);
+            if server_blocking {
+                args.push("--blocking");
+            }
+            let (_server, addr) = Proc::start(&args);
+            let to = addr.to_string();
+            let mut cargs = vec!["--to", to.as_str(), "--rr", "200", "--blocking"];
+            cargs.extend(flag);
+            let r = perf_client(&cargs);
+            check(&r, transport);
+            assert_eq!(r["blocking"], true, "{r}");
+            if server_blocking && flag.is_none() {
+                // The async client against the blocking server, one client after another.
+                check(
+                    &perf_client(&["--to", to.as_str(), "--rr", "200"]),
+                    "stride",
+                );
+                let b = perf_client(&["--to", to.as_str(), "--bytes", "5MB"]);
+                assert_eq!(b["bytes"], 5_000_000, "{b}");
+            }
+        }
+    }
+    let out = Command::new(BIN)
+        .args([
+            "perf",
+            "client",
+            "--blocking",
+            "--to",
+            "127.0.0.1:9",
+            "--bytes",
+            "1MB",
+        ])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--blocking takes --rr"), "{err}");
+}
+
 /// `--parallel N --endpoints K`: N connections over K client endpoints (zero-copy bulk path),
 /// every byte delivered and counted once.
 #[test]

@@ -582,6 +582,13 @@ pub fn host_config(line_bps: u64) -> Config {
     c
 }
 
+/// The largest DATA payload the route to `remote` carries in one datagram (its interface's
+/// MTU, `IP_MTU`), when the kernel tells.
+pub(crate) fn route_payload(remote: SocketAddr) -> Option<u16> {
+    sys::path_mtu(remote)
+        .and_then(|mtu| max_payload_for_mtu(mtu, remote.is_ipv6() && !is_v4_mapped(remote)))
+}
+
 /// An IPv4 peer written as an IPv6 address (`::ffff:a.b.c.d`, on a dual-stack socket): its
 /// packets carry IPv4 headers.
 fn is_v4_mapped(a: SocketAddr) -> bool {
@@ -640,6 +647,60 @@ pub fn connection_limit(configured: usize, mem_available: Option<u64>) -> usize 
         Some(m) => configured.min(((m / 2 / CONN_MEMORY_BUDGET) as usize).max(64)),
         None => configured,
     }
+}
+
+/// Opens and binds the UDP socket of an endpoint (either kind: [`Endpoint`] or
+/// [`crate::blocking::Endpoint`]) with `opts`, non-blocking: buffers, timestamps, GRO, ECN and
+/// drop counting as the kernel grants them. Returns the socket, what was granted, and the
+/// protocol configuration fitted to it (receive share and buffer, connection limit).
+pub(crate) fn open_socket(
+    addr: SocketAddr,
+    opts: &EndpointConfig,
+) -> Result<(std::net::UdpSocket, SocketInfo, Config)> {
+    if let Err((f, why)) = opts.proto.validate() {
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("invalid configuration field {f}: {why}"),
+        )));
+    }
+    let domain = socket2::Domain::for_address(addr);
+    let sock = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    if addr.is_ipv6() {
+        let _ = sock.set_only_v6(false);
+    }
+    sys::set_buffers(&sock, opts.socket_buffer, opts.recv_buffer);
+    if opts.reuse_port {
+        sock.set_reuse_port(true)?;
+    }
+    sock.set_nonblocking(true)?;
+    sock.bind(&addr.into())?;
+    let fd = sock.as_raw_fd();
+    let kernel_timestamps = opts.kernel_timestamps && sys::enable_rx_timestamps(fd);
+    let gro = opts.gro && sys::enable_gro(fd);
+    let _ = sys::enable_rxq_ovfl(fd);
+    // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
+    // leaves both off; CE then never reaches the controllers.
+    let _ = sys::enable_ecn(fd, addr.is_ipv6());
+    let recv_buffer = sock.recv_buffer_size().unwrap_or(0);
+    let (rx_share, conn_recv_buffer) =
+        fit_to_socket(recv_buffer, opts.proto.rx_share, opts.proto.recv_buffer);
+    let info = SocketInfo {
+        local: sock
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| std::io::Error::other("not an IP socket"))?,
+        recv_buffer,
+        send_buffer: sock.send_buffer_size().unwrap_or(0),
+        kernel_timestamps,
+        gro,
+        rx_share,
+        conn_recv_buffer,
+    };
+    let mut proto = opts.proto.clone();
+    proto.rx_share = info.rx_share;
+    proto.recv_buffer = info.conn_recv_buffer;
+    proto.max_connections = connection_limit(proto.max_connections, sys::mem_available());
+    Ok((sock.into(), info, proto))
 }
 
 /// Options of [`Endpoint::bind_with`].
@@ -733,50 +794,12 @@ impl Endpoint {
 
     /// Binds `addr` with `opts`.
     pub fn bind_with(addr: SocketAddr, opts: EndpointConfig) -> Result<Endpoint> {
-        if let Err((f, why)) = opts.proto.validate() {
-            return Err(Error::Io(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("invalid configuration field {f}: {why}"),
-            )));
-        }
+        let (udp, info, proto) = open_socket(addr, &opts)?;
+        let fd = udp.as_raw_fd();
         // Buffers sized for the configured datagrams (jumbo frames need more than the default
         // 2 KiB; the core's validation keeps a datagram within UDP's 65 507 bytes).
-        let room = sys::datagram_room(usize::from(opts.proto.max_payload));
-        let domain = socket2::Domain::for_address(addr);
-        let sock =
-            socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
-        if addr.is_ipv6() {
-            let _ = sock.set_only_v6(false);
-        }
-        sys::set_buffers(&sock, opts.socket_buffer, opts.recv_buffer);
-        if opts.reuse_port {
-            sock.set_reuse_port(true)?;
-        }
-        sock.set_nonblocking(true)?;
-        sock.bind(&addr.into())?;
-        let fd = sock.as_raw_fd();
-        let kernel_timestamps = opts.kernel_timestamps && sys::enable_rx_timestamps(fd);
-        let gro = opts.gro && sys::enable_gro(fd);
-        let _ = sys::enable_rxq_ovfl(fd);
-        // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
-        // leaves both off; CE then never reaches the controllers.
-        let _ = sys::enable_ecn(fd, addr.is_ipv6());
-        let recv_buffer = sock.recv_buffer_size().unwrap_or(0);
-        let (rx_share, conn_recv_buffer) =
-            fit_to_socket(recv_buffer, opts.proto.rx_share, opts.proto.recv_buffer);
-        let info = SocketInfo {
-            local: sock
-                .local_addr()?
-                .as_socket()
-                .ok_or_else(|| std::io::Error::other("not an IP socket"))?,
-            recv_buffer,
-            send_buffer: sock.send_buffer_size().unwrap_or(0),
-            kernel_timestamps,
-            gro,
-            rx_share,
-            conn_recv_buffer,
-        };
-        let udp: std::net::UdpSocket = sock.into();
+        let room = sys::datagram_room(usize::from(proto.max_payload));
+        let gro = info.gro;
         // SAFETY: plain eventfd creation.
         let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if efd < 0 {
@@ -786,10 +809,7 @@ impl Endpoint {
         let slack = opts.read_delay_slack_ns;
         let inline_rx = opts.inline_receive;
         let mut opts = opts;
-        opts.proto.rx_share = info.rx_share;
-        opts.proto.recv_buffer = info.conn_recv_buffer;
-        opts.proto.max_connections =
-            connection_limit(opts.proto.max_connections, sys::mem_available());
+        opts.proto = proto;
         let secret = sys::random16()?;
         let seed = u64::from_le_bytes(sys::random16()?[..8].try_into().expect("8"));
         let mut ep = stride_proto::Endpoint::new(opts.proto, secret, seed);
@@ -1124,9 +1144,7 @@ impl Stream {
         // Datagrams no larger than the route to the peer carries: a payload configured for
         // jumbo frames (or loopback) is lowered for a peer behind a smaller MTU instead of
         // being fragmented by IP. Before any DATA is sent (a stream is made at the handshake).
-        if let Some(fit) = sys::path_mtu(remote)
-            .and_then(|mtu| max_payload_for_mtu(mtu, remote.is_ipv6() && !is_v4_mapped(remote)))
-        {
+        if let Some(fit) = route_payload(remote) {
             shared.lock().ep.limit_payload(h, fit);
         }
         Stream {

@@ -21,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod blocking;
 pub mod endpoint;
 pub mod error;
 pub mod overrides;

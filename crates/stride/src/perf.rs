@@ -259,6 +259,143 @@ pub async fn udp_round_trips(to: SocketAddr, count: u64, size: u64) -> io::Resul
     Ok(rtts)
 }
 
+/// The blocking form of [`serve`] (for [`crate::blocking`] streams, std's `TcpStream`):
+/// serves one connection of either mode until the client ends its direction. The caller ends
+/// ours (a STRIDE close, a TCP shutdown) afterwards.
+pub fn serve_blocking<S: std::io::Read + std::io::Write>(
+    s: &mut S,
+    done: impl FnOnce(u64, f64),
+) -> io::Result<()> {
+    let mut mode = [0u8; 1];
+    s.read_exact(&mut mode)?;
+    match mode[0] {
+        b'T' => {
+            let start = Instant::now();
+            let mut buf = vec![0u8; 256 * 1024];
+            let mut total = 0u64;
+            loop {
+                let n = s.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                total += n as u64;
+            }
+            s.write_all(b"k")?;
+            done(total, start.elapsed().as_secs_f64());
+            Ok(())
+        }
+        b'R' => {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = s.read(&mut buf)?;
+                if n == 0 {
+                    return Ok(());
+                }
+                s.write_all(&buf[..n])?;
+            }
+        }
+        m => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unknown perf mode byte {m:#04x}"),
+        )),
+    }
+}
+
+/// The blocking form of [`round_trips`]: `count` timed exchanges of `size` bytes after the
+/// warm-up ones. The caller ends the stream afterwards.
+pub fn round_trips_blocking<S: std::io::Read + std::io::Write>(
+    s: &mut S,
+    count: u64,
+    size: u64,
+) -> io::Result<Vec<u64>> {
+    s.write_all(b"R")?;
+    let req = vec![0x5au8; size as usize];
+    let mut resp = vec![0u8; size as usize];
+    let warm = warm_up(count);
+    let mut rtts = Vec::with_capacity(count as usize);
+    for i in 0..warm + count {
+        let t = Instant::now();
+        s.write_all(&req)?;
+        s.read_exact(&mut resp)?;
+        let ns = t.elapsed().as_nanos() as u64;
+        if resp != req {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the echo differs from the request",
+            ));
+        }
+        if i >= warm {
+            rtts.push(ns);
+        }
+    }
+    Ok(rtts)
+}
+
+/// The blocking form of [`udp_round_trips`] (a std socket, each echo waited for at most one
+/// second).
+pub fn udp_round_trips_blocking(to: SocketAddr, count: u64, size: u64) -> io::Result<Vec<u64>> {
+    let any: SocketAddr = if to.is_ipv6() {
+        "[::]:0".parse().expect("addr")
+    } else {
+        "0.0.0.0:0".parse().expect("addr")
+    };
+    let sock = std::net::UdpSocket::bind(any)?;
+    sock.connect(to)?;
+    sock.set_read_timeout(Some(Duration::from_secs(1)))?;
+    let req = vec![0x5au8; size as usize];
+    let mut resp = vec![0u8; size as usize + 1];
+    let warm = warm_up(count);
+    let mut rtts = Vec::with_capacity(count as usize);
+    for i in 0..warm + count {
+        let t = Instant::now();
+        sock.send(&req)?;
+        match sock.recv(&mut resp) {
+            Ok(n) if n == req.len() && resp[..n] == req[..] => {}
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "the echo differs from the request",
+                ))
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "no echo from {to} within 1 s (is `stride perf server --udp` running?)"
+                    ),
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+        if i >= warm {
+            rtts.push(t.elapsed().as_nanos() as u64);
+        }
+    }
+    Ok(rtts)
+}
+
+/// A blocking UDP echo server on `sock` (the peer of [`udp_round_trips`] and
+/// [`udp_round_trips_blocking`]); returns only on a socket error.
+pub fn udp_echo_blocking(sock: &std::net::UdpSocket) -> io::Error {
+    let mut buf = vec![0u8; 65536];
+    loop {
+        match sock.recv_from(&mut buf) {
+            Ok((n, from)) => {
+                let _ = sock.send_to(&buf[..n], from);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // A previous client's port closed (ICMP): not the server's problem.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return e,
+        }
+    }
+}
+
 /// Summary of round-trip times (ns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RttSummary {

@@ -392,6 +392,17 @@ impl RxBatch {
 
     /// Receives what is queued (non-blocking); `WouldBlock` when nothing is.
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_flags(fd, libc::MSG_DONTWAIT)
+    }
+
+    /// Like [`RxBatch::recv`] on a blocking socket: waits for the first datagram (at most the
+    /// socket's `SO_RCVTIMEO`, then `WouldBlock`), then takes what else is queued without
+    /// waiting (`MSG_WAITFORONE`).
+    pub fn recv_wait(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_flags(fd, libc::MSG_WAITFORONE)
+    }
+
+    fn recv_flags(&mut self, fd: RawFd, flags: libc::c_int) -> io::Result<usize> {
         self.got.clear();
         self.held.clear();
         for i in 0..self.slots {
@@ -427,7 +438,7 @@ impl RxBatch {
                     fd,
                     self.hdrs.as_mut_ptr(),
                     self.slots as libc::c_uint,
-                    libc::MSG_DONTWAIT,
+                    flags,
                     std::ptr::null_mut(),
                 )
             };
@@ -437,12 +448,14 @@ impl RxBatch {
                     return Err(e);
                 }
                 NO_MMSG.store(true, Ordering::Relaxed);
-                return self.recv(fd);
+                return self.recv_flags(fd, flags);
             }
             r as usize
         } else {
             // SAFETY: hdrs[0] is initialised and points at our buffers.
-            let r = unsafe { libc::recvmsg(fd, &mut self.hdrs[0].msg_hdr, libc::MSG_DONTWAIT) };
+            // (MSG_WAITFORONE is recvmmsg's; a single receive waits unless told not to.)
+            let one = flags & libc::MSG_DONTWAIT;
+            let r = unsafe { libc::recvmsg(fd, &mut self.hdrs[0].msg_hdr, one) };
             if r < 0 {
                 return Err(io::Error::last_os_error());
             }

@@ -1,0 +1,238 @@
+//! The blocking, single-owner endpoint (`stride::blocking`): request/response with one
+//! datagram each way, bulk both ways with the async endpoint, loss and reordering through the
+//! relay, time limits.
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::thread;
+use std::time::{Duration, Instant};
+use stride::blocking::{self, Connection};
+use stride::relay::{Relay, RelayConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+fn local() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// A blocking server on its own thread that accepts one connection and echoes it to its end;
+/// returns its address and a handle yielding (bytes echoed, datagrams it sent).
+fn echo_server() -> (SocketAddr, thread::JoinHandle<(u64, u64)>) {
+    let mut ep = blocking::Endpoint::bind(local()).unwrap();
+    let at = ep.local_addr();
+    let h = thread::spawn(move || {
+        let c = ep
+            .accept(Some(Duration::from_secs(10)))
+            .unwrap()
+            .expect("a client");
+        let mut buf = vec![0u8; 65536];
+        let mut total = 0u64;
+        loop {
+            let n = ep.read(c, &mut buf, Some(Duration::from_secs(10))).unwrap();
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+            ep.write_all(c, &buf[..n], Some(Duration::from_secs(10)))
+                .unwrap();
+        }
+        assert!(ep.close(c, Duration::from_secs(5)).unwrap());
+        (total, ep.io_stats().datagrams_out)
+    });
+    (at, h)
+}
+
+#[test]
+fn request_response_takes_one_datagram_each_way() {
+    let (at, server) = echo_server();
+    let mut c = Connection::connect(at, Duration::from_secs(5)).unwrap();
+    const N: u64 = 2000;
+    let mut resp = [0u8; 64];
+    for i in 0..N {
+        let req = pattern(64, i as u32);
+        c.write_all(&req).unwrap();
+        c.read_exact(&mut resp).unwrap();
+        assert_eq!(&resp[..], &req[..], "exchange {i}");
+    }
+    assert!(c.close(Duration::from_secs(5)).unwrap());
+    let (echoed, server_out) = server.join().unwrap();
+    assert_eq!(echoed, N * 64);
+    let (ep, _) = c.endpoint();
+    let client_out = ep.io_stats().datagrams_out;
+    // The ACK of each request rides on its response, and the ACK of each response on the next
+    // request: about one datagram each way per exchange (2 without the hold), plus the
+    // handshake and the close. Timer wake-ups of a busy machine may add a few.
+    assert!(
+        server_out <= N + N / 10,
+        "server sent {server_out} datagrams for {N} exchanges"
+    );
+    assert!(
+        client_out <= N + N / 10,
+        "client sent {client_out} datagrams for {N} exchanges"
+    );
+}
+
+#[test]
+fn a_blocking_client_and_an_async_server_move_bulk_both_ways() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let up = pattern(6_000_017, 1);
+    let down = pattern(3_000_029, 2);
+    let server = rt.block_on(async { stride::Endpoint::bind(local()).unwrap() });
+    let at = server.local_addr();
+    let (up2, down2) = (up.clone(), down.clone());
+    let srv = rt.spawn(async move {
+        let mut s = server.accept().await.unwrap();
+        let mut got = vec![0u8; up2.len()];
+        s.read_exact(&mut got).await.unwrap();
+        assert!(got == up2, "upload differs");
+        s.write_all(&down2).await.unwrap();
+        s.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty());
+        server.wait_idle(Duration::from_secs(5)).await;
+    });
+    let mut c = Connection::connect(at, Duration::from_secs(5)).unwrap();
+    c.write_all(&up).unwrap();
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).unwrap();
+    assert!(
+        got == down,
+        "download differs ({} bytes of {})",
+        got.len(),
+        down.len()
+    );
+    assert!(c.close(Duration::from_secs(5)).unwrap());
+    rt.block_on(srv).unwrap();
+}
+
+#[test]
+fn an_async_client_and_a_blocking_server_move_bulk() {
+    let (at, server) = echo_server();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let data = pattern(4_000_037, 3);
+    let d2 = data.clone();
+    let got = rt.block_on(async move {
+        let ep = stride::Endpoint::client(local()).unwrap();
+        let s = ep.connect(at).await.unwrap();
+        let (mut r, mut w) = tokio::io::split(s);
+        let wr = tokio::spawn(async move {
+            w.write_all(&d2).await.unwrap();
+            w.shutdown().await.unwrap();
+        });
+        let mut got = Vec::new();
+        r.read_to_end(&mut got).await.unwrap();
+        wr.await.unwrap();
+        got
+    });
+    assert!(
+        got == data,
+        "echo differs ({} bytes of {})",
+        got.len(),
+        data.len()
+    );
+    assert_eq!(server.join().unwrap().0, data.len() as u64);
+}
+
+#[test]
+fn blocking_endpoints_repair_loss_and_reordering() {
+    let mut srv = blocking::Endpoint::bind(local()).unwrap();
+    let relay = Relay::spawn(RelayConfig {
+        loss: 0.02,
+        reorder: 0.02,
+        seed: 7,
+        ..RelayConfig::new(local(), srv.local_addr())
+    })
+    .unwrap();
+    let data = pattern(2_000_003, 4);
+    let want = data.clone();
+    let h = thread::spawn(move || {
+        let c = srv
+            .accept(Some(Duration::from_secs(10)))
+            .unwrap()
+            .expect("a client");
+        let mut got = Vec::new();
+        srv.stream(c).read_to_end(&mut got).unwrap();
+        srv.close(c, Duration::from_secs(5)).unwrap();
+        got
+    });
+    let mut c = Connection::connect(relay.local_addr(), Duration::from_secs(5)).unwrap();
+    c.write_all(&data).unwrap();
+    c.flush().unwrap();
+    let (ep, id) = c.endpoint();
+    let resent = ep.conn_stats(id).unwrap().retransmitted_packets;
+    assert!(resent > 0, "nothing was resent");
+    assert!(c.close(Duration::from_secs(10)).unwrap());
+    let got = h.join().unwrap();
+    assert!(
+        got == want,
+        "stream differs ({} bytes of {})",
+        got.len(),
+        want.len()
+    );
+    let st = relay.stop();
+    assert!(st.random_drops > 0, "the relay dropped nothing: {st:?}");
+}
+
+#[test]
+fn reads_and_connects_keep_their_time_limits() {
+    let mut srv = blocking::Endpoint::bind(local()).unwrap();
+    let at = srv.local_addr();
+    let h = thread::spawn(move || {
+        let c = srv
+            .accept(Some(Duration::from_secs(10)))
+            .unwrap()
+            .expect("a client");
+        // Say nothing until the client has given up waiting, then end the stream.
+        srv.drive(Duration::from_millis(300)).unwrap();
+        srv.close(c, Duration::from_secs(5)).unwrap()
+    });
+    let mut c = Connection::connect(at, Duration::from_secs(5)).unwrap();
+    let (ep, id) = c.endpoint();
+    let t = Instant::now();
+    let e = ep
+        .read(id, &mut [0u8; 16], Some(Duration::from_millis(50)))
+        .unwrap_err();
+    let waited = t.elapsed();
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+    assert!(
+        waited >= Duration::from_millis(50),
+        "returned after {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_millis(250),
+        "returned after {waited:?}"
+    );
+    // Then the server's FIN: end of stream.
+    assert_eq!(
+        ep.read(id, &mut [0u8; 16], Some(Duration::from_secs(5)))
+            .unwrap(),
+        0
+    );
+    assert!(c.close(Duration::from_secs(5)).unwrap());
+    assert!(h.join().unwrap());
+
+    // Nobody answers at this address (a bound UDP socket that never reads).
+    let silent = std::net::UdpSocket::bind(local()).unwrap();
+    let t = Instant::now();
+    let r = Connection::connect(silent.local_addr().unwrap(), Duration::from_millis(200));
+    assert!(
+        matches!(r, Err(stride::Error::ConnectTimeout(_))),
+        "{:?}",
+        r.err()
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
