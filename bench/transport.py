@@ -11,7 +11,10 @@
    (`--mtu 65536`, rows `stride_lo`): the like-for-like comparison of the two protocols'
    per-byte costs, where the 1500-byte rows show STRIDE at Ethernet's datagram size.
 2. 64-byte request/response round trips: STRIDE vs kernel TCP (TCP_NODELAY) vs raw UDP, all
-   through `stride perf --rr` (one tokio harness); medians of the per-run medians. Each round
+   through `stride perf --rr` (one tokio harness); medians of the per-run medians. The same
+   three again with `--blocking` on both ends (no tokio: STRIDE through `stride::blocking`,
+   the core driven by the calling thread; TCP and UDP on std's blocking sockets), rows
+   `*_blocking`, compared with each other. Each round
    runs twice: with the CPUs held out of deep idle (`/dev/cpu_dma_latency` = 0 while it runs,
    as latency benchmarks such as netperf's TCP_RR are normally run) and with the machine's
    default idle policy. On a VM whose idle vCPUs halt, a round trip that finds the peer's vCPU
@@ -115,6 +118,10 @@ def main():
                    check=True)
 
     p_stride, p_tcp, p_udp, p_quic, p_shard = port(), port(), port(), port(), port()
+    p_sb, p_tb, p_ub = port(), port(), port()
+    # An older binary (--stride BIN) may lack --blocking: those rows are then left out, saying so.
+    blocking = "--blocking" in subprocess.run([STRIDE, "perf", "server", "--help"],
+                                              capture_output=True, text=True).stdout
     cert = ROOT / "out" / "quic-perf-cert.der"
     cert.parent.mkdir(parents=True, exist_ok=True)
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -128,7 +135,10 @@ def main():
                          **quiet),
         subprocess.Popen([STRIDE, "perf", "server", "--shards", "2", "--listen",
                           f"127.0.0.1:{p_shard}"], **quiet),
-    ]
+    ] + ([
+        subprocess.Popen([STRIDE, "perf", "server", *f, "--blocking", "--listen",
+                          f"127.0.0.1:{p}"], **quiet)
+        for f, p in (([], p_sb), (["--tcp"], p_tb), (["--udp"], p_ub))] if blocking else [])
     res = {"reps": a.reps, "bytes": a.bytes, "rr_count": a.rr, "cores": os.cpu_count(),
            "stride": str(STRIDE)}
     try:
@@ -217,15 +227,18 @@ def main():
             res["parallel"]["tcp_ratio_4_vs_1_per_round"])
 
         # 2. round trips, with the CPUs held awake and with the default idle policy
-        rr = {"polled": {"stride": [], "tcp": [], "udp": []},
-              "default": {"stride": [], "tcp": [], "udp": []}}
+        rr_cases = [("stride", [], p_stride), ("tcp", ["--tcp"], p_tcp), ("udp", ["--udp"], p_udp)]
+        if blocking:
+            rr_cases += [("stride_blocking", ["--blocking"], p_sb),
+                         ("tcp_blocking", ["--tcp", "--blocking"], p_tb),
+                         ("udp_blocking", ["--udp", "--blocking"], p_ub)]
+        rr = {m: {k: [] for k, _, _ in rr_cases} for m in ("polled", "default")}
         polled_ok = True
         for _ in range(a.reps):
             for mode in ("polled", "default"):
                 with (idle_polling() if mode == "polled" else contextlib.nullcontext(True)) as ok:
                     polled_ok &= ok
-                    for name, flag, p in (("stride", [], p_stride), ("tcp", ["--tcp"], p_tcp),
-                                          ("udp", ["--udp"], p_udp)):
+                    for name, flag, p in rr_cases:
                         rr[mode][name].append(last_json(
                             [STRIDE, "perf", "client", *flag, "--to", f"127.0.0.1:{p}", "--rr",
                              str(a.rr), "--json"]))
@@ -242,6 +255,14 @@ def main():
             }
             out["median_ratio_stride_udp"] = med(out["ratio_stride_udp_per_round"])
             out["median_ratio_tcp_udp"] = med(out["ratio_tcp_udp_per_round"])
+            if "stride_blocking" in p50:
+                out["ratio_blocking_stride_udp_per_round"] = [
+                    s / u for s, u in zip(p50["stride_blocking"], p50["udp_blocking"])]
+                out["ratio_blocking_tcp_udp_per_round"] = [
+                    t / u for t, u in zip(p50["tcp_blocking"], p50["udp_blocking"])]
+                out["median_ratio_blocking_stride_udp"] = med(
+                    out["ratio_blocking_stride_udp_per_round"])
+                out["median_ratio_blocking_tcp_udp"] = med(out["ratio_blocking_tcp_udp_per_round"])
             return out
 
         res["rr"] = rr_summary(rr["polled"])
@@ -331,12 +352,20 @@ def main():
     print(f"\n## 64-byte round trips, {a.rr} per run, median of {a.reps} runs")
     print(f"| transport | median RTT (us), {held} | p99 (us) | median RTT (us), default idle "
           "| p99 (us) |\n|---|---|---|---|---|")
-    for k in ("stride", "tcp", "udp"):
+    for k in rr["median_p50_ns"]:
         print(f"| {k} | {rr['median_p50_ns'][k] / 1e3:.1f} | {rr['median_p99_ns'][k] / 1e3:.1f} | "
               f"{rd['median_p50_ns'][k] / 1e3:.1f} | {rd['median_p99_ns'][k] / 1e3:.1f} |")
     print(f"STRIDE/UDP median ratio {rr['median_ratio_stride_udp']:.2f} (target <= 1.1; "
           f"default idle {rd['median_ratio_stride_udp']:.2f}); "
           f"TCP/UDP {rr['median_ratio_tcp_udp']:.2f} (default idle {rd['median_ratio_tcp_udp']:.2f})")
+    if "median_ratio_blocking_stride_udp" in rr:
+        print(f"Blocking (both ends, no tokio): STRIDE/UDP median ratio "
+              f"{rr['median_ratio_blocking_stride_udp']:.2f} (default idle "
+              f"{rd['median_ratio_blocking_stride_udp']:.2f}); TCP/UDP "
+              f"{rr['median_ratio_blocking_tcp_udp']:.2f} (default idle "
+              f"{rd['median_ratio_blocking_tcp_udp']:.2f})")
+    else:
+        print("Blocking rows left out: this binary has no `perf --blocking`.")
     print(f"\n## Pacing at a pinned rate on loopback, 2 s each, median of {a.reps}")
     print("| rate | goodput / rate | rate forfeited to late turns | lateness p50/p99 (us) "
           "| sender CPU cores | STT jitter p50/p99 (us) |\n|---|---|---|---|---|---|")
@@ -409,6 +438,10 @@ def main():
         (f"aggregate goodput, 4 connections vs 1, --mtu {LO_MTU}",
          pa["lo_median_ratio_4_vs_1"], ">= 1.6", pa["lo_median_ratio_4_vs_1"] >= 1.6),
     ]
+    if "median_ratio_blocking_stride_udp" in rr:
+        v = rr["median_ratio_blocking_stride_udp"]
+        rows.insert(3, ("64-byte round trip vs raw UDP, both blocking (stride::blocking)", v,
+                        "<= 1.1", v <= 1.1))
     print(f"\n## Issue 17 targets (ratios: medians of per-round ratios, {a.reps} rounds)")
     print("| metric | measured | target | met |\n|---|---|---|---|")
     for name, v, t, ok in rows:
