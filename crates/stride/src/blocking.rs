@@ -69,6 +69,9 @@ pub struct Endpoint {
     written: HashSet<ConnHandle>,
     /// Connections with bytes delivered since the last receive.
     readable: HashSet<ConnHandle>,
+    /// Connections the application closed that the core still keeps (lingering): their end
+    /// is not recorded in `closed`.
+    forgotten: HashSet<ConnHandle>,
     io: IoStats,
 }
 
@@ -124,6 +127,7 @@ impl Endpoint {
             closed: HashMap::new(),
             written: HashSet::new(),
             readable: HashSet::new(),
+            forgotten: HashSet::new(),
             io: IoStats::default(),
         })
     }
@@ -289,8 +293,19 @@ impl Endpoint {
 
     /// Ends our direction of `c` after the bytes written (FIN) and runs the protocol until the
     /// peer has them all and has ended its direction too, at most `limit`. Bytes the peer still
-    /// sends meanwhile are discarded. Ok(false) when time ran out first.
+    /// sends meanwhile are discarded. Ok(false) when time ran out first (call again to wait
+    /// more); otherwise the endpoint forgets `c`.
     pub fn close(&mut self, c: ConnId, limit: Duration) -> Result<bool> {
+        let r = self.close_inner(c, limit);
+        // The application is done with `c`: its close reason is not kept any longer (a
+        // long-running server would otherwise keep one per connection it ever had).
+        if !matches!(r, Ok(false)) {
+            self.forget(c.0);
+        }
+        r
+    }
+
+    fn close_inner(&mut self, c: ConnId, limit: Duration) -> Result<bool> {
         let deadline = sys::now_ns().saturating_add(limit.as_nanos() as u64);
         if self.core.conn(c.0).is_none() {
             return Ok(true);
@@ -319,6 +334,7 @@ impl Endpoint {
     /// Aborts `c` (RST); unread bytes are discarded.
     pub fn abort(&mut self, c: ConnId) -> Result<()> {
         let _ = self.core.abort(c.0);
+        self.forget(c.0);
         self.flush_out()
     }
 
@@ -495,6 +511,16 @@ impl Endpoint {
         Ok(n)
     }
 
+    /// The application is done with `h`.
+    fn forget(&mut self, h: ConnHandle) {
+        self.closed.remove(&h);
+        self.written.remove(&h);
+        self.connected.remove(&h);
+        if self.core.conn(h).is_some() {
+            self.forgotten.insert(h);
+        }
+    }
+
     fn take_events(&mut self) {
         while let Some((h, ev)) = self.core.poll_event() {
             match ev {
@@ -507,7 +533,9 @@ impl Endpoint {
                 }
                 Event::Writable => {}
                 Event::Closed(r) => {
-                    self.closed.insert(h, r);
+                    if !self.forgotten.remove(&h) {
+                        self.closed.insert(h, r);
+                    }
                     self.written.remove(&h);
                     self.connected.remove(&h);
                 }
@@ -679,5 +707,47 @@ impl io::Write for Connection {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.ep.stream(self.c).flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A server that serves one client after another forgets each connection once it has
+    /// closed it: nothing per past connection is left in its maps.
+    #[test]
+    fn a_server_keeps_nothing_of_closed_connections() {
+        let mut srv = Endpoint::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let at = srv.local_addr();
+        const N: usize = 12;
+        let h = std::thread::spawn(move || {
+            for _ in 0..N {
+                let c = srv
+                    .accept(Some(Duration::from_secs(10)))
+                    .unwrap()
+                    .expect("a client");
+                let mut b = [0u8; 8];
+                srv.stream(c).read_exact(&mut b).unwrap();
+                srv.write_all(c, &b, None).unwrap();
+                assert!(srv.close(c, Duration::from_secs(5)).unwrap());
+            }
+            // Lingering connections are remembered until the core lets them go.
+            srv.drive(Duration::from_millis(50)).unwrap();
+            assert!(srv.forgotten.len() <= srv.core.connection_count());
+            (srv.closed.len(), srv.written.len(), srv.connected.len())
+        });
+        for i in 0..N {
+            let mut c = Connection::connect(at, Duration::from_secs(5)).unwrap();
+            let m = [i as u8; 8];
+            c.write_all(&m).unwrap();
+            let mut b = [0u8; 8];
+            c.read_exact(&mut b).unwrap();
+            assert_eq!(b, m);
+            assert!(c.close(Duration::from_secs(5)).unwrap());
+            assert!(c.ep.closed.is_empty(), "{:?}", c.ep.closed);
+        }
+        assert_eq!(h.join().unwrap(), (0, 0, 0));
     }
 }
