@@ -214,7 +214,7 @@ fn reads_and_connects_keep_their_time_limits() {
         "returned after {waited:?}"
     );
     assert!(
-        waited < Duration::from_millis(250),
+        waited < Duration::from_secs(1),
         "returned after {waited:?}"
     );
     // Then the server's FIN: end of stream.
