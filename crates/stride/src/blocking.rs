@@ -68,7 +68,7 @@ pub struct Endpoint {
     /// Connections the application has written to (their ACKs are held for responses).
     written: HashSet<ConnHandle>,
     /// Connections with bytes delivered since the last receive.
-    readable: HashSet<ConnHandle>,
+    readable: Vec<ConnHandle>,
     /// Connections the application closed that the core still keeps (lingering): their end
     /// is not recorded in `closed`.
     forgotten: HashSet<ConnHandle>,
@@ -126,7 +126,7 @@ impl Endpoint {
             connected: HashSet::new(),
             closed: HashMap::new(),
             written: HashSet::new(),
-            readable: HashSet::new(),
+            readable: Vec::new(),
             forgotten: HashSet::new(),
             io: IoStats::default(),
         })
@@ -418,8 +418,12 @@ impl Endpoint {
                 self.receive(true)
             }
         };
-        got?;
-        self.core.handle_timeout(sys::now_ns());
+        let t = if got? > 0 {
+            self.rx.read_at
+        } else {
+            sys::now_ns()
+        };
+        self.core.handle_timeout(t);
         self.take_events();
         Ok(())
     }
@@ -469,7 +473,7 @@ impl Endpoint {
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(0),
             Err(e) => return Err(Error::Io(e)),
         };
-        let fallback = sys::now_ns();
+        let fallback = self.rx.read_at;
         self.io.rx_calls += 1;
         self.io.truncated = self.rx.truncated;
         self.io.rx_overflow = self.rx.overflow;
@@ -528,9 +532,7 @@ impl Endpoint {
                     self.connected.insert(h);
                 }
                 Event::Accepted => self.accepted.push_back(h),
-                Event::Readable => {
-                    self.readable.insert(h);
-                }
+                Event::Readable => self.readable.push(h),
                 Event::Writable => {}
                 Event::Closed(r) => {
                     if !self.forgotten.remove(&h) {
@@ -548,6 +550,9 @@ impl Endpoint {
     /// otherwise is dropped like one the network loses (the core repairs it).
     fn flush_out(&mut self) -> Result<()> {
         loop {
+            if !self.core.has_pending_transmit() {
+                return Ok(());
+            }
             let now = sys::now_ns();
             let mut took: [(SocketAddr, usize); TX_BATCH] =
                 [(SocketAddr::from(([0, 0, 0, 0], 0)), 0); TX_BATCH];

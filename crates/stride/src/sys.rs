@@ -308,6 +308,9 @@ pub struct RxBatch {
     /// The kernel's count of datagrams dropped at this socket because its receive buffer was
     /// full (`SO_RXQ_OVFL`, the latest value seen; 0 when the option is off).
     pub overflow: u64,
+    /// [`now_ns`] read just after the last receive that got something (the monotonic half of
+    /// the clock pair its stamps were converted with).
+    pub read_at: u64,
 }
 
 impl Default for RxBatch {
@@ -349,6 +352,7 @@ impl RxBatch {
             got: Vec::with_capacity(slots),
             truncated: 0,
             overflow: 0,
+            read_at: 0,
         }
     }
 
@@ -463,6 +467,7 @@ impl RxBatch {
             1
         };
         let pair = clock_pair();
+        self.read_at = pair.1;
         for i in 0..n {
             let h = &self.hdrs[i];
             let got = (h.msg_len as usize).min(self.room);

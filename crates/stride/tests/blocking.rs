@@ -213,10 +213,7 @@ fn reads_and_connects_keep_their_time_limits() {
         waited >= Duration::from_millis(50),
         "returned after {waited:?}"
     );
-    assert!(
-        waited < Duration::from_secs(1),
-        "returned after {waited:?}"
-    );
+    assert!(waited < Duration::from_secs(1), "returned after {waited:?}");
     // Then the server's FIN: end of stream.
     assert_eq!(
         ep.read(id, &mut [0u8; 16], Some(Duration::from_secs(5)))
