@@ -186,6 +186,44 @@ pub fn warm_up(count: u64) -> u64 {
     (count / 100).max(10)
 }
 
+/// The timed exchanges of a round-trip run: `warm_up(count)` untimed ones first, then
+/// `count` kept; every response must equal its request.
+struct Exchanges {
+    warm: u64,
+    count: u64,
+    rtts: Vec<u64>,
+}
+
+impl Exchanges {
+    fn new(count: u64) -> Self {
+        Exchanges {
+            warm: warm_up(count),
+            count,
+            rtts: Vec::with_capacity(count as usize),
+        }
+    }
+
+    /// Exchanges to run, warm-up included.
+    fn total(&self) -> u64 {
+        self.warm + self.count
+    }
+
+    /// Exchange `i`, started at `t`, answered with `resp`.
+    fn record(&mut self, i: u64, t: Instant, req: &[u8], resp: &[u8]) -> io::Result<()> {
+        let ns = t.elapsed().as_nanos() as u64;
+        if resp != req {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the echo differs from the request",
+            ));
+        }
+        if i >= self.warm {
+            self.rtts.push(ns);
+        }
+        Ok(())
+    }
+}
+
 /// Round-trip times (ns) of `count` request/response exchanges of `size` bytes on `s`, after
 /// the warm-up exchanges.
 pub async fn round_trips<S: AsyncRead + AsyncWrite + Unpin>(
@@ -196,25 +234,15 @@ pub async fn round_trips<S: AsyncRead + AsyncWrite + Unpin>(
     s.write_all(b"R").await?;
     let req = vec![0x5au8; size as usize];
     let mut resp = vec![0u8; size as usize];
-    let warm = warm_up(count);
-    let mut rtts = Vec::with_capacity(count as usize);
-    for i in 0..warm + count {
+    let mut log = Exchanges::new(count);
+    for i in 0..log.total() {
         let t = Instant::now();
         s.write_all(&req).await?;
         s.read_exact(&mut resp).await?;
-        let ns = t.elapsed().as_nanos() as u64;
-        if resp != req {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "the echo differs from the request",
-            ));
-        }
-        if i >= warm {
-            rtts.push(ns);
-        }
+        log.record(i, t, &req, &resp)?;
     }
     s.shutdown().await?;
-    Ok(rtts)
+    Ok(log.rtts)
 }
 
 /// Round trips of `count` datagrams of `size` bytes to a UDP echo server at `to` (after the
@@ -311,24 +339,14 @@ pub fn round_trips_blocking<S: std::io::Read + std::io::Write>(
     s.write_all(b"R")?;
     let req = vec![0x5au8; size as usize];
     let mut resp = vec![0u8; size as usize];
-    let warm = warm_up(count);
-    let mut rtts = Vec::with_capacity(count as usize);
-    for i in 0..warm + count {
+    let mut log = Exchanges::new(count);
+    for i in 0..log.total() {
         let t = Instant::now();
         s.write_all(&req)?;
         s.read_exact(&mut resp)?;
-        let ns = t.elapsed().as_nanos() as u64;
-        if resp != req {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "the echo differs from the request",
-            ));
-        }
-        if i >= warm {
-            rtts.push(ns);
-        }
+        log.record(i, t, &req, &resp)?;
     }
-    Ok(rtts)
+    Ok(log.rtts)
 }
 
 /// The blocking form of [`udp_round_trips`] (a std socket, each echo waited for at most one
