@@ -817,11 +817,16 @@ fn perf_blocking_round_trips_and_servers() {
             }
         }
     }
+    perf_client_refused("--blocking", "--blocking takes --rr");
+}
+
+/// `perf client FLAG` with a bulk job fails with `want` on stderr.
+fn perf_client_refused(flag: &str, want: &str) {
     let out = Command::new(BIN)
         .args([
             "perf",
             "client",
-            "--blocking",
+            flag,
             "--to",
             "127.0.0.1:9",
             "--bytes",
@@ -831,7 +836,7 @@ fn perf_blocking_round_trips_and_servers() {
         .expect("run");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--blocking takes --rr"), "{err}");
+    assert!(err.contains(want), "{err}");
 }
 
 /// `--parallel N --endpoints K`: N connections over K client endpoints (zero-copy bulk path),
@@ -865,21 +870,7 @@ fn perf_parallel_connections_share_client_endpoints() {
 
 #[test]
 fn perf_udp_needs_round_trips_and_a_server() {
-    let out = Command::new(BIN)
-        .args([
-            "perf",
-            "client",
-            "--udp",
-            "--to",
-            "127.0.0.1:9",
-            "--bytes",
-            "1MB",
-        ])
-        .output()
-        .expect("run");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--udp needs --rr"), "{err}");
+    perf_client_refused("--udp", "--udp needs --rr");
     // Nobody echoes: a clear failure after the 1 s guard, not a hang.
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
     let t = Instant::now();
