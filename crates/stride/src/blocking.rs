@@ -41,11 +41,16 @@ use crate::endpoint::{
 use crate::error::{Error, Result};
 use crate::sys::{self, RxBatch};
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
+use stride_proto::endpoint::CidHasher;
 use stride_proto::{CloseReason, ConnHandle, ConnStats, Event, State};
+
+/// A set of connections hashed as the core hashes them (one multiply, not SipHash).
+type ConnSet = HashSet<ConnHandle, BuildHasherDefault<CidHasher>>;
 
 /// Datagrams taken from the core per send call.
 const TX_BATCH: usize = 8;
@@ -63,15 +68,15 @@ pub struct Endpoint {
     /// The socket's receive timeout now (ns; 0: none, the receive waits for ever).
     rcv_timeout: u64,
     accepted: VecDeque<ConnHandle>,
-    connected: HashSet<ConnHandle>,
-    closed: HashMap<ConnHandle, CloseReason>,
+    connected: ConnSet,
+    closed: HashMap<ConnHandle, CloseReason, BuildHasherDefault<CidHasher>>,
     /// Connections the application has written to (their ACKs are held for responses).
-    written: HashSet<ConnHandle>,
+    written: ConnSet,
     /// Connections with bytes delivered since the last receive.
     readable: Vec<ConnHandle>,
     /// Connections the application closed that the core still keeps (lingering): their end
     /// is not recorded in `closed`.
-    forgotten: HashSet<ConnHandle>,
+    forgotten: ConnSet,
     io: IoStats,
 }
 
@@ -123,11 +128,11 @@ impl Endpoint {
             spin_ns: opts.spin_ns,
             rcv_timeout: 0,
             accepted: VecDeque::new(),
-            connected: HashSet::new(),
-            closed: HashMap::new(),
-            written: HashSet::new(),
+            connected: ConnSet::default(),
+            closed: HashMap::default(),
+            written: ConnSet::default(),
             readable: Vec::new(),
-            forgotten: HashSet::new(),
+            forgotten: ConnSet::default(),
             io: IoStats::default(),
         })
     }
