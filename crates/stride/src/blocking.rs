@@ -19,7 +19,7 @@
 //!
 //! ACKs ride on responses as in the async endpoint: after a read that delivered bytes on a
 //! connection that has written before (a request/response exchange), the pure ACKs the core
-//! owes are held for [`ACK_HOLD_NS`](crate::endpoint::ACK_HOLD_NS); the response, written
+//! owes are held for [`ACK_HOLD_NS`]; the response, written
 //! meanwhile, carries them. One datagram each way per exchange.
 //!
 //! ```no_run
