@@ -34,8 +34,7 @@ pub struct Transport {
     udp: bool,
     /// Drive the transport from the calling thread with blocking calls, no tokio: STRIDE
     /// through `stride::blocking` (the core run by the caller, no driver thread), TCP and UDP
-    /// through std's blocking sockets. A client takes --rr only; a STRIDE server serves one
-    /// client at a time.
+    /// through std's blocking sockets. A STRIDE server serves one client at a time.
     #[arg(long)]
     blocking: bool,
 }
@@ -600,6 +599,24 @@ async fn udp_client(to: SocketAddr, count: u64, size: u64, json_out: bool) -> i3
     0
 }
 
+/// What a blocking client job gave.
+enum Done {
+    Rtts(Vec<u64>),
+    Bulk(stride::perf::Bulk, Option<Box<stride::ConnStats>>),
+}
+
+/// Runs `job` on a blocking stream.
+fn blocking_job<S: stride::perf::HalfClose>(s: &mut S, job: Job) -> io::Result<Done> {
+    match job {
+        Job::RoundTrips { count, size } => {
+            stride::perf::round_trips_blocking(s, count, size).map(Done::Rtts)
+        }
+        Job::Bulk { bytes, time } => {
+            stride::perf::bulk_blocking(s, bytes, time).map(|b| Done::Bulk(b, None))
+        }
+    }
+}
+
 /// `--blocking`: the roles without tokio. None when the arguments do not ask for it.
 fn run_blocking(a: &PerfArgs) -> Option<i32> {
     match &a.role {
@@ -624,24 +641,52 @@ fn run_blocking(a: &PerfArgs) -> Option<i32> {
             json,
             transport,
             control,
+            bytes,
+            time,
+            parallel,
             ..
         } if transport.blocking => {
-            let Some(count) = *rr else {
-                fail("perf client", "--blocking takes --rr (round trips) only");
-            };
-            if *size == 0 || *size > 65_000 {
-                fail("perf client", "--size must be in 1..=65000");
+            if *parallel > 1 {
+                fail(
+                    "perf client",
+                    "--blocking runs one connection (no --parallel)",
+                );
             }
-            let rtts = if transport.udp {
-                stride::perf::udp_round_trips_blocking(*to, count, *size)
+            let name = if transport.udp {
+                "udp"
+            } else if transport.tcp {
+                "tcp"
+            } else {
+                "stride"
+            };
+            let job = match *rr {
+                Some(count) => {
+                    if *size == 0 || *size > 65_000 {
+                        fail("perf client", "--size must be in 1..=65000");
+                    }
+                    Job::RoundTrips { count, size: *size }
+                }
+                None if transport.udp => fail("perf client", "--udp needs --rr"),
+                None => Job::Bulk {
+                    bytes: *bytes,
+                    time: time.map(|d| d.as_secs_f64()),
+                },
+            };
+            let r = if transport.udp {
+                let Job::RoundTrips { count, size } = job else {
+                    unreachable!("refused above")
+                };
+                stride::perf::udp_round_trips_blocking(*to, count, size).map(Done::Rtts)
             } else if transport.tcp {
                 std::net::TcpStream::connect_timeout(to, Duration::from_secs(3)).and_then(
                     |mut s| {
                         s.set_nodelay(true)?;
-                        let r = stride::perf::round_trips_blocking(&mut s, count, *size)?;
-                        s.shutdown(std::net::Shutdown::Write)?;
-                        let _ = io::copy(&mut s, &mut io::sink());
-                        Ok(r)
+                        let d = blocking_job(&mut s, job)?;
+                        if let Done::Rtts(_) = d {
+                            s.shutdown(std::net::Shutdown::Write)?;
+                            let _ = io::copy(&mut s, &mut io::sink());
+                        }
+                        Ok(d)
                     },
                 )
             } else {
@@ -664,26 +709,55 @@ fn run_blocking(a: &PerfArgs) -> Option<i32> {
                         format!("peer unreachable or refused at {to}: {e}"),
                     ),
                 };
-                let r = stride::perf::round_trips_blocking(&mut c, count, *size);
+                let d = blocking_job(&mut c, job);
+                let stats = {
+                    let (ep, id) = c.endpoint();
+                    ep.conn_stats(id).map(Box::new)
+                };
                 let _ = c.close(Duration::from_secs(2));
-                r
+                d.map(|d| match d {
+                    Done::Bulk(b, _) => Done::Bulk(b, stats),
+                    other => other,
+                })
             };
-            let name = if transport.udp {
-                "udp"
-            } else if transport.tcp {
-                "tcp"
-            } else {
-                "stride"
-            };
-            match rtts {
-                Ok(r) => {
+            match r {
+                Ok(Done::Rtts(r)) => {
                     let mut m = rtt_report(name, *size, r);
                     m.insert("blocking".into(), json!(true));
                     print_rtt(*json, m);
-                    Some(0)
                 }
-                Err(e) => fail("perf client", format!("round trips failed: {e}")),
+                Ok(Done::Bulk(b, stats)) => {
+                    // STRIDE's counters for STRIDE; TCP's line as the async TCP client gives it.
+                    let mut m = match stats {
+                        Some(cs) => report(b.bytes, b.seconds, &cs),
+                        None => {
+                            let mut m = Map::new();
+                            m.insert("bytes".into(), json!(b.bytes));
+                            m.insert("seconds".into(), json!(b.seconds));
+                            m.insert(
+                                "goodput_gbps".into(),
+                                json!(b.bytes as f64 * 8.0 / b.seconds.max(1e-9) / 1e9),
+                            );
+                            m
+                        }
+                    };
+                    m.insert("transport".into(), json!(name));
+                    m.insert("blocking".into(), json!(true));
+                    m.insert("cpu_cores".into(), json!((b.cpu_cores * 1e3).round() / 1e3));
+                    if *json {
+                        println!("{}", Value::Object(m));
+                    } else {
+                        println!(
+                            "total: {} bytes in {:.3} s = {:.3} Gbit/s ({name}, blocking)",
+                            b.bytes,
+                            b.seconds,
+                            b.bytes as f64 * 8.0 / b.seconds.max(1e-9) / 1e9
+                        );
+                    }
+                }
+                Err(e) => fail("perf client", format!("{name} failed: {e}")),
             }
+            Some(0)
         }
         _ => None,
     }

@@ -775,7 +775,7 @@ fn perf_round_trips_over_stride_tcp_and_udp() {
 
 /// `--blocking`: round trips with the transports driven by the calling thread (STRIDE through
 /// `stride::blocking`), against blocking and async servers alike; a bulk client against the
-/// blocking STRIDE server; a blocking client without --rr refused.
+/// blocking STRIDE server; bulk from blocking clients.
 #[test]
 fn perf_blocking_round_trips_and_servers() {
     let check = |r: &serde_json::Value, transport: &str| {
@@ -817,21 +817,33 @@ fn perf_blocking_round_trips_and_servers() {
             }
         }
     }
-    perf_client_refused("--blocking", "--blocking takes --rr");
+    // Bulk from a blocking client, STRIDE and TCP, to blocking and async servers.
+    for flag in [None, Some("--tcp")] {
+        for server_blocking in [true, false] {
+            let mut args = vec!["perf", "server", "--listen", "127.0.0.1:0"];
+            args.extend(flag);
+            if server_blocking {
+                args.push("--blocking");
+            }
+            let (_server, addr) = Proc::start(&args);
+            let to = addr.to_string();
+            let mut cargs = vec!["--to", to.as_str(), "--bytes", "8MB", "--blocking"];
+            cargs.extend(flag);
+            let r = perf_client(&cargs);
+            assert_eq!(r["bytes"], 8_000_000, "{r}");
+            assert_eq!(r["blocking"], true, "{r}");
+            assert!(r["goodput_gbps"].as_f64().unwrap() > 0.0, "{r}");
+        }
+    }
+    perf_client_refused(&["--blocking", "--udp"], "--udp needs --rr");
 }
 
-/// `perf client FLAG` with a bulk job fails with `want` on stderr.
-fn perf_client_refused(flag: &str, want: &str) {
+/// `perf client FLAGS` with a bulk job fails with `want` on stderr.
+fn perf_client_refused(flags: &[&str], want: &str) {
     let out = Command::new(BIN)
-        .args([
-            "perf",
-            "client",
-            flag,
-            "--to",
-            "127.0.0.1:9",
-            "--bytes",
-            "1MB",
-        ])
+        .args(["perf", "client"])
+        .args(flags)
+        .args(["--to", "127.0.0.1:9", "--bytes", "1MB"])
         .output()
         .expect("run");
     assert!(!out.status.success());
@@ -870,7 +882,7 @@ fn perf_parallel_connections_share_client_endpoints() {
 
 #[test]
 fn perf_udp_needs_round_trips_and_a_server() {
-    perf_client_refused("--udp", "--udp needs --rr");
+    perf_client_refused(&["--udp"], "--udp needs --rr");
     // Nobody echoes: a clear failure after the 1 s guard, not a hang.
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
     let t = Instant::now();

@@ -12,7 +12,8 @@
 //!
 //! The cost of owning the core: **the protocol only runs inside a call.** Retransmissions,
 //! paced sends and ACKs wait while the program does something else, so call [`Endpoint::drive`]
-//! (or a read) when idle, or [`Endpoint::flush`] to wait until the peer has every byte. Timers
+//! (or a read) when idle, or [`Endpoint::flush`] to wait until the peer has every byte. A
+//! bulk writer (more than an ACK interval unacknowledged) also takes its ACKs on every write. Timers
 //! are kept exactly: a wait shorter than [`SPIN_NS`](crate::endpoint::SPIN_NS) is spun, a
 //! longer one is slept in the receive call itself (`SO_RCVTIMEO`, changed only when the wait's
 //! power-of-two bucket changes, so a steady exchange makes no extra system calls).
@@ -39,7 +40,7 @@ use crate::endpoint::{
     open_socket, route_payload, EndpointConfig, IoStats, SocketInfo, ACK_HOLD_NS,
 };
 use crate::error::{Error, Result};
-use crate::sys::{self, RxBatch};
+use crate::sys::{self, RxBatch, TxBatch};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::io;
@@ -52,9 +53,6 @@ use stride_proto::{CloseReason, ConnHandle, ConnStats, Event, State};
 /// A set of connections hashed as the core hashes them (one multiply, not SipHash).
 type ConnSet = HashSet<ConnHandle, BuildHasherDefault<CidHasher>>;
 
-/// Datagrams taken from the core per send call.
-const TX_BATCH: usize = 8;
-
 /// A STRIDE endpoint on one UDP socket, driven by its owner's calls. See the module notes.
 pub struct Endpoint {
     sock: UdpSocket,
@@ -62,8 +60,7 @@ pub struct Endpoint {
     core: stride_proto::Endpoint,
     info: SocketInfo,
     rx: RxBatch,
-    tx: Box<[u8]>,
-    room: usize,
+    tx: TxBatch,
     spin_ns: u64,
     /// The socket's receive timeout now (ns; 0: none, the receive waits for ever).
     rcv_timeout: u64,
@@ -123,8 +120,7 @@ impl Endpoint {
                 RxBatch::with_room(sys::GRO_ROOM)
             },
             info,
-            tx: vec![0u8; TX_BATCH * room].into_boxed_slice(),
-            room,
+            tx: TxBatch::with_room(room),
             spin_ns: opts.spin_ns,
             rcv_timeout: 0,
             accepted: VecDeque::new(),
@@ -255,6 +251,17 @@ impl Endpoint {
             let n = self.core.write(c.0, data).map_err(|_| self.gone(c))?;
             if n > 0 {
                 self.flush_out().map_err(Error::into_io)?;
+                // A bulk writer (more than an ACK interval unacknowledged) takes the ACKs and
+                // NACKs already queued and runs the due timers on every write, not only when
+                // the send buffer fills: its controller and loss repair then run on time.
+                // A request/response writer skips this system call.
+                let bulk = self
+                    .core
+                    .conn(c.0)
+                    .is_some_and(|x| x.unacked() > self.core.config().ack_interval as usize);
+                if bulk {
+                    self.poll_now().map_err(Error::into_io)?;
+                }
                 return Ok(n);
             }
             if deadline.is_some_and(|d| sys::now_ns() >= d) {
@@ -334,6 +341,13 @@ impl Endpoint {
             }
             self.turn(Some(deadline))?;
         }
+    }
+
+    /// Ends our direction of `c` after the bytes written (FIN) without waiting; reads go on
+    /// until the peer ends its own. [`Endpoint::close`] waits for both.
+    pub fn shutdown(&mut self, c: ConnId) -> Result<()> {
+        self.core.close(c.0).map_err(|_| Error::EndpointClosed)?;
+        self.flush_out()
     }
 
     /// Aborts `c` (RST); unread bytes are discarded.
@@ -431,6 +445,19 @@ impl Endpoint {
         self.core.handle_timeout(t);
         self.take_events();
         Ok(())
+    }
+
+    /// Takes what the socket holds without waiting, runs the due timers and sends what may
+    /// leave.
+    fn poll_now(&mut self) -> Result<()> {
+        for _ in 0..4 {
+            if self.receive(false)? == 0 {
+                break;
+            }
+        }
+        self.core.handle_timeout(sys::now_ns());
+        self.take_events();
+        self.flush_out()
     }
 
     /// Sets the socket's receive timeout to the largest power-of-two microseconds within
@@ -550,51 +577,38 @@ impl Endpoint {
         }
     }
 
-    /// Sends every datagram the core lets leave now, [`TX_BATCH`] per system call. A full
-    /// socket buffer is waited out (the caller asked to block); a datagram the kernel refuses
-    /// otherwise is dropped like one the network loses (the core repairs it).
+    /// Sends every datagram the core lets leave now: a batch of up to [`sys::BATCH`] per
+    /// system call, runs to one peer coalesced by UDP GSO, payloads read by the kernel from the
+    /// send buffer (as the async driver sends). A full socket buffer is waited out (the caller
+    /// asked to block); a datagram the kernel refuses otherwise is dropped like one the network
+    /// loses (the core repairs it).
     fn flush_out(&mut self) -> Result<()> {
         loop {
-            if !self.core.has_pending_transmit() {
-                return Ok(());
-            }
-            let now = sys::now_ns();
-            let mut took: [(SocketAddr, usize); TX_BATCH] =
-                [(SocketAddr::from(([0, 0, 0, 0], 0)), 0); TX_BATCH];
-            let mut n = 0;
-            for (b, t) in self.tx.chunks_exact_mut(self.room).zip(took.iter_mut()) {
-                let Some(x) = self.core.poll_transmit(now, b) else {
-                    break;
-                };
-                *t = (x.remote, x.len);
-                n += 1;
-            }
-            if n == 0 {
-                return Ok(());
-            }
-            let mut msgs: [(SocketAddr, &[u8]); TX_BATCH] =
-                [(SocketAddr::from(([0, 0, 0, 0], 0)), &[]); TX_BATCH];
-            for i in 0..n {
-                msgs[i] = (
-                    took[i].0,
-                    &self.tx[i * self.room..i * self.room + took[i].1],
-                );
-            }
-            let mut off = 0;
-            while off < n {
-                match sys::send_many(self.fd, &msgs[off..n]) {
-                    Ok(k) => {
-                        self.io.tx_calls += 1;
-                        self.io.datagrams_out += k as u64;
-                        off += k;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_writable(self.fd)?,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => {
-                        self.io.send_errors += 1;
-                        off += 1;
+            if self.tx.is_empty() {
+                if !self.core.has_pending_transmit() {
+                    return Ok(());
+                }
+                // One clock read per batch: it leaves in one system call.
+                let now = sys::now_ns();
+                while !self.tx.is_full() {
+                    let (buf, parts) = self.tx.next_slot();
+                    match self.core.poll_transmit_parts(now, buf, parts) {
+                        Some(t) => self.tx.commit(t.remote, t.len),
+                        None => break,
                     }
                 }
+                if self.tx.is_empty() {
+                    return Ok(());
+                }
+            }
+            match self.tx.send(self.fd) {
+                Ok(n) => {
+                    self.io.tx_calls += 1;
+                    self.io.datagrams_out += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_writable(self.fd)?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => self.io.send_errors += 1,
             }
         }
     }
@@ -696,6 +710,11 @@ impl Connection {
     /// The endpoint and the connection's id on it.
     pub fn endpoint(&mut self) -> (&mut Endpoint, ConnId) {
         (&mut self.ep, self.c)
+    }
+
+    /// Ends our direction without waiting (see [`Endpoint::shutdown`]).
+    pub fn shutdown(&mut self) -> Result<()> {
+        self.ep.shutdown(self.c)
     }
 
     /// Ends our direction and waits until the peer has every byte and ended its own, at most

@@ -329,6 +329,65 @@ pub fn serve_blocking<S: std::io::Read + std::io::Write>(
     }
 }
 
+/// A blocking byte stream whose sending direction can be ended on its own (TCP's
+/// `shutdown(Write)`, a STRIDE FIN): what [`bulk_blocking`] needs.
+pub trait HalfClose: std::io::Read + std::io::Write {
+    /// Ends the sending direction; reads go on.
+    fn shutdown_write(&mut self) -> io::Result<()>;
+}
+
+impl HalfClose for std::net::TcpStream {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.shutdown(std::net::Shutdown::Write)
+    }
+}
+
+impl HalfClose for crate::blocking::Connection {
+    fn shutdown_write(&mut self) -> io::Result<()> {
+        self.shutdown().map_err(crate::Error::into_io)
+    }
+}
+
+/// The blocking form of [`bulk`]: sends `bytes` (or for `time` seconds, whichever ends first)
+/// after the mode byte, ends the direction and waits for the server's confirmation and end of
+/// stream.
+pub fn bulk_blocking<S: HalfClose>(
+    s: &mut S,
+    bytes: Option<u64>,
+    time: Option<f64>,
+) -> io::Result<Bulk> {
+    let chunk = vec![0u8; 256 * 1024];
+    s.write_all(b"T")?;
+    let start = Instant::now();
+    let cpu0 = cpu_seconds();
+    let limit = time.map(Duration::from_secs_f64);
+    let mut written = 0u64;
+    loop {
+        if limit.is_some_and(|l| start.elapsed() >= l) {
+            break;
+        }
+        let n = match bytes {
+            Some(b) if written >= b => break,
+            Some(b) => (b - written).min(chunk.len() as u64) as usize,
+            None => chunk.len(),
+        };
+        s.write_all(&chunk[..n])?;
+        written += n as u64;
+    }
+    s.shutdown_write()?;
+    let mut k = [0u8; 1];
+    s.read_exact(&mut k)?;
+    let secs = start.elapsed().as_secs_f64();
+    let cores = (cpu_seconds() - cpu0) / secs.max(1e-9);
+    let mut sink = [0u8; 64];
+    while s.read(&mut sink)? > 0 {}
+    Ok(Bulk {
+        bytes: written,
+        seconds: secs,
+        cpu_cores: cores,
+    })
+}
+
 /// The blocking form of [`round_trips`]: `count` timed exchanges of `size` bytes after the
 /// warm-up ones. The caller ends the stream afterwards.
 pub fn round_trips_blocking<S: std::io::Read + std::io::Write>(

@@ -886,6 +886,11 @@ pub fn random16() -> io::Result<[u8; 16]> {
 // rewritten before every call; nothing is shared between threads.
 unsafe impl Send for RxBatch {}
 
+// SAFETY: TxBatch's iovecs (its only raw pointers) are rebuilt from its own buffers and the
+// queued `Bytes` at the start of every send and only read during that call; nothing is shared
+// between threads. (The blocking endpoint owns one and may be moved to another thread.)
+unsafe impl Send for TxBatch {}
+
 #[cfg(test)]
 mod clock_tests {
     use super::*;

@@ -234,3 +234,48 @@ fn reads_and_connects_keep_their_time_limits() {
     );
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 }
+
+/// A bulk writer whose send buffer never fills still takes its ACKs as it writes (each write
+/// with more than an ACK interval unacknowledged polls the socket), so its controller and loss
+/// repair run while it writes, not only once it blocks.
+#[test]
+fn a_bulk_writer_takes_acks_between_writes() {
+    let (at, server) = echo_server_discard();
+    let mut c = Connection::connect(at, Duration::from_secs(5)).unwrap();
+    let piece = pattern(64 * 1024, 5);
+    // 2 MiB in all: half the 4 MiB send buffer, so no write waits for room.
+    for _ in 0..32 {
+        c.write_all(&piece).unwrap();
+        thread::sleep(Duration::from_millis(2));
+    }
+    let (ep, id) = c.endpoint();
+    let acks = ep.conn_stats(id).unwrap().acks_received;
+    assert!(acks > 0, "no ACK taken while writing");
+    c.flush().unwrap();
+    assert!(c.close(Duration::from_secs(5)).unwrap());
+    assert_eq!(server.join().unwrap(), 32 * 64 * 1024);
+}
+
+/// A blocking server that reads one connection to its end and returns the byte count.
+fn echo_server_discard() -> (SocketAddr, thread::JoinHandle<u64>) {
+    let mut ep = blocking::Endpoint::bind(local()).unwrap();
+    let at = ep.local_addr();
+    let h = thread::spawn(move || {
+        let c = ep
+            .accept(Some(Duration::from_secs(10)))
+            .unwrap()
+            .expect("a client");
+        let mut buf = vec![0u8; 65536];
+        let mut total = 0u64;
+        loop {
+            let n = ep.read(c, &mut buf, Some(Duration::from_secs(10))).unwrap();
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        assert!(ep.close(c, Duration::from_secs(5)).unwrap());
+        total
+    });
+    (at, h)
+}
