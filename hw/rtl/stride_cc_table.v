@@ -173,8 +173,17 @@ module stride_cc_table #(
     // n_* and out_rate change only from phase 4 of the new event on).
     wire [RECW-1:0] rd_data;
     wire [RECW-1:0] rec_out;
-    wire            wr_en   = sweeping || (ph[11] && q_ok);
-    wire [CW-1:0]   wr_addr = sweeping ? sweep_ctx : q_ctx;
+    // the write enable (sweeping || (ph[11] && q_ok)) and address (sweeping ? sweep_ctx : q_ctx)
+    // as registers of their own, loaded with their next values (q_ok and q_ctx hold from the
+    // take to phase 11; no take during the sweep): no LUT between a flip-flop and the table's
+    // write port (round 9: cc's out_valid -> wr_en LUT -> fwd at N = 64, and ph[11] -> wr_en ->
+    // the table's reset at N = 1, were critical)
+    reg             wr_en;
+    reg  [CW-1:0]   wr_addr;
+    always @(posedge clk) begin
+        wr_en <= rst || (sweeping && {1'b0, sweep_ctx} != LAST) || (ph[10] && q_ok);
+        wr_addr <= rst ? {CW{1'b0}} : sweeping ? sweep_ctx + 1'b1 : q_ctx;
+    end
     // zero write data (the sweep, a reset event) as a register of its own, loaded every clock
     // (timing: with one context the table is flip-flops and this decision their reset, so it
     // starts from one flip-flop, not from the decoder of q_event). Its value one clock late is
@@ -204,6 +213,14 @@ module stride_cc_table #(
             assign rec_in = rd_data;
         end
     endgenerate
+`ifndef SYNTHESIS
+    always @(posedge clk)
+        if (!rst && (wr_en !== (sweeping || (ph[11] && q_ok)) ||
+                     (wr_en && wr_addr !== (sweeping ? sweep_ctx : q_ctx)))) begin
+            $display("stride_cc_table: the registered write port differs from its definition");
+            $finish;
+        end
+`endif
     stride_ctx_ram #(.DEPTH(N), .AW(CW), .WIDTH(RECW), .OLD_ON_COLLISION(0),
                      .OUTREG(BRAM)) table_ram (
         .clk(clk), .rd_addr(rd_addr), .rd_data(rd_data),

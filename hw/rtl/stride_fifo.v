@@ -6,6 +6,8 @@
 // `full` (a credit count upstream, e.g. the sender's payload queue), so `push` is taken as is:
 // no loop from `full` through the write enable back to the fill counter (on ECP5 the queue's
 // two ends were placed 48 columns apart); simulation stops on a push while full.
+// `full_next` is the value `full` takes at the next clock, for a user that keeps a copy of `full`
+// in a register of its own (placed with that user's logic rather than with the queue).
 `timescale 1ns / 1ps
 `default_nettype none
 
@@ -19,6 +21,7 @@ module stride_fifo #(
     input  wire             push,
     input  wire [WIDTH-1:0] in_data,
     output wire             full,
+    output wire             full_next,
     input  wire             pop,
     output reg              out_valid,
     output reg  [WIDTH-1:0] out_data
@@ -54,6 +57,10 @@ module stride_fifo #(
         end
 `endif
     wire load = !mem_empty && (!out_valid || pop);
+    localparam integer D_LESS1_I = D - 1;
+    localparam [DEPTH_LOG2:0] D_LESS1 = D_LESS1_I[DEPTH_LOG2:0];
+    assign full_next = rst ? 1'b0 : (do_push && !load) ? used == D_LESS1 :
+                       (load && !do_push) ? 1'b0 : full;
 
     always @(posedge clk) begin
         if (do_push) mem[wp] <= in_data;

@@ -245,6 +245,12 @@ module stride_rx_parser #(
     wire len_bad    = payload_len != udp_len_m40 || (flags[5] != (payload_len != 16'd0));
     // early: known from the header beats, before any payload leaves (suppresses the payload)
     reg  early_drop;
+    // beat >= 10 && !early_drop (a payload beat of a frame not dropped early), as a register of
+    // its own, so that the output stage's load of m_axis_tdata starts one LUT closer to its
+    // flip-flops (round 8, N = 1 seed 2: in_fire -> early_drop logic -> m_axis_tdata, 7.02 ns).
+    // Set when beat goes from 9 to 10 (early_drop is final from beat 8 on), cleared at a frame's
+    // last beat and at reset, held otherwise (beat saturates at 15)
+    reg  pay_ok;
 
     localparam [3:0] V_OK = 0, V_MAC = 1, V_TRUNC = 2, V_OTHER = 3, V_IP = 4, V_CSUM = 5,
                      V_VER = 6, V_FLAGS = 7, V_LEN = 8;
@@ -281,7 +287,8 @@ module stride_rx_parser #(
             is_other_r <= 1'b0; ip_hdr_bad_r <= 1'b0;
             p_verdict <= V_OK; p_zero <= 1'b0;
             fin_v <= 1'b0; fin_sum <= 0; flush_user <= 1'b0;
-            hdr_valid <= 1'b0; early_drop <= 1'b0; done_valid <= 1'b0; done_payload <= 1'b0;
+            hdr_valid <= 1'b0; early_drop <= 1'b0; pay_ok <= 1'b0; done_valid <= 1'b0;
+            done_payload <= 1'b0;
             p_emit <= 1'b0; f_emit <= 1'b0;
             ethertype <= 0; ver_ihl <= 0; tos <= 0; proto <= 0; ip_total <= 0; frag <= 0;
             udp_dport <= 0; udp_len <= 0; udp_csum <= 0; ip_src <= 0; udp_sport <= 0;
@@ -344,7 +351,7 @@ module stride_rx_parser #(
                     default: ;
                 endcase
                 // payload beats: the re-aligned beat from beat 10 on
-                if (beat >= 4'd10 && !early_drop) begin
+                if (pay_ok) begin
                     if (s_axis_tlast && s_axis_tkeep[7:2] != 6'd0) begin
                         m_axis_tvalid <= 1'b1; m_axis_tdata <= al; m_axis_tkeep <= 8'hff;
                         m_axis_tlast <= 1'b0; m_axis_tuser <= 1'b0;
@@ -358,6 +365,8 @@ module stride_rx_parser #(
                     // a payload of 1-6 bytes, all of it in the flush beat
                     flush <= 1'b1;
                 end
+                if (s_axis_tlast) pay_ok <= 1'b0;
+                else if (beat == 4'd9) pay_ok <= !early_drop;
                 if (s_axis_tlast) begin
                     beat <= 0;
                     nbytes <= 0;

@@ -141,8 +141,13 @@ module stride_tx_builder #(
     reg         lc_chk;
     reg         ws_v, ws_last, ws_slot, fill_late, fill_late_slot;
     reg  [15:0] fbytes;
-    assign d_ready = !filling && !fflush && !occ[fs];
-    wire   d_fire = d_valid && d_ready;
+    // d_ready (!filling && !fflush && !occ[fs]) as a register of its own, loaded with the next
+    // values of those (rdy_n, below): the descriptor handshake starts from one flip-flop (round 8,
+    // N = 64 seed 2: the queue's out_valid -> occ / filling logic -> the queue's load -> the
+    // clock enables of sl_*, 6.59 ns)
+    reg    rdy;
+    assign d_ready = rdy;
+    wire   d_fire = d_valid && rdy;
     assign s_axis_tready = filling;
     wire   s_fire = s_axis_tvalid && filling;
     wire [63:0] s_masked;
@@ -271,6 +276,25 @@ module stride_tx_builder #(
                    ~((m_fire && at_last) ? (2'b01 << es_cur) : 2'b00);
         end
     end
+
+    // the next values of filling, fflush, fs and occ (as the two blocks above set them: a
+    // descriptor is taken only while not filling and not flushing, a payload beat only while
+    // filling, so at most one of them moves fs), for rdy
+    wire       fs_tog = (d_fire && d_len == 16'd0) || fflush ||
+                        (s_fire && s_axis_tlast && s_axis_tkeep[7:6] == 2'b00);
+    wire       filling_n = d_fire ? d_len != 16'd0 : (s_fire && s_axis_tlast) ? 1'b0 : filling;
+    wire       fflush_n = !fflush && s_fire && s_axis_tlast && s_axis_tkeep[7:6] != 2'b00;
+    wire       fs_n = fs_tog ? !fs : fs;
+    wire [1:0] occ_n = (occ | (d_fire ? (2'b01 << fs) : 2'b00)) &
+                       ~((m_fire && at_last) ? (2'b01 << es_cur) : 2'b00);
+    always @(posedge clk) rdy <= rst || (!filling_n && !fflush_n && !occ_n[fs_n]);
+`ifndef SYNTHESIS
+    always @(posedge clk)
+        if (!rst && rdy !== (!filling && !fflush && !occ[fs])) begin
+            $display("stride_tx_builder %m: d_ready's register differs from its definition");
+            $finish;
+        end
+`endif
 
     // checksums, a free-running pipeline on the frame's fields (stable from beat 0): the IP
     // header checksum is needed at beat 3, the UDP checksum at beat 5. For timing (156.25 MHz

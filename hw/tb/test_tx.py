@@ -35,6 +35,18 @@ def test_tx_sender(sim, n):
          {"SENDER_N": str(n), "SENDER_BUF_LOG2": "13"}, SENDER, f"_n{n}")
 
 
+# the token bucket after a long idle spell: elapsed ticks at and around 2^16 (saturation), with
+# the tick counter's high part wrapping; credit and departures against a Python bucket
+@pytest.mark.parametrize("sim", SIMS)
+def test_tx_sender_pacing_saturation(sim):
+    run_module("stride_tx_sender", "cocotb_tx_pacing", sim,
+               {"N": 4, "BUF_LOG2": 15, "MAX_PAYLOAD": 256, "BURST_BYTES": 4096,
+                "RTO_NS": 1 << 29, "RTO_MAX_SHIFT": 0},
+               {"PACE_N": "4", "PACE_CTX": "1", "PACE_BUF_LOG2": "15", "PACE_MAXP": "256",
+                "PACE_BURST": "4096"},
+               SENDER, "_pacing")
+
+
 @pytest.mark.parametrize("sim", SIMS)
 @pytest.mark.parametrize("bad", [{"N": 1025}, {"MAX_PAYLOAD": 1441}], ids=["n1025", "payload"])
 def test_tx_sender_bad_params_stop_elaboration(sim, bad):
