@@ -160,7 +160,7 @@ impl Endpoint {
 
     /// Opens a connection to `remote` and waits for its handshake, at most `limit`.
     pub fn connect(&mut self, remote: SocketAddr, limit: Duration) -> Result<ConnId> {
-        let deadline = sys::now_ns().saturating_add(limit.as_nanos() as u64);
+        let deadline = deadline_after(limit);
         let h = self
             .core
             .connect(sys::now_ns(), remote)
@@ -185,7 +185,7 @@ impl Endpoint {
     /// The next incoming connection, waiting at most `limit` (None: for ever); `Ok(None)` when
     /// none came in time.
     pub fn accept(&mut self, limit: Option<Duration>) -> Result<Option<ConnId>> {
-        let deadline = limit.map(|l| sys::now_ns().saturating_add(l.as_nanos() as u64));
+        let deadline = limit.map(deadline_after);
         loop {
             if let Some(h) = self.accepted.pop_front() {
                 if let Some(remote) = self.core.remote(h) {
@@ -212,14 +212,14 @@ impl Endpoint {
         if buf.is_empty() {
             return Ok(0);
         }
-        let deadline = limit.map(|l| sys::now_ns().saturating_add(l.as_nanos() as u64));
+        let deadline = limit.map(deadline_after);
         loop {
             let n = self.core.read(c.0, buf).map_err(|_| self.gone(c))?;
             if n > 0 {
                 return Ok(n);
             }
             if self.core.is_eof(c.0) {
-                return match self.closed.get(&c.0).and_then(|r| Error::from_close(*r)) {
+                return match self.close_error(c) {
                     Some(e) => Err(e.into_io()),
                     None => Ok(0),
                 };
@@ -242,10 +242,10 @@ impl Endpoint {
         if data.is_empty() {
             return Ok(0);
         }
-        let deadline = limit.map(|l| sys::now_ns().saturating_add(l.as_nanos() as u64));
+        let deadline = limit.map(deadline_after);
         self.written.insert(c.0);
         loop {
-            if let Some(e) = self.closed.get(&c.0).and_then(|r| Error::from_close(*r)) {
+            if let Some(e) = self.close_error(c) {
                 return Err(e.into_io());
             }
             let n = self.core.write(c.0, data).map_err(|_| self.gone(c))?;
@@ -276,7 +276,7 @@ impl Endpoint {
 
     /// Queues all of `data` (see [`Endpoint::write`]).
     pub fn write_all(&mut self, c: ConnId, data: &[u8], limit: Option<Duration>) -> io::Result<()> {
-        let deadline = limit.map(|l| sys::now_ns().saturating_add(l.as_nanos() as u64));
+        let deadline = limit.map(deadline_after);
         let mut off = 0;
         while off < data.len() {
             let left = deadline.map(|d| Duration::from_nanos(d.saturating_sub(sys::now_ns())));
@@ -288,7 +288,7 @@ impl Endpoint {
     /// Runs the protocol until every byte written on `c` is acknowledged, at most `limit`;
     /// false when time ran out (or the connection ended first with bytes unacknowledged).
     pub fn flush(&mut self, c: ConnId, limit: Duration) -> Result<bool> {
-        let deadline = sys::now_ns().saturating_add(limit.as_nanos() as u64);
+        let deadline = deadline_after(limit);
         loop {
             match self.core.conn(c.0) {
                 None => return Ok(true),
@@ -318,7 +318,7 @@ impl Endpoint {
     }
 
     fn close_inner(&mut self, c: ConnId, limit: Duration) -> Result<bool> {
-        let deadline = sys::now_ns().saturating_add(limit.as_nanos() as u64);
+        let deadline = deadline_after(limit);
         if self.core.conn(c.0).is_none() {
             return Ok(true);
         }
@@ -376,7 +376,7 @@ impl Endpoint {
     /// runs due timers. For a program that is between reads and writes but should keep its
     /// connections moving (retransmissions, paced sends, ACKs).
     pub fn drive(&mut self, limit: Duration) -> Result<()> {
-        let deadline = sys::now_ns().saturating_add(limit.as_nanos() as u64);
+        let deadline = deadline_after(limit);
         loop {
             self.turn(Some(deadline))?;
             if sys::now_ns() >= deadline {
@@ -390,8 +390,13 @@ impl Endpoint {
         StreamRef { ep: self, c }
     }
 
+    /// The error `c` ended with (None while it runs, or when it ended gracefully).
+    fn close_error(&self, c: ConnId) -> Option<Error> {
+        self.closed.get(&c.0).and_then(|r| Error::from_close(*r))
+    }
+
     fn gone(&self, c: ConnId) -> io::Error {
-        match self.closed.get(&c.0).and_then(|r| Error::from_close(*r)) {
+        match self.close_error(c) {
             Some(e) => e.into_io(),
             None => Error::EndpointClosed.into_io(),
         }
@@ -614,6 +619,11 @@ impl Endpoint {
     }
 }
 
+/// [`sys::now_ns`] `limit` from now.
+fn deadline_after(limit: Duration) -> u64 {
+    sys::now_ns().saturating_add(limit.as_nanos() as u64)
+}
+
 /// Waits (at most 10 ms) until the socket takes datagrams again.
 fn wait_writable(fd: RawFd) -> Result<()> {
     let mut p = libc::pollfd {
@@ -650,23 +660,26 @@ impl io::Write for StreamRef<'_> {
         self.ep.write(self.c, data, None)
     }
     fn flush(&mut self) -> io::Result<()> {
-        while !self
-            .ep
-            .flush(self.c, Duration::from_secs(3600))
-            .map_err(Error::into_io)?
-        {
-            if self.ep.core.conn(self.c.0).is_none() {
-                break;
+        loop {
+            if self
+                .ep
+                .flush(self.c, Duration::from_secs(3600))
+                .map_err(Error::into_io)?
+            {
+                return Ok(());
             }
-        }
-        match self
-            .ep
-            .closed
-            .get(&self.c.0)
-            .and_then(|r| Error::from_close(*r))
-        {
-            Some(e) => Err(e.into_io()),
-            None => Ok(()),
+            // Not all acknowledged: time ran out (wait again), or the connection ended first.
+            if let Some(e) = self.ep.close_error(self.c) {
+                return Err(e.into_io());
+            }
+            if self
+                .ep
+                .core
+                .conn(self.c.0)
+                .is_some_and(|x| matches!(x.state(), State::Closed(_)))
+            {
+                return Err(Error::EndpointClosed.into_io());
+            }
         }
     }
 }
