@@ -794,12 +794,7 @@ fn perf_blocking_round_trips_and_servers() {
     ] {
         // Blocking client and server; then the blocking client against the async server.
         for server_blocking in [true, false] {
-            let mut args = vec!["perf", "server", "--listen", "127.0.0.1:0"];
-            args.extend(flag);
-            if server_blocking {
-                args.push("--blocking");
-            }
-            let (_server, addr) = Proc::start(&args);
+            let (_server, addr) = perf_server(flag, server_blocking);
             let to = addr.to_string();
             let mut cargs = vec!["--to", to.as_str(), "--rr", "200", "--blocking"];
             cargs.extend(flag);
@@ -820,12 +815,7 @@ fn perf_blocking_round_trips_and_servers() {
     // Bulk from a blocking client, STRIDE and TCP, to blocking and async servers.
     for flag in [None, Some("--tcp")] {
         for server_blocking in [true, false] {
-            let mut args = vec!["perf", "server", "--listen", "127.0.0.1:0"];
-            args.extend(flag);
-            if server_blocking {
-                args.push("--blocking");
-            }
-            let (_server, addr) = Proc::start(&args);
+            let (_server, addr) = perf_server(flag, server_blocking);
             let to = addr.to_string();
             let mut cargs = vec!["--to", to.as_str(), "--bytes", "8MB", "--blocking"];
             cargs.extend(flag);
@@ -836,6 +826,16 @@ fn perf_blocking_round_trips_and_servers() {
         }
     }
     perf_client_refused(&["--blocking", "--udp"], "--udp needs --rr");
+}
+
+/// A `perf server` with an optional transport flag, blocking or not.
+fn perf_server(flag: Option<&str>, blocking: bool) -> (Proc, SocketAddr) {
+    let mut args = vec!["perf", "server", "--listen", "127.0.0.1:0"];
+    args.extend(flag);
+    if blocking {
+        args.push("--blocking");
+    }
+    Proc::start(&args)
 }
 
 /// `perf client FLAGS` with a bulk job fails with `want` on stderr.

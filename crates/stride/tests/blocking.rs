@@ -20,9 +20,10 @@ fn local() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-/// A blocking server on its own thread that accepts one connection and echoes it to its end;
-/// returns its address and a handle yielding (bytes echoed, datagrams it sent).
-fn echo_server() -> (SocketAddr, thread::JoinHandle<(u64, u64)>) {
+/// A blocking server on its own thread that accepts one connection and reads it to its end,
+/// echoing every byte when `echo`; returns its address and a handle yielding (bytes read,
+/// datagrams it sent).
+fn server(echo: bool) -> (SocketAddr, thread::JoinHandle<(u64, u64)>) {
     let mut ep = blocking::Endpoint::bind(local()).unwrap();
     let at = ep.local_addr();
     let h = thread::spawn(move || {
@@ -38,13 +39,19 @@ fn echo_server() -> (SocketAddr, thread::JoinHandle<(u64, u64)>) {
                 break;
             }
             total += n as u64;
-            ep.write_all(c, &buf[..n], Some(Duration::from_secs(10)))
-                .unwrap();
+            if echo {
+                ep.write_all(c, &buf[..n], Some(Duration::from_secs(10)))
+                    .unwrap();
+            }
         }
         assert!(ep.close(c, Duration::from_secs(5)).unwrap());
         (total, ep.io_stats().datagrams_out)
     });
     (at, h)
+}
+
+fn echo_server() -> (SocketAddr, thread::JoinHandle<(u64, u64)>) {
+    server(true)
 }
 
 #[test]
@@ -240,7 +247,7 @@ fn reads_and_connects_keep_their_time_limits() {
 /// repair run while it writes, not only once it blocks.
 #[test]
 fn a_bulk_writer_takes_acks_between_writes() {
-    let (at, server) = echo_server_discard();
+    let (at, server) = server(false);
     let mut c = Connection::connect(at, Duration::from_secs(5)).unwrap();
     let piece = pattern(64 * 1024, 5);
     // 2 MiB in all: half the 4 MiB send buffer, so no write waits for room.
@@ -253,29 +260,5 @@ fn a_bulk_writer_takes_acks_between_writes() {
     assert!(acks > 0, "no ACK taken while writing");
     c.flush().unwrap();
     assert!(c.close(Duration::from_secs(5)).unwrap());
-    assert_eq!(server.join().unwrap(), 32 * 64 * 1024);
-}
-
-/// A blocking server that reads one connection to its end and returns the byte count.
-fn echo_server_discard() -> (SocketAddr, thread::JoinHandle<u64>) {
-    let mut ep = blocking::Endpoint::bind(local()).unwrap();
-    let at = ep.local_addr();
-    let h = thread::spawn(move || {
-        let c = ep
-            .accept(Some(Duration::from_secs(10)))
-            .unwrap()
-            .expect("a client");
-        let mut buf = vec![0u8; 65536];
-        let mut total = 0u64;
-        loop {
-            let n = ep.read(c, &mut buf, Some(Duration::from_secs(10))).unwrap();
-            if n == 0 {
-                break;
-            }
-            total += n as u64;
-        }
-        assert!(ep.close(c, Duration::from_secs(5)).unwrap());
-        total
-    });
-    (at, h)
+    assert_eq!(server.join().unwrap().0, 32 * 64 * 1024);
 }
