@@ -290,6 +290,11 @@ impl Endpoint {
     pub fn flush(&mut self, c: ConnId, limit: Duration) -> Result<bool> {
         let deadline = deadline_after(limit);
         loop {
+            // Ended with an error (reset, timeout): what was unacknowledged is lost, whatever
+            // the core's emptied send buffer now says.
+            if self.close_error(c).is_some() {
+                return Ok(false);
+            }
             match self.core.conn(c.0) {
                 None => return Ok(true),
                 Some(x) if x.unacked() == 0 => return Ok(true),
@@ -319,13 +324,16 @@ impl Endpoint {
 
     fn close_inner(&mut self, c: ConnId, limit: Duration) -> Result<bool> {
         let deadline = deadline_after(limit);
-        if self.core.conn(c.0).is_none() {
-            return Ok(true);
+        if self.core.conn(c.0).is_some() {
+            self.core.close(c.0).map_err(|_| Error::EndpointClosed)?;
         }
-        self.core.close(c.0).map_err(|_| Error::EndpointClosed)?;
         let mut sink = [0u8; 4096];
         loop {
             while matches!(self.core.read(c.0, &mut sink), Ok(n) if n > 0) {}
+            // Ended with an error before or during the close (the core may have let go of it).
+            if let Some(e) = self.close_error(c) {
+                return Err(e);
+            }
             match self.core.conn(c.0).map(|x| x.state()) {
                 None | Some(State::Linger) => return Ok(true),
                 Some(State::Closed(r)) => {

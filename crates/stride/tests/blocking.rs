@@ -262,3 +262,58 @@ fn a_bulk_writer_takes_acks_between_writes() {
     assert!(c.close(Duration::from_secs(5)).unwrap());
     assert_eq!(server.join().unwrap().0, 32 * 64 * 1024);
 }
+
+/// `flush` on a connection that the peer resets while bytes are still unacknowledged returns
+/// the reset (it reported success: the reset empties the send buffer, so nothing looked
+/// unacknowledged), and so does the `close` after it (it reported a graceful end once the
+/// core had let go of the connection).
+#[test]
+fn flush_returns_the_reset_of_a_connection_with_bytes_unacknowledged() {
+    // A receive buffer far below what the client writes: the rest stays unacknowledged
+    // while the server does not read.
+    let mut opts = stride::EndpointConfig::default();
+    opts.proto.recv_buffer = 256 * 1024;
+    let mut srv = blocking::Endpoint::bind_with(local(), opts).unwrap();
+    let at = srv.local_addr();
+    let (go, ready) = std::sync::mpsc::channel::<()>();
+    let h = thread::spawn(move || {
+        let c = srv
+            .accept(Some(Duration::from_secs(10)))
+            .unwrap()
+            .expect("a client");
+        let mut buf = vec![0u8; 4096];
+        assert!(
+            srv.read(c, &mut buf, Some(Duration::from_secs(10)))
+                .unwrap()
+                > 0
+        );
+        // Reset once the client has queued its bytes.
+        ready.recv().unwrap();
+        srv.drive(Duration::from_millis(50)).unwrap();
+        srv.abort(c).unwrap();
+        srv.drive(Duration::from_millis(200)).unwrap();
+    });
+    let mut c = Connection::connect(at, Duration::from_secs(5)).unwrap();
+    let (ep, id) = c.endpoint();
+    let data = pattern(2 << 20, 7);
+    let n = ep.write(id, &data, Some(Duration::from_secs(5))).unwrap();
+    assert!(n > 512 * 1024, "queued only {n} bytes");
+    go.send(()).unwrap();
+    // The flush runs on its own thread so that a flush that never returns fails the test.
+    let (done, result) = std::sync::mpsc::channel();
+    let f = thread::spawn(move || {
+        let flushed = c.flush().map_err(|e| e.kind());
+        // And the close reports the reset too, not a graceful end.
+        let closed = c
+            .close(Duration::from_secs(5))
+            .map_err(|e| e.into_io().kind());
+        done.send((flushed, closed)).unwrap();
+    });
+    let r = result
+        .recv_timeout(Duration::from_secs(20))
+        .expect("flush did not return within 20 s of the peer's reset");
+    assert_eq!(r.0, Err(std::io::ErrorKind::ConnectionReset));
+    assert_eq!(r.1, Err(std::io::ErrorKind::ConnectionReset));
+    f.join().unwrap();
+    h.join().unwrap();
+}
