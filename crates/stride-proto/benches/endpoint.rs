@@ -9,10 +9,10 @@
 //!
 //! Run: `cargo bench -p stride-proto --bench endpoint` (`-- --quick` for a short run)
 use bytes::{Bytes, BytesMut};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use stride_proto::cc::CcConfig;
-use stride_proto::{Config, ConnHandle, Endpoint, Event};
+use stride_proto::testkit::Pair;
+use stride_proto::Config;
 
 fn run(total: usize) -> (f64, f64) {
     let cfg = Config {
@@ -22,31 +22,17 @@ fn run(total: usize) -> (f64, f64) {
         cc: CcConfig::fixed(u32::MAX / 2),
         ..Config::default()
     };
-    let (sa, ra): (SocketAddr, SocketAddr) =
-        ("10.0.0.1:1".parse().unwrap(), "10.0.0.2:2".parse().unwrap());
-    let mut s = Endpoint::new(cfg.clone(), [1; 16], 1);
-    let mut r = Endpoint::new(cfg, [2; 16], 2);
-    r.listen(true);
     let mut now = 1_000u64;
-    let hs = s.connect(now, ra).unwrap();
-    let mut hr = ConnHandle(0);
+    let mut p = Pair::new(cfg);
+    let (hs, hr) = p.connect(&mut now);
+    let Pair {
+        c: mut s,
+        ca: sa,
+        s: mut r,
+        sa: ra,
+        ..
+    } = p;
     let mut buf = vec![0u8; 2048];
-    // Handshake (copying calls).
-    for _ in 0..10 {
-        while let Some(t) = s.poll_transmit(now, &mut buf) {
-            r.handle(now, sa, &buf[..t.len]);
-        }
-        while let Some(t) = r.poll_transmit(now, &mut buf) {
-            s.handle(now, ra, &buf[..t.len]);
-        }
-        while let Some((h, ev)) = r.poll_event() {
-            if ev == Event::Accepted {
-                hr = h;
-            }
-        }
-        now += 1_000;
-    }
-    assert_ne!(hr, ConnHandle(0), "no connection");
     let chunk = Bytes::from(vec![0x5au8; 256 * 1024]);
     let (mut written, mut read) = (0usize, 0usize);
     let mut head = vec![0u8; 2048];

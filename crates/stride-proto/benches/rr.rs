@@ -10,6 +10,7 @@
 use bytes::Bytes;
 use std::net::SocketAddr;
 use std::time::Instant;
+use stride_proto::testkit::Pair;
 use stride_proto::{Config, ConnHandle, Endpoint, Event};
 
 const MSG: usize = 64;
@@ -81,31 +82,9 @@ impl Side {
 }
 
 fn pair() -> (Side, Side, u64) {
-    let cfg = Config::default();
-    let (ca, sa): (SocketAddr, SocketAddr) =
-        ("10.0.0.1:1".parse().unwrap(), "10.0.0.2:2".parse().unwrap());
-    let mut c = Endpoint::new(cfg.clone(), [1; 16], 1);
-    let mut s = Endpoint::new(cfg, [2; 16], 2);
-    s.listen(true);
+    let mut p = Pair::new(Config::default());
     let mut now = 1_000u64;
-    let hc = c.connect(now, sa).unwrap();
-    let mut hs = None;
-    let mut buf = vec![0u8; 2048];
-    for _ in 0..10 {
-        while let Some(t) = c.poll_transmit(now, &mut buf) {
-            s.handle(now, ca, &buf[..t.len]);
-        }
-        while let Some(t) = s.poll_transmit(now, &mut buf) {
-            c.handle(now, sa, &buf[..t.len]);
-        }
-        while let Some((h, ev)) = s.poll_event() {
-            if ev == Event::Accepted {
-                hs = Some(h);
-            }
-        }
-        while c.poll_event().is_some() {}
-        now += ONE_WAY_NS;
-    }
+    let (hc, hs) = p.connect(&mut now);
     let side = |ep, h, me| Side {
         ep,
         h,
@@ -115,11 +94,7 @@ fn pair() -> (Side, Side, u64) {
         rbuf: vec![0u8; 4096],
         readable: false,
     };
-    (
-        side(c, hc, ca),
-        side(s, hs.expect("no connection"), sa),
-        now,
-    )
+    (side(p.c, hc, p.ca), side(p.s, hs, p.sa), now)
 }
 
 /// Runs `n` round trips; returns (ns per round trip, datagrams per round trip).

@@ -9,37 +9,17 @@
 //!
 //! Run: `cargo bench -p stride-proto --bench timers`
 
-use std::net::SocketAddr;
 use std::time::Instant;
-use stride_proto::{Config, Endpoint};
+use stride_proto::testkit::Pair;
+use stride_proto::Config;
 
-fn pump(
-    a: &mut Endpoint,
-    a_addr: SocketAddr,
-    b: &mut Endpoint,
-    b_addr: SocketAddr,
-    now: u64,
-) -> u64 {
-    let mut buf = vec![0u8; 2048];
-    let mut moved = 0;
-    loop {
-        let mut any = false;
-        while let Some(t) = a.poll_transmit(now, &mut buf) {
-            b.handle(now, a_addr, &buf[..t.len]);
-            moved += 1;
-            any = true;
-        }
-        while let Some(t) = b.poll_transmit(now, &mut buf) {
-            a.handle(now, b_addr, &buf[..t.len]);
-            moved += 1;
-            any = true;
-        }
-        while a.poll_event().is_some() {}
-        while b.poll_event().is_some() {}
-        if !any {
-            return moved;
-        }
-    }
+/// Moves every datagram between the two endpoints at `now` and drops their events;
+/// returns how many datagrams moved.
+fn pump(p: &mut Pair, now: u64) -> u64 {
+    let moved = p.pump(now);
+    while p.c.poll_event().is_some() {}
+    while p.s.poll_event().is_some() {}
+    moved
 }
 
 /// (ns per event, events) for `n` connections.
@@ -51,38 +31,37 @@ fn run(n: usize) -> (f64, u64) {
         unused_timeout_ns: u64::MAX / 4,
         ..Config::default()
     };
-    let (ca, sa): (SocketAddr, SocketAddr) =
-        ("10.0.0.1:1".parse().unwrap(), "10.0.0.2:2".parse().unwrap());
-    let mut c = Endpoint::new(cfg.clone(), [1; 16], 1);
-    let mut s = Endpoint::new(cfg, [2; 16], 2);
-    s.listen(true);
+    let mut p = Pair::new(cfg);
     // Open the connections spread over 8 s so their keepalives are staggered.
     let mut now = 1_000u64;
     let step = 8_000_000_000 / n as u64;
     for _ in 0..n {
-        c.connect(now, sa).unwrap();
-        pump(&mut c, ca, &mut s, sa, now);
+        p.c.connect(now, p.sa).unwrap();
+        pump(&mut p, now);
         now += step;
     }
-    assert_eq!(s.connection_count(), n, "not every connection was accepted");
+    assert_eq!(
+        p.s.connection_count(),
+        n,
+        "not every connection was accepted"
+    );
     let end = now + 60_000_000_000;
     let t = Instant::now();
     let mut events = 0u64;
     while now < end {
-        let next = [c.poll_timeout(), s.poll_timeout()]
+        let next = [p.c.poll_timeout(), p.s.poll_timeout()]
             .into_iter()
             .flatten()
             .min()
             .unwrap_or(end)
             .max(now + 1);
         now = next;
-        events += pump(&mut c, ca, &mut s, sa, now);
-        c.handle_timeout(now);
-        s.handle_timeout(now);
-        events += 0;
+        events += pump(&mut p, now);
+        p.c.handle_timeout(now);
+        p.s.handle_timeout(now);
     }
     let ns = t.elapsed().as_nanos() as f64;
-    assert_eq!(c.connection_count(), n, "connections were lost");
+    assert_eq!(p.c.connection_count(), n, "connections were lost");
     (ns / events.max(1) as f64, events)
 }
 

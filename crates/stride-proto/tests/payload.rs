@@ -2,9 +2,9 @@
 //! connection by `Endpoint::limit_payload` (a host that learns its route to the peer carries
 //! smaller datagrams), never raised; the stream is the same either way.
 
-use std::net::SocketAddr;
+use stride_proto::testkit::Pair;
 use stride_proto::wire::HEADER_LEN;
-use stride_proto::{Config, ConnHandle, Endpoint, Event};
+use stride_proto::{Config, ConnHandle, Event};
 
 /// Sends `data` from a client to a server, both with `max_payload` 8940, after lowering the
 /// client connection's payload to `limit` (if any) once the handshake is done. Returns the
@@ -14,11 +14,13 @@ fn transfer(data: &[u8], limit: Option<u16>) -> (Vec<u8>, usize) {
         max_payload: 8940,
         ..Config::default()
     };
-    let (ca, sa): (SocketAddr, SocketAddr) =
-        ("10.0.0.1:1".parse().unwrap(), "10.0.0.2:2".parse().unwrap());
-    let mut c = Endpoint::new(cfg.clone(), [1; 16], 1);
-    let mut s = Endpoint::new(cfg, [2; 16], 2);
-    s.listen(true);
+    let Pair {
+        mut c,
+        ca,
+        mut s,
+        sa,
+        ..
+    } = Pair::new(cfg);
     let mut now = 1_000u64;
     let h = c.connect(now, sa).unwrap();
     let mut buf = vec![0u8; 65_536];
