@@ -3,6 +3,11 @@
 //! driver thread); `udp` mode is the same loop without the core.
 //!
 //! `rr_floor server ADDR [udp]` / `rr_floor client ADDR COUNT [udp]`
+//!
+//! The client also reports the core's own time per round trip on its side (every call into
+//! `stride_proto` timed, the system calls not), beside the same exchange's cost in memory
+//! (`cargo bench -p stride-proto --bench rr`): how much dearer the same work is between
+//! system calls than in a tight loop.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -12,8 +17,25 @@ fn now(base: Instant) -> u64 {
     base.elapsed().as_nanos() as u64 + 1_000_000
 }
 
+/// Nanoseconds spent inside the core (client side).
+static CORE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// How many sections [`CORE_NS`] adds up.
+static SECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Runs `f` (a call into the core) and adds its duration to [`CORE_NS`].
+fn timed<R>(f: impl FnOnce() -> R) -> R {
+    let t = Instant::now();
+    let r = f();
+    CORE_NS.fetch_add(
+        t.elapsed().as_nanos() as u64,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    SECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    r
+}
+
 fn flush(ep: &mut Endpoint, sock: &UdpSocket, t: u64, buf: &mut [u8]) {
-    while let Some(tx) = ep.poll_transmit(t, buf) {
+    while let Some(tx) = timed(|| ep.poll_transmit(t, buf)) {
         sock.send_to(&buf[..tx.len], tx.remote).unwrap();
     }
 }
@@ -23,8 +45,7 @@ fn flush(ep: &mut Endpoint, sock: &UdpSocket, t: u64, buf: &mut [u8]) {
 /// hands it to the core.
 fn receive(ep: &mut Endpoint, sock: &UdpSocket, base: Instant, cur: &mut u64, buf: &mut [u8]) {
     let t = now(base);
-    let wait = ep
-        .poll_timeout()
+    let wait = timed(|| ep.poll_timeout())
         .map(|d| d.saturating_sub(t))
         .unwrap_or(10_000_000);
     let w = if wait < 1_000_000 {
@@ -38,7 +59,8 @@ fn receive(ep: &mut Endpoint, sock: &UdpSocket, base: Instant, cur: &mut u64, bu
         *cur = w;
     }
     if let Ok((n, from)) = sock.recv_from(buf) {
-        ep.handle(now(base), from, &buf[..n]);
+        let t = now(base);
+        timed(|| ep.handle(t, from, &buf[..n]));
     }
 }
 
@@ -88,6 +110,13 @@ fn main() {
             sock.recv_from(&mut buf).unwrap();
             rtts.push(s.elapsed().as_nanos() as u64);
         }
+    } else if udp {
+        for _ in 0..count {
+            let s = Instant::now();
+            sock.send_to(&req, addr).unwrap();
+            sock.recv_from(&mut buf).unwrap();
+            rtts.push(s.elapsed().as_nanos() as u64);
+        }
     } else {
         let mut ep = Endpoint::new(stride::host_config(10_000_000_000), [9; 16], 2);
         let h = ep.connect(now(base), addr).unwrap();
@@ -99,6 +128,7 @@ fn main() {
         let mut cur = 0u64;
         while i < count {
             let t = now(base);
+            let t0 = Instant::now();
             ep.handle_timeout(t);
             while let Some((_, ev)) = ep.poll_event() {
                 match ev {
@@ -125,9 +155,30 @@ fn main() {
                 ep.write(h, &req).unwrap();
                 sent = true;
             }
+            CORE_NS.fetch_add(
+                t0.elapsed().as_nanos() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            SECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             flush(&mut ep, &sock, now(base), &mut out);
             receive(&mut ep, &sock, base, &mut cur, &mut buf);
         }
+    }
+    if !udp {
+        // What one timing costs, to subtract: the same pair of clock reads around nothing.
+        let n = 100_000u32;
+        let mut empty = 0u64;
+        for _ in 0..n {
+            let s = Instant::now();
+            empty += s.elapsed().as_nanos() as u64;
+        }
+        let per = empty as f64 / f64::from(n);
+        let sections = SECTIONS.load(std::sync::atomic::Ordering::Relaxed) as f64 / count as f64;
+        let core = CORE_NS.load(std::sync::atomic::Ordering::Relaxed) as f64 / count as f64;
+        println!(
+            "client core time per round trip {:.0} ns ({core:.0} measured, less {sections:.1} sections x {per:.0} ns of timing)",
+            core - sections * per
+        );
     }
     let warm = count / 10;
     let mut r = rtts[warm..].to_vec();
