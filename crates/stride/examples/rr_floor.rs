@@ -110,13 +110,6 @@ fn main() {
             sock.recv_from(&mut buf).unwrap();
             rtts.push(s.elapsed().as_nanos() as u64);
         }
-    } else if udp {
-        for _ in 0..count {
-            let s = Instant::now();
-            sock.send_to(&req, addr).unwrap();
-            sock.recv_from(&mut buf).unwrap();
-            rtts.push(s.elapsed().as_nanos() as u64);
-        }
     } else {
         let mut ep = Endpoint::new(stride::host_config(10_000_000_000), [9; 16], 2);
         let h = ep.connect(now(base), addr).unwrap();
