@@ -2,7 +2,13 @@
 """Reads hw/build/syn/*.stat (and nextpnr logs) and writes hw/report.md.
     report.py SYNDIR REPORT [MODULE ...]      (default: every module)
 A module whose statistics or Fmax are missing stops the report with the reason (exit status 1)
-instead of writing "not run", so a failed run cannot overwrite a good report unnoticed."""
+instead of writing "not run", so a failed run cannot overwrite a good report unnoticed.
+REPORT_SEEDS="2 3" (make's SEEDS) adds a table of the Fmax at seed 1 and at each of those seeds
+for the modules in REPORT_SEED_MODULES (make: the stride_engine rows), read from
+SYNDIR/seedS/MODULE_ecp5_pnr.log; each such run must have placed the same netlist as the seed-1
+run (SYNDIR/seedS/MODULE_ecp5.json equal to SYNDIR/MODULE_ecp5.json up to the directory of the
+source files named in it), and a missing or mismatched run stops the report too."""
+import hashlib
 import os
 import re
 import sys
@@ -31,6 +37,11 @@ KEEP_FMAX = (os.environ.get("REPORT_KEEP_FMAX") or "").split()
 # explicitly, never implied)
 NOT_RUN = set((os.environ.get("REPORT_NOT_RUN") or "").split())
 OLD_REPORT = REPORT.read_text() if REPORT.exists() else ""
+SEEDS = [int(x) for x in (os.environ.get("REPORT_SEEDS") or "").split()]
+SEED_MODULES = [m for m in (os.environ.get("REPORT_SEED_MODULES") or "").split() if m in MODULES]
+for _s in SEEDS:
+    if _s == 1:
+        sys.exit("report.py: REPORT_SEEDS lists seed 1, which is the main table's run")
 
 # cell -> column, per target
 # (column, cell pattern, weight): the column sums count * weight over matching cells; "BRAM
@@ -71,6 +82,40 @@ def row(target, c):
     return vals
 
 
+def netlist_digest(path):
+    """SHA-256 of a Yosys JSON netlist with the directory part of every source path (the `src`
+    attributes) removed, so the same RTL synthesized from another checkout compares equal."""
+    if not path.exists():
+        sys.exit(f"report.py: no netlist {path}")
+    data = re.sub(rb'[^"|$ \\]*/rtl/', b"rtl/", path.read_bytes())
+    return hashlib.sha256(data).hexdigest()
+
+
+def logged_fmax(log):
+    """The last Fmax in a nextpnr log; stops the report if there is none."""
+    if not log.exists():
+        sys.exit(f"report.py: no place-and-route log {log}")
+    text = log.read_text()
+    found = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", text)
+    if not found:
+        errors = [ln for ln in text.splitlines() if ln.startswith("ERROR")] or text.splitlines()[-5:]
+        sys.exit(f"report.py: no Fmax in {log}:\n" + "\n".join(errors))
+    return float(found[-1])
+
+
+def seed_fmax(mod, seed):
+    """Fmax of MODULE placed at another seed (SYNDIR/seedS/), after checking that it placed the
+    netlist the main table's seed-1 run placed."""
+    d = OUT / f"seed{seed}"
+    if netlist_digest(d / f"{mod}_ecp5.json") != netlist_digest(OUT / f"{mod}_ecp5.json"):
+        sys.exit(f"report.py: {d / (mod + '_ecp5.json')} is not the netlist in {OUT}: "
+                 f"seed {seed} of {mod} placed other RTL (run make pnr-seeds)")
+    nofit = d / f"{mod}_ecp5_pnr.nofit"
+    if nofit.exists():
+        return nofit.read_text().strip()
+    return logged_fmax(d / f"{mod}_ecp5_pnr.log")
+
+
 def fmax(mod):
     """The Fmax nextpnr reported, or the reason the design does not fit the device (pnr.sh
     writes MODULE_ecp5_pnr.nofit when nextpnr stops on a resource count)."""
@@ -87,15 +132,7 @@ def fmax(mod):
         if not m:
             sys.exit(f"report.py: REPORT_KEEP_FMAX names {mod}, but {REPORT} has no Fmax for it")
         return f"{m.group(1)} (carried over from the previous report; not re-run)"
-    log = OUT / f"{mod}_ecp5_pnr.log"
-    if not log.exists():
-        sys.exit(f"report.py: no place-and-route log {log}")
-    text = log.read_text()
-    found = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+) MHz", text)
-    if not found:
-        errors = [ln for ln in text.splitlines() if ln.startswith("ERROR")] or text.splitlines()[-5:]
-        sys.exit(f"report.py: no Fmax in {log}:\n" + "\n".join(errors))
-    return float(found[-1])
+    return logged_fmax(OUT / f"{mod}_ecp5_pnr.log")
 
 
 lines = ["# Hardware resource report", "",
@@ -181,5 +218,23 @@ for mod in MODULES:
     name = LABEL.get(mod, mod)
     lines.append(f"| {name} | {f:.1f} |" if isinstance(f, float) else f"| {name} | {f} |")
 lines.append("")
+if SEEDS and SEED_MODULES:
+    cols = [1] + SEEDS
+    lines += [f"### Placement seeds {', '.join(str(s) for s in cols)}", "",
+              "nextpnr's result depends on its placement seed; the same netlist and constraint "
+              "at each seed (seed 1 is the run in the table above). Minimum and maximum over "
+              "these seeds.", "",
+              "| module | " + " | ".join(f"seed {s}" for s in cols) + " | min | max |",
+              "|---" * (len(cols) + 3) + "|"]
+    for mod in SEED_MODULES:
+        if f"{mod}:fmax" in NOT_RUN or mod in KEEP_FMAX:
+            sys.exit(f"report.py: {mod} is in REPORT_SEED_MODULES but its seed-1 run is not in "
+                     "this report")
+        figs = [fmax(mod)] + [seed_fmax(mod, s) for s in SEEDS]
+        nums = [f for f in figs if isinstance(f, float)]
+        cells_ = [f"{f:.1f}" if isinstance(f, float) else f for f in figs]
+        span = [f"{min(nums):.1f}", f"{max(nums):.1f}"] if nums else ["-", "-"]
+        lines.append(f"| {LABEL.get(mod, mod)} | " + " | ".join(cells_ + span) + " |")
+    lines.append("")
 REPORT.write_text("\n".join(lines))
 print(REPORT.read_text())
