@@ -144,41 +144,72 @@ pub async fn bulk<S: ChunkIo>(
     time: Option<f64>,
     mut tick: impl FnMut(&S, Duration, u64),
 ) -> io::Result<Bulk> {
-    let chunk = Bytes::from(vec![0u8; 256 * 1024]);
+    let chunk = Bytes::from(vec![0u8; BULK_CHUNK]);
     s.write_all(b"T").await?;
-    let start = Instant::now();
-    let cpu0 = cpu_seconds();
-    let limit = time.map(Duration::from_secs_f64);
-    let mut written = 0u64;
-    loop {
-        if limit.is_some_and(|l| start.elapsed() >= l) {
-            break;
-        }
-        let n = match bytes {
-            Some(b) if written >= b => break,
-            Some(b) => (b - written).min(chunk.len() as u64) as usize,
-            None => chunk.len(),
-        };
+    let mut run = BulkRun::start(bytes, time);
+    while let Some(n) = run.next_chunk() {
         s.send_chunk(&chunk.slice(..n)).await?;
-        written += n as u64;
-        tick(s, start.elapsed(), written);
+        run.written += n as u64;
+        tick(s, run.start.elapsed(), run.written);
     }
     s.shutdown().await?;
     let mut k = [0u8; 1];
     s.read_exact(&mut k).await?;
-    let secs = start.elapsed().as_secs_f64();
-    let cores = (cpu_seconds() - cpu0) / secs.max(1e-9);
+    let result = run.confirmed();
     // Untimed: take the server's end of stream, so its close completes before we exit.
     let mut sink = [0u8; 64];
     let _ = tokio::time::timeout(Duration::from_secs(2), async {
         while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
     })
     .await;
-    Ok(Bulk {
-        bytes: written,
-        seconds: secs,
-        cpu_cores: cores,
-    })
+    Ok(result)
+}
+
+/// Bytes handed over per write in a bulk run.
+const BULK_CHUNK: usize = 256 * 1024;
+
+/// The sender's side of a bulk run, shared by [`bulk`] and [`bulk_blocking`]: how much to
+/// write next, and the figures once the server has confirmed.
+struct BulkRun {
+    bytes: Option<u64>,
+    limit: Option<Duration>,
+    start: Instant,
+    cpu0: f64,
+    written: u64,
+}
+
+impl BulkRun {
+    fn start(bytes: Option<u64>, time: Option<f64>) -> Self {
+        BulkRun {
+            bytes,
+            limit: time.map(Duration::from_secs_f64),
+            start: Instant::now(),
+            cpu0: cpu_seconds(),
+            written: 0,
+        }
+    }
+
+    /// The size of the next write, or None once `bytes` are written or `time` is up.
+    fn next_chunk(&self) -> Option<usize> {
+        if self.limit.is_some_and(|l| self.start.elapsed() >= l) {
+            return None;
+        }
+        match self.bytes {
+            Some(b) if self.written >= b => None,
+            Some(b) => Some((b - self.written).min(BULK_CHUNK as u64) as usize),
+            None => Some(BULK_CHUNK),
+        }
+    }
+
+    /// The run's figures, taken when the server's confirmation has arrived.
+    fn confirmed(&self) -> Bulk {
+        let secs = self.start.elapsed().as_secs_f64();
+        Bulk {
+            bytes: self.written,
+            seconds: secs,
+            cpu_cores: (cpu_seconds() - self.cpu0) / secs.max(1e-9),
+        }
+    }
 }
 
 /// How many warm-up round trips precede `count` timed ones: 1 %, at least 10.
@@ -356,36 +387,20 @@ pub fn bulk_blocking<S: HalfClose>(
     bytes: Option<u64>,
     time: Option<f64>,
 ) -> io::Result<Bulk> {
-    let chunk = vec![0u8; 256 * 1024];
+    let chunk = vec![0u8; BULK_CHUNK];
     s.write_all(b"T")?;
-    let start = Instant::now();
-    let cpu0 = cpu_seconds();
-    let limit = time.map(Duration::from_secs_f64);
-    let mut written = 0u64;
-    loop {
-        if limit.is_some_and(|l| start.elapsed() >= l) {
-            break;
-        }
-        let n = match bytes {
-            Some(b) if written >= b => break,
-            Some(b) => (b - written).min(chunk.len() as u64) as usize,
-            None => chunk.len(),
-        };
+    let mut run = BulkRun::start(bytes, time);
+    while let Some(n) = run.next_chunk() {
         s.write_all(&chunk[..n])?;
-        written += n as u64;
+        run.written += n as u64;
     }
     s.shutdown_write()?;
     let mut k = [0u8; 1];
     s.read_exact(&mut k)?;
-    let secs = start.elapsed().as_secs_f64();
-    let cores = (cpu_seconds() - cpu0) / secs.max(1e-9);
+    let result = run.confirmed();
     let mut sink = [0u8; 64];
     while s.read(&mut sink)? > 0 {}
-    Ok(Bulk {
-        bytes: written,
-        seconds: secs,
-        cpu_cores: cores,
-    })
+    Ok(result)
 }
 
 /// The blocking form of [`round_trips`]: `count` timed exchanges of `size` bytes after the
