@@ -15,6 +15,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from bus import handshake
 from frames import build_frame, header_bytes
 
 M32 = 0xFFFFFFFF
@@ -77,14 +78,7 @@ async def line_rate(dut):
                  "ctl_peer_port": PEER_PORT, "ctl_snd_nxt": ISS, "ctl_rcv_nxt": RCV,
                  "ctl_peer_window": 65535}.items():
         getattr(dut, k).value = v
-    dut.ctl_valid.value = 1
-    while True:
-        await ReadOnly()
-        ok = dut.ctl_ready.value
-        await RisingEdge(dut.clk)
-        if ok:
-            break
-    dut.ctl_valid.value = 0
+    await handshake(dut, "ctl_valid", "ctl_ready")
     npk = int(os.environ.get("RATE_PACKETS", "40"))
     total = npk * MAXP
     stream = bytes(pattern(i) for i in range(total))
@@ -109,14 +103,7 @@ async def line_rate(dut):
     # the doorbell starts the transfer
     dut.db_ctx.value = ctx
     dut.db_end.value = (ISS + total) & M32
-    dut.db_valid.value = 1
-    while True:
-        await ReadOnly()
-        ok = dut.db_ready.value
-        await RisingEdge(dut.clk)
-        if ok:
-            break
-    dut.db_valid.value = 0
+    await handshake(dut, "db_valid", "db_ready")
 
     cycle = 0
     starts, frames, cur, bubbles = [], [], bytearray(), 0

@@ -19,6 +19,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import Event, First, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
+from bus import handshake
 from frames import csum16, parse_header
 
 M32 = 0xFFFFFFFF
@@ -195,14 +196,7 @@ async def byte_stream(dut):
             tx["written"] += n
             dut.db_ctx.value = ctx
             dut.db_end.value = (iss + tx["written"]) & M32
-            dut.db_valid.value = 1
-            while True:
-                await ReadOnly()
-                ok = dut.db_ready.value
-                await RisingEdge(dut.clk)
-                if ok:
-                    break
-            dut.db_valid.value = 0
+            await handshake(dut, "db_valid", "db_ready")
             tx["rung"] += 1
 
     async def monitor():
@@ -319,14 +313,7 @@ async def byte_stream(dut):
                          # the handshake's third packet (or the first DATA) carries ISNc + 1
                          "ctl_rcv_nxt": h["seq"], "ctl_peer_window": h["window"]}.items():
                 getattr(dut, k).value = v
-            dut.ctl_valid.value = 1
-            while True:
-                await ReadOnly()
-                ok = bool(dut.ctl_ready.value)
-                await RisingEdge(dut.clk)
-                if ok:
-                    break
-            dut.ctl_valid.value = 0
+            await handshake(dut, "ctl_valid", "ctl_ready")
             host_task = cocotb.start_soon(host_tx())
             ring_ready.set()
         if 0 <= nxt <= now():

@@ -8,6 +8,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from bus import handshake
+
 M32 = 0xFFFFFFFF
 CLK_NS = 8   # `now` advances 8 ns per clock in these tests
 
@@ -126,19 +128,12 @@ class Bench:
     async def control(self, op, cid, ip=0, port=0, rnxt=0):
         dut = self.dut
         await RisingEdge(dut.clk)
-        dut.ctl_valid.value = 1
         dut.ctl_op.value = op
         dut.ctl_cid.value = cid
         dut.ctl_peer_ip.value = ip
         dut.ctl_peer_port.value = port
         dut.ctl_rcv_nxt.value = rnxt
-        while True:
-            await ReadOnly()
-            ok = bool(dut.ctl_ready.value)
-            await RisingEdge(dut.clk)
-            if ok:
-                break
-        dut.ctl_valid.value = 0
+        await handshake(dut, "ctl_valid", "ctl_ready")
         while not dut.ctl_rd_valid.value and op == 0:
             await RisingEdge(dut.clk)
             await ReadOnly()

@@ -29,6 +29,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from bus import handshake
+
 M32 = 0xFFFFFFFF
 N = int(os.environ.get("PACE_N", "4"))
 CTX = int(os.environ.get("PACE_CTX", "1"))
@@ -167,22 +169,12 @@ async def pacing_saturation(dut):
 
     cocotb.start_soon(monitor())
 
-    async def handshake(valid, ready):
-        getattr(dut, valid).value = 1
-        while True:
-            await ReadOnly()
-            ok = int(getattr(dut, ready).value)
-            await RisingEdge(dut.clk)
-            if ok:
-                break
-        getattr(dut, valid).value = 0
-
     async def ctl(op, iss):
         for k, v in {"ctl_op": op, "ctl_ctx": CTX, "ctl_cid": 0x1000 | CTX,
                      "ctl_peer_cid": 0x77, "ctl_peer_ip": 0x0a000002, "ctl_peer_port": 4791,
                      "ctl_snd_nxt": iss, "ctl_rcv_nxt": 0, "ctl_peer_window": 4096}.items():
             getattr(dut, k).value = v
-        await handshake("ctl_valid", "ctl_ready")
+        await handshake(dut, "ctl_valid", "ctl_ready")
 
     async def settle(limit=6000):
         """Until the connection waits for credit again (three updates without a departure
@@ -223,7 +215,7 @@ async def pacing_saturation(dut):
         b.end = (iss + RING) & M32
         dut.db_ctx.value = CTX
         dut.db_end.value = b.end
-        await handshake("db_valid", "db_ready")
+        await handshake(dut, "db_valid", "db_ready")
         await settle()
         first = st["deps"] - d0
         assert first == predict(CAP, rate, 0, 0), (name, "first burst", first)

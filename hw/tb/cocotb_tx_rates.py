@@ -35,6 +35,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from bus import handshake
 from cc_model import EV_NACK, EV_RESET, EV_SAMPLE, Controller
 
 M32 = 0xFFFFFFFF
@@ -141,22 +142,12 @@ async def rates_per_connection(dut):
 
     mon = cocotb.start_soon(monitor())
 
-    async def handshake(valid, ready):
-        getattr(dut, valid).value = 1
-        while True:
-            await ReadOnly()
-            ok = int(getattr(dut, ready).value)
-            await RisingEdge(dut.clk)
-            if ok:
-                break
-        getattr(dut, valid).value = 0
-
     for c in conns:
         for k, v in {"ctl_op": 1, "ctl_ctx": c.ctx, "ctl_cid": c.cid, "ctl_peer_cid": c.pcid,
                      "ctl_peer_ip": c.ip, "ctl_peer_port": c.port, "ctl_snd_nxt": c.iss,
                      "ctl_rcv_nxt": 0, "ctl_peer_window": 4096}.items():
             getattr(dut, k).value = v
-        await handshake("ctl_valid", "ctl_ready")
+        await handshake(dut, "ctl_valid", "ctl_ready")
     # every ring holds its stream (a pattern of the context and offset), then one doorbell each
     for c in conns:
         for w in range(RING // 8):
@@ -169,7 +160,7 @@ async def rates_per_connection(dut):
     for c in conns:
         dut.db_ctx.value = c.ctx
         dut.db_end.value = (c.iss + RING) & M32
-        await handshake("db_valid", "db_ready")
+        await handshake(dut, "db_valid", "db_ready")
 
     feedback = []       # [due cycle, conn, flags, ack (relative), stt]
     while not all(c.done or (c.t_final is not None and sum(b for _, b, _ in c.deps) >= 2 * MINB)

@@ -17,6 +17,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from bus import handshake
+
 M32 = 0xFFFFFFFF
 N = int(os.environ.get("SENDER_N", "4"))
 BUF_LOG2 = int(os.environ.get("SENDER_BUF_LOG2", "13"))
@@ -94,26 +96,12 @@ async def senders_against_receivers(dut):
         dut.ctl_snd_nxt.value = c.iss
         dut.ctl_rcv_nxt.value = c.rack
         dut.ctl_peer_window.value = window
-        dut.ctl_valid.value = 1
-        while True:
-            await ReadOnly()
-            ok = dut.ctl_ready.value
-            await RisingEdge(dut.clk)
-            if ok:
-                break
-        dut.ctl_valid.value = 0
+        await handshake(dut, "ctl_valid", "ctl_ready")
 
     async def doorbell(c, end):
         dut.db_ctx.value = c.ctx
         dut.db_end.value = end & M32
-        dut.db_valid.value = 1
-        while True:
-            await ReadOnly()
-            ok = dut.db_ready.value
-            await RisingEdge(dut.clk)
-            if ok:
-                break
-        dut.db_valid.value = 0
+        await handshake(dut, "db_valid", "db_ready")
 
     for c in conns:
         await ctl(1, c)
