@@ -15,3 +15,14 @@ async def handshake(dut, valid, ready):
         if ok:
             break
     getattr(dut, valid).value = 0
+
+
+async def reset(dut, hold, settle):
+    """Holds `dut.rst` high for `hold` rising edges of `dut.clk`, then low for `settle` more
+    (a design that clears its tables after reset needs them before it takes a request)."""
+    dut.rst.value = 1
+    for _ in range(hold):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    for _ in range(settle):
+        await RisingEdge(dut.clk)

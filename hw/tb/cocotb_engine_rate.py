@@ -15,7 +15,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from bus import handshake
+from bus import handshake, reset
 from frames import build_frame, header_bytes
 
 M32 = 0xFFFFFFFF
@@ -66,12 +66,7 @@ async def line_rate(dut):
            "cfg_min_window": 256}
     for k, v in cfg.items():
         getattr(dut, k).value = v
-    dut.rst.value = 1
-    for _ in range(4):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    for _ in range(80):
-        await RisingEdge(dut.clk)
+    await reset(dut, 4, 80)
 
     # install the connection
     for k, v in {"ctl_op": 1, "ctl_cid": CID, "ctl_peer_cid": PCID, "ctl_peer_ip": PEER_IP,

@@ -19,7 +19,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import Event, First, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
-from bus import handshake
+from bus import handshake, reset
 from frames import csum16, parse_header
 
 M32 = 0xFFFFFFFF
@@ -129,12 +129,7 @@ async def byte_stream(dut):
            "cfg_min_window": 256}
     for k, v in cfg.items():
         getattr(dut, k).value = v
-    dut.rst.value = 1
-    for _ in range(3):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    for _ in range(80):                      # the engine clears its tables (N = 64)
-        await RisingEdge(dut.clk)
+    await reset(dut, 3, 80)  # the engine clears its tables (N = 64)
 
     helper = Helper(os.environ["INTEROP_PEER"], total)
     to_nic, to_helper = [], []               # datagrams for the RTL; commands for the helper

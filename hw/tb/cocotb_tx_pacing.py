@@ -29,7 +29,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from bus import handshake
+from bus import handshake, reset
 
 M32 = 0xFFFFFFFF
 N = int(os.environ.get("PACE_N", "4"))
@@ -102,12 +102,7 @@ async def pacing_saturation(dut):
             await RisingEdge(dut.clk)
 
     cocotb.start_soon(clock())
-    dut.rst.value = 1
-    for _ in range(4):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    for _ in range(N + 20):
-        await RisingEdge(dut.clk)
+    await reset(dut, 4, N + 20)
 
     b = Bucket()
     st = {"deps": 0, "waits": 0, "rate_ops": 0, "writes": 0}

@@ -35,7 +35,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from bus import handshake
+from bus import handshake, reset
 from cc_model import EV_NACK, EV_RESET, EV_SAMPLE, Controller
 
 M32 = 0xFFFFFFFF
@@ -105,12 +105,7 @@ async def rates_per_connection(dut):
             cycle[0] += 1
 
     cocotb.start_soon(clock())
-    dut.rst.value = 1
-    for _ in range(4):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    for _ in range(N + 20):
-        await RisingEdge(dut.clk)
+    await reset(dut, 4, N + 20)
 
     conns = [Conn(rng, i, c) for i, c in enumerate(CTXS)]
     byctx = {c.ctx: c for c in conns}
