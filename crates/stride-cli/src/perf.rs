@@ -372,8 +372,30 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
     };
     let (bytes, time) = match job {
         Job::RoundTrips { count, size } => {
+            let io0 = ep.io_stats();
             match round_trips(&mut s, count, size).await {
-                Ok(rtts) => print_rtt(json_out, rtt_report("stride", size, rtts)),
+                Ok(rtts) => {
+                    let mut m = rtt_report("stride", size, rtts);
+                    // The client endpoint's I/O per exchange (the warm-up's counted too), so
+                    // a reader can tell who received (the reader inline or the driver), how
+                    // often the driver thread was woken and whether ACKs rode on requests.
+                    let io = ep.io_stats();
+                    let n = (count + stride::perf::warm_up(count)) as f64;
+                    let per = |a: u64, b: u64| json!(((a - b) as f64 / n * 1e3).round() / 1e3);
+                    m.insert(
+                        "io_per_round_trip".into(),
+                        json!({
+                            "datagrams_out": per(io.datagrams_out, io0.datagrams_out),
+                            "datagrams_in": per(io.datagrams_in, io0.datagrams_in),
+                            "receive_calls": per(io.rx_calls, io0.rx_calls),
+                            "inline_receives": per(io.inline_receives, io0.inline_receives),
+                            "send_calls": per(io.tx_calls, io0.tx_calls),
+                            "direct_calls": per(io.direct_calls, io0.direct_calls),
+                            "driver_kicks": per(io.driver_kicks, io0.driver_kicks),
+                        }),
+                    );
+                    print_rtt(json_out, m)
+                }
                 Err(e) => fail("perf client", format!("round trips failed: {e}")),
             }
             return 0;

@@ -770,6 +770,16 @@ fn perf_round_trips_over_stride_tcp_and_udp() {
             r["rtt_p99_ns"].as_u64().unwrap(),
         );
         assert!(0 < min && min <= p50 && p50 <= p99, "{r}");
+        if transport == "stride" {
+            // The client's I/O per exchange: the request carries the ACK of the previous
+            // response (a pure ACK leaves at most about once per millisecond, spec §6.4), and
+            // the reader takes most responses from the socket itself.
+            let io = &r["io_per_round_trip"];
+            let out = io["datagrams_out"].as_f64().unwrap();
+            assert!((1.0..1.5).contains(&out), "{r}");
+            assert!(io["inline_receives"].as_f64().unwrap() > 0.5, "{r}");
+            assert!(io["driver_kicks"].as_f64().unwrap() < 1.0, "{r}");
+        }
     }
 }
 

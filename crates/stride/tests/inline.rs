@@ -54,13 +54,15 @@ async fn readers_receive_inline_and_exchanges_stay_intact() {
 /// On a request/response stream the application threads send and receive themselves: the
 /// server's ACK, held for its response, leaves with it, and nobody writes the driver's eventfd
 /// for the hold's end (before the hold's end stopped waking a sleeping driver, 300 exchanges
-/// cost the server about 450 eventfd writes, 1.5 per exchange).
+/// cost the server about 450 eventfd writes, 1.5 per exchange). The bound is half a write
+/// per exchange, a third of that regression: a quiet machine stays far below it, but a
+/// loaded one gave 74 writes for 300 exchanges once (the hardware tests running beside it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_ack_does_not_wake_the_driver() {
     let (c, s) = ping_pong(true).await;
     assert!(s.direct_calls >= 250, "server: {s:?}");
-    assert!(s.driver_kicks <= 60, "server: {s:?}");
-    assert!(c.driver_kicks <= 60, "client: {c:?}");
+    assert!(s.driver_kicks <= 150, "server: {s:?}");
+    assert!(c.driver_kicks <= 150, "client: {c:?}");
 }
 
 /// A connection that has closed and lingers (it stays 2 s to re-acknowledge a lost FIN)
