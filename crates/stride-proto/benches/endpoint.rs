@@ -14,7 +14,8 @@ use stride_proto::cc::CcConfig;
 use stride_proto::testkit::Pair;
 use stride_proto::Config;
 
-fn run(total: usize) -> (f64, f64) {
+/// Returns ns per DATA packet (sender, receiver) and the DATA packets sent.
+fn run(total: usize) -> (f64, f64, u64) {
     let cfg = Config {
         send_buffer: 4 << 20,
         recv_buffer: 4 << 20,
@@ -99,6 +100,7 @@ fn run(total: usize) -> (f64, f64) {
     (
         t_send.as_nanos() as f64 / pkts,
         t_recv.as_nanos() as f64 / pkts,
+        pkts as u64,
     )
 }
 
@@ -111,11 +113,12 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let total = if quick { 128 << 20 } else { 1 << 30 };
     let runs = if quick { 3 } else { 7 };
-    let (mut snd, mut rcv) = (Vec::new(), Vec::new());
+    let (mut snd, mut rcv, mut pkts) = (Vec::new(), Vec::new(), 0);
     for _ in 0..runs {
-        let (a, b) = run(total);
+        let (a, b, n) = run(total);
         snd.push(a);
         rcv.push(b);
+        pkts += n;
     }
     println!(
         "stride-proto endpoint, zero-copy bulk in memory, {} MiB per run, median of {runs} runs",
@@ -123,4 +126,6 @@ fn main() {
     );
     println!("sender   {:>7.1} ns per DATA packet (includes assembling the datagram: a memcpy the kernel does on a host)", median(snd));
     println!("receiver {:>7.1} ns per DATA packet", median(rcv));
+    // For bench/core_instructions.py: the work done in all, DATA packets.
+    println!("units: {pkts}");
 }

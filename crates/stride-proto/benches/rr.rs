@@ -154,4 +154,6 @@ fn main() {
         median(ns),
         median(dg)
     );
+    // For bench/core_instructions.py: the work done in all, round trips.
+    println!("units: {}", n * runs);
 }

@@ -14,7 +14,7 @@
 //! Both count payload bytes only (`len`); the flow-control window and send-buffer limits are
 //! the caller's, as before.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 
 /// Size of the tail chunk that gathers copied-in bytes.
@@ -133,6 +133,11 @@ impl SendBuf {
         if last >= frozen_end {
             self.freeze_tail();
         }
+        self.find(abs)
+    }
+
+    /// Index of the (frozen) chunk holding absolute offset `abs`.
+    fn find(&mut self, abs: u64) -> usize {
         let holds = |i: usize| {
             self.chunks
                 .get(i)
@@ -149,23 +154,30 @@ impl SendBuf {
         i
     }
 
-    /// Copies the bytes at offset `off` (from the first unacknowledged byte) into `dst`.
+    /// Copies the bytes at offset `off` (from the first unacknowledged byte) into `dst`. Bytes
+    /// still in the tail are copied from there: a copy needs no frozen chunk.
     pub fn copy_out(&mut self, off: usize, dst: &mut [u8]) {
         assert!(off + dst.len() <= self.len(), "copy_out beyond the buffer");
-        if dst.is_empty() {
-            return;
-        }
         let mut abs = self.head + off as u64;
-        let mut i = self.locate(abs, abs + dst.len() as u64 - 1);
-        let mut done = 0;
-        while done < dst.len() {
-            let (s, b) = &self.chunks[i];
-            let from = (abs - s) as usize;
-            let n = (b.len() - from).min(dst.len() - done);
-            dst[done..done + n].copy_from_slice(&b[from..from + n]);
-            done += n;
-            abs += n as u64;
-            i += 1;
+        let tail_start = self.end - self.tail.len() as u64;
+        let in_chunks = (tail_start.saturating_sub(abs) as usize).min(dst.len());
+        if in_chunks > 0 {
+            let mut i = self.find(abs);
+            let mut done = 0;
+            while done < in_chunks {
+                let (s, b) = &self.chunks[i];
+                let from = (abs - s) as usize;
+                let n = (b.len() - from).min(in_chunks - done);
+                dst[done..done + n].copy_from_slice(&b[from..from + n]);
+                done += n;
+                abs += n as u64;
+                i += 1;
+            }
+        }
+        if in_chunks < dst.len() {
+            let from = (abs - tail_start) as usize;
+            let n = dst.len() - in_chunks;
+            dst[in_chunks..].copy_from_slice(&self.tail[from..from + n]);
         }
     }
 
@@ -291,7 +303,7 @@ impl RecvBuf {
                 if n == front.len() {
                     self.chunks.pop_front();
                 } else {
-                    let _ = front.split_to(n);
+                    front.advance(n);
                 }
                 done += n;
             } else {
@@ -300,7 +312,7 @@ impl RecvBuf {
                     break;
                 }
                 out[done..done + n].copy_from_slice(&self.tail[..n]);
-                let _ = self.tail.split_to(n);
+                self.tail.advance(n);
                 done += n;
             }
         }
@@ -364,6 +376,30 @@ mod tests {
         let mut dst = [0u8; 5];
         sb.copy_out(0, &mut dst);
         assert_eq!(&dst, b"again");
+    }
+
+    /// A copy that reaches into the tail reads it where it is: the tail stays unfrozen (a
+    /// request/response stream would otherwise freeze one chunk per message), and the bytes
+    /// are the model's across a frozen tail, a pushed chunk and the live tail.
+    #[test]
+    fn copies_read_the_tail_without_freezing_it() {
+        let mut sb = SendBuf::new();
+        let (a, b, c) = (pattern(100, 1), pattern(300, 2), pattern(50, 3));
+        sb.extend_from_slice(&a);
+        sb.push(Bytes::from(b.clone()));
+        sb.extend_from_slice(&c);
+        let model = [a, b, c].concat();
+        for (off, len) in [(0, 450), (90, 320), (395, 55), (420, 30)] {
+            let mut dst = vec![0u8; len];
+            sb.copy_out(off, &mut dst);
+            assert_eq!(dst, model[off..off + len], "copy at {off}");
+            assert_eq!(sb.tail.len(), 50, "copy at {off} froze the tail");
+        }
+        sb.drain_front(420);
+        let mut dst = [0u8; 30];
+        sb.copy_out(0, &mut dst);
+        assert_eq!(dst[..], model[420..]);
+        assert_eq!(sb.tail.len(), 50);
     }
 
     proptest::proptest! {

@@ -27,6 +27,12 @@ const IDLE_BUFFER: usize = 64 * 1024;
 /// resent within the last round trip (oldest forgotten first).
 const MAX_REXMIT: usize = 2 * MAX_NACK_RANGES;
 
+/// DATA payloads of at most this many bytes are copied into the datagram's buffer even by
+/// [`Connection::poll_transmit_parts`]: for a short message the copy costs fewer instructions
+/// than a slice of the send buffer (freezing its tail chunk, a reference count, one more iovec
+/// for the kernel); `bench/core_instructions.py`, docs/results.md.
+pub const SMALL_PAYLOAD_COPY: usize = 256;
+
 /// The capability bits a configuration offers in the handshake (spec §5.1).
 pub fn offered_caps(cfg: &Config) -> u32 {
     match cfg.recovery {
@@ -589,7 +595,9 @@ impl Connection {
 
     /// Like [`Connection::poll_transmit`], but a DATA packet's payload is not copied into
     /// `buf`: it is appended to `parts` as slices of the send buffer (`buf` then holds the
-    /// header only). Returns the datagram's whole length, header and parts.
+    /// header only), unless it is at most [`SMALL_PAYLOAD_COPY`] bytes, which are copied
+    /// after the header. Returns the datagram's whole length, header and parts: the bytes in
+    /// `buf` are that length less the parts' lengths.
     pub fn poll_transmit_parts(
         &mut self,
         now: u64,
@@ -1733,8 +1741,10 @@ impl Connection {
     /// [`Connection::poll_transmit_parts`]) appends them as slices to its parts.
     fn copy_out(&mut self, off: usize, dst: &mut [u8]) {
         match self.tx_parts.as_mut() {
-            Some(parts) => self.sbuf.slices(off, dst.len(), parts),
-            None => self.sbuf.copy_out(off, dst),
+            Some(parts) if dst.len() > SMALL_PAYLOAD_COPY => {
+                self.sbuf.slices(off, dst.len(), parts)
+            }
+            _ => self.sbuf.copy_out(off, dst),
         }
     }
 

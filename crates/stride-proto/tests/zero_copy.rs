@@ -203,6 +203,41 @@ fn copying_and_zero_copy_transmits_are_the_same_datagrams() {
     );
 }
 
+/// A payload of at most `SMALL_PAYLOAD_COPY` bytes leaves `poll_transmit_parts` copied
+/// after the header (no parts: a slice costs more than the copy); one byte more leaves as a
+/// slice of the send buffer. Either way the peer receives the bytes written.
+#[test]
+fn small_payloads_are_copied_larger_ones_sliced() {
+    use stride_proto::conn::SMALL_PAYLOAD_COPY;
+    let mut p = pair();
+    for (len, seed) in [(1, 1), (64, 2), (SMALL_PAYLOAD_COPY, 3), (SMALL_PAYLOAD_COPY + 1, 4)] {
+        let data = pattern(len, seed);
+        p.a.1.write(p.ha, &data).unwrap();
+        let mut head = vec![0u8; 2048];
+        let mut parts = Vec::new();
+        let t = p.a.1.poll_transmit_parts(p.now, &mut head, &mut parts).unwrap();
+        assert_eq!(t.len, 32 + len);
+        let in_parts: usize = parts.iter().map(|b| b.len()).sum();
+        if len <= SMALL_PAYLOAD_COPY {
+            assert!(parts.is_empty(), "{len} bytes: {} parts", parts.len());
+        } else {
+            assert_eq!(in_parts, len, "{len} bytes");
+        }
+        let mut d = head[..t.len - in_parts].to_vec();
+        for part in &parts {
+            d.extend_from_slice(part);
+        }
+        assert_eq!(&d[32..], &data[..], "{len} bytes");
+        p.b.1.handle(p.now, p.a.0, &d);
+        let mut got = vec![0u8; len + 1];
+        assert_eq!(p.b.1.read(p.hb, &mut got).unwrap(), len);
+        assert_eq!(got[..len], data[..]);
+        p.now += 10_000;
+        let now = p.now;
+        acks(&mut p, now);
+    }
+}
+
 /// Sends `total` bytes through a 512 KiB send buffer, refilling only on `Event::Writable`
 /// (by chunks or by copies); returns the free room seen at each Writable and the bytes that
 /// arrived.
