@@ -69,7 +69,7 @@ impl Side {
         }
         self.events();
         if self.readable {
-            self.ep.hold_acks(now + ACK_HOLD_NS);
+            self.ep.hold_acks(now + ACK_HOLD_NS, now + ACK_HOLD_NS);
         }
         self.readable = false;
         self.ep.handle_timeout(now);

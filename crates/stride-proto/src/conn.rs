@@ -197,6 +197,8 @@ pub struct Connection {
     last_pure_ack_at: Option<u64>,
     /// A pure ACK waits until then for DATA to ride on ([`Connection::hold_ack`]; 0: none).
     ack_hold_until: u64,
+    /// The timer of a held ACK (at or after `ack_hold_until`, see [`Connection::hold_ack`]).
+    ack_hold_wake: u64,
     /// Sender side: the STT and RTT of the latest pure ACK of new data (for tracing).
     echoed_stt: Option<u32>,
     last_rtt: Option<u64>,
@@ -302,6 +304,7 @@ impl Connection {
             stt_seg_min: None,
             last_pure_ack_at: None,
             ack_hold_until: 0,
+            ack_hold_wake: 0,
             echoed_stt: None,
             last_rtt: None,
             nack_now: false,
@@ -428,9 +431,13 @@ impl Connection {
     /// for a whole ACK interval, whose sample drives the peer's controller) until
     /// `until` at the latest, for DATA to carry it (spec §6.4): a host whose application
     /// answers each request holds the request's ACK for the response. DATA leaving before then
-    /// carries the ACK as it would anyway; at `until` the pure ACK leaves. Returns whether an
-    /// ACK was held. The hold is per connection, so other connections' datagrams do not wait.
-    pub fn hold_ack(&mut self, until: u64) -> bool {
+    /// carries the ACK as it would anyway; from `until` on the pure ACK leaves at the next
+    /// transmit. Its timer ([`Connection::poll_timeout`]) is `wake_by` (at least `until`): a
+    /// host that may send it a little late (its thread wakes for other work anyway) gives a
+    /// later `wake_by` and is not woken at `until` just for an ACK that the response usually
+    /// carries first. Returns whether an ACK was held. The hold is per connection, so other
+    /// connections' datagrams do not wait.
+    pub fn hold_ack(&mut self, until: u64, wake_by: u64) -> bool {
         if self.state != State::Established
             || !self.ack_now
             || self.nack_now
@@ -440,6 +447,7 @@ impl Connection {
             return false;
         }
         self.ack_hold_until = until;
+        self.ack_hold_wake = wake_by.max(until);
         true
     }
 
@@ -678,7 +686,7 @@ impl Connection {
         upd(self.delack_at);
         upd(self.nack_at);
         if self.ack_now && self.ack_hold_until > 0 {
-            upd(Some(self.ack_hold_until));
+            upd(Some(self.ack_hold_wake));
         }
         if self.state == State::Established {
             upd(self.cc.timer());

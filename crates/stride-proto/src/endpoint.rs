@@ -226,13 +226,16 @@ impl Endpoint {
 
     /// Holds the due pure ACK of every connection that has something to send until `until`
     /// ([`Connection::hold_ack`]: a host that received requests in one batch holds their ACKs
-    /// for the responses, whichever connections they came on). Walks the connections with
+    /// for the responses, whichever connections they came on); their timers are `wake_by`
+    /// (at least `until`; see [`Connection::hold_ack`]), so a held ACK that nothing carried
+    /// leaves at `wake_by`, or earlier if its connection sends anything from `until` on.
+    /// Walks the connections with
     /// something to send; returns how many ACKs it held.
-    pub fn hold_acks(&mut self, until: u64) -> usize {
+    pub fn hold_acks(&mut self, until: u64, wake_by: u64) -> usize {
         let mut held = 0;
         for &cid in &self.ready {
             if let Some(e) = self.conns.get_mut(&cid) {
-                held += usize::from(e.conn.hold_ack(until));
+                held += usize::from(e.conn.hold_ack(until, wake_by));
             }
         }
         held

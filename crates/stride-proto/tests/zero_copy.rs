@@ -210,12 +210,20 @@ fn copying_and_zero_copy_transmits_are_the_same_datagrams() {
 fn small_payloads_are_copied_larger_ones_sliced() {
     use stride_proto::conn::SMALL_PAYLOAD_COPY;
     let mut p = pair();
-    for (len, seed) in [(1, 1), (64, 2), (SMALL_PAYLOAD_COPY, 3), (SMALL_PAYLOAD_COPY + 1, 4)] {
+    for (len, seed) in [
+        (1, 1),
+        (64, 2),
+        (SMALL_PAYLOAD_COPY, 3),
+        (SMALL_PAYLOAD_COPY + 1, 4),
+    ] {
         let data = pattern(len, seed);
         p.a.1.write(p.ha, &data).unwrap();
         let mut head = vec![0u8; 2048];
         let mut parts = Vec::new();
-        let t = p.a.1.poll_transmit_parts(p.now, &mut head, &mut parts).unwrap();
+        let t =
+            p.a.1
+                .poll_transmit_parts(p.now, &mut head, &mut parts)
+                .unwrap();
         assert_eq!(t.len, 32 + len);
         let in_parts: usize = parts.iter().map(|b| b.len()).sum();
         if len <= SMALL_PAYLOAD_COPY {

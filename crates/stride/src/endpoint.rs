@@ -1609,15 +1609,19 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
             // so they do not count; the walk that tells them apart is bounded by
             // HOLD_MAX_CONNECTIONS. With other connections open, the core holds the due
             // pure ACKs alone (of every connection the batch brought a request for: the
-            // reader receives for the whole socket), not their DATA; each hold's end is a
-            // deadline that wakes the driver like any other.
+            // reader receives for the whole socket), not their DATA. Their timers are
+            // HOLD_LATE_NS past the hold's end, as the endpoint-wide hold's: a deadline at the
+            // hold's end woke the sleeping driver for nearly every exchange (1.4 eventfd
+            // writes per exchange, round trips twice as long, on a server that also held a
+            // connection whose client had left without closing).
             if st.hold_until.is_none() && st.ep.has_pending_transmit() {
                 if st.ep.connection_count() <= HOLD_MAX_CONNECTIONS
                     && st.ep.open_connection_count() == 1
                 {
                     st.hold_until = Some(now + ACK_HOLD_NS);
                 } else {
-                    st.ep.hold_acks(now + ACK_HOLD_NS);
+                    let end = now + ACK_HOLD_NS;
+                    st.ep.hold_acks(end, end + HOLD_LATE_NS);
                 }
             }
         }

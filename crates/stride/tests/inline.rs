@@ -159,6 +159,40 @@ async fn concurrent_exchanges_keep_acks_riding() {
     );
 }
 
+/// With a second connection open beside a request/response one (idle here; a client that
+/// left without closing leaves one too), the server holds each request's ACK in the core,
+/// per connection, and the hold's end still does not wake the sleeping driver: before, it
+/// did for nearly every exchange (1.4 eventfd writes per exchange on a `stride perf` server,
+/// round trips twice as long).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_open_connection_does_not_make_holds_wake_the_driver() {
+    let (server, client) = endpoints(true);
+    let addr = server.local_addr();
+    let srv_ep = server.clone();
+    let srv = tokio::spawn(async move {
+        let idle = server.accept().await.unwrap();
+        let mut s = server.accept().await.unwrap();
+        common::answer_reversed(&mut s, 300).await;
+        drop(idle);
+    });
+    let idle = client.connect(addr).await.unwrap();
+    let mut c = client.connect(addr).await.unwrap();
+    let before = srv_ep.io_stats();
+    common::ask_reversed(&mut c, 300, 0).await;
+    let after = srv_ep.io_stats();
+    c.shutdown().await.unwrap();
+    drop(idle);
+    srv.await.unwrap();
+    let kicks = after.driver_kicks - before.driver_kicks;
+    assert!(
+        kicks <= 150,
+        "{kicks} driver wake-ups for 300 exchanges: {after:?}"
+    );
+    // The ACKs still ride: one datagram per exchange, not two.
+    let out = after.datagrams_out - before.datagrams_out;
+    assert!(out <= 450, "{out} datagrams for 300 exchanges: {after:?}");
+}
+
 /// A request the application never answers is still acknowledged: the hold ends and the
 /// (sleeping) driver sends the ACK, so the client's write completes and its stream closes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
