@@ -428,7 +428,9 @@ impl Connection {
     }
 
     /// Holds a pure ACK that is due now (not a NACK, not one asking for a rate cut, not one
-    /// for a whole ACK interval, whose sample drives the peer's controller) until
+    /// for a whole ACK interval, whose sample drives the peer's controller, and none that
+    /// could not ride on DATA anyway: after the peer's FIN, or before a client's handshake is
+    /// confirmed) until
     /// `until` at the latest, for DATA to carry it (spec §6.4): a host whose application
     /// answers each request holds the request's ACK for the response. DATA leaving before then
     /// carries the ACK as it would anyway; from `until` on the pure ACK leaves at the next
@@ -443,6 +445,8 @@ impl Connection {
             || self.nack_now
             || self.cn_now
             || self.unacked_bytes >= self.ack_due_bytes()
+            || self.peer_fin
+            || (self.is_client && !self.confirmed)
         {
             return false;
         }

@@ -525,6 +525,49 @@ fn a_held_ack_rides_on_the_response_or_leaves_at_the_hold_end() {
     }
 }
 
+/// The ACK of a FIN is never held (it could not ride on DATA, spec §6.4, so a hold would
+/// only delay it): a host that holds ACKs after each receive, and a client that exits as soon
+/// as it has read the end of the stream, would otherwise leave the peer resending its FIN.
+#[test]
+fn the_ack_of_a_fin_is_not_held() {
+    let cfg = Config {
+        ack_ride_ns: 1_000_000,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg);
+    p.run(200_000, &mut nodrop);
+    let sh = p.sh.expect("accepted");
+    let mut buf = vec![0u8; 70_000];
+    p.c.write(p.ch, &[5u8; 64]).unwrap();
+    p.c.close(p.ch).unwrap();
+    let mut sent = Vec::new();
+    while let Some(t) = p.c.poll_transmit(p.now, &mut buf) {
+        sent.push(buf[..t.len].to_vec());
+    }
+    assert_eq!(sent.len(), 2, "the request and the FIN");
+    let now = p.now + DELAY;
+    for d in &sent {
+        p.s.handle(now, a(), d);
+    }
+    assert_eq!(p.s.read(sh, &mut [0u8; 64]).unwrap(), 64);
+    assert_eq!(
+        p.s.hold_acks(now + 50_000, now + 50_000),
+        0,
+        "the FIN's ACK was held"
+    );
+    let t = p.s.poll_transmit(now, &mut buf).expect("the ACK at once");
+    let pk = Packet::new_checked(&buf[..t.len]).unwrap();
+    assert!(pk.flags().contains(Flags::ACK));
+    assert_eq!(
+        pk.ack(),
+        Packet::new_checked(&sent[1][..])
+            .unwrap()
+            .seq()
+            .wrapping_add(1),
+        "not the FIN's ACK"
+    );
+}
+
 /// `pacing_forfeit_ns` counts the pacer's allowance that expired while the sender was
 /// backlogged: a caller that stalls for 2 ms in the middle of a paced 1 Gbit/s transfer
 /// forfeits the stall less the bucket (16 KiB = 131 µs at 1 Gbit/s, give or take the packet

@@ -1614,14 +1614,15 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
             // hold's end woke the sleeping driver for nearly every exchange (1.4 eventfd
             // writes per exchange, round trips twice as long, on a server that also held a
             // connection whose client had left without closing).
+            // Either way only when the core holds an ACK: one it may not hold (after the
+            // peer's FIN, a NACK, a CNP) leaves now, and so does everything with it.
             if st.hold_until.is_none() && st.ep.has_pending_transmit() {
-                if st.ep.connection_count() <= HOLD_MAX_CONNECTIONS
+                let end = now + ACK_HOLD_NS;
+                if st.ep.hold_acks(end, end + HOLD_LATE_NS) > 0
+                    && st.ep.connection_count() <= HOLD_MAX_CONNECTIONS
                     && st.ep.open_connection_count() == 1
                 {
-                    st.hold_until = Some(now + ACK_HOLD_NS);
-                } else {
-                    let end = now + ACK_HOLD_NS;
-                    st.ep.hold_acks(end, end + HOLD_LATE_NS);
+                    st.hold_until = Some(end);
                 }
             }
         }

@@ -273,6 +273,14 @@ pub async fn round_trips<S: AsyncRead + AsyncWrite + Unpin>(
         log.record(i, t, &req, &resp)?;
     }
     s.shutdown().await?;
+    // Wait for the server's end of the stream (for at most a second), so that its FIN is
+    // acknowledged before a client process exits: a server left resending its FIN keeps a
+    // connection open long after its client has gone.
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        while s.read(&mut resp).await? > 0 {}
+        Ok::<(), io::Error>(())
+    })
+    .await;
     Ok(log.rtts)
 }
 
