@@ -677,18 +677,18 @@ impl Endpoint {
             };
             e.queued = false;
             e.conn.set_rx_share(self.rx_share);
-            if e.conn.wants_transmit(now) {
-                if let Some(len) = emit(&mut e.conn, now, buf) {
-                    let remote = e.remote;
-                    // Round robin: go to the back of the queue if it has more to send.
-                    if e.conn.wants_transmit(now) {
-                        e.queued = true;
-                        self.ready.push_back(cid);
-                    } else {
-                        self.park(cid);
-                    }
-                    return Some(Transmit { remote, len });
+            // `emit` checks what `wants_transmit` would (and changes nothing when it has
+            // nothing to send), so it is asked directly.
+            if let Some(len) = emit(&mut e.conn, now, buf) {
+                let remote = e.remote;
+                // Round robin: go to the back of the queue if it has more to send.
+                if e.conn.wants_transmit(now) {
+                    e.queued = true;
+                    self.ready.push_back(cid);
+                } else {
+                    self.park(cid);
                 }
+                return Some(Transmit { remote, len });
             }
             self.park(cid);
         }
