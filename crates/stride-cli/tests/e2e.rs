@@ -772,11 +772,13 @@ fn perf_round_trips_over_stride_tcp_and_udp() {
         assert!(0 < min && min <= p50 && p50 <= p99, "{r}");
         if transport == "stride" {
             // The client's I/O per exchange: the request carries the ACK of the previous
-            // response (a pure ACK leaves at most about once per millisecond, spec §6.4), and
-            // the reader takes most responses from the socket itself.
+            // response (without the ride every exchange costs a request and a pure ACK, 2.0;
+            // a pure ACK still leaves about once per millisecond, spec §6.4, so a slow,
+            // loaded run gets more than the ~1.05 of a quiet one), and the reader takes most
+            // responses from the socket itself.
             let io = &r["io_per_round_trip"];
             let out = io["datagrams_out"].as_f64().unwrap();
-            assert!((1.0..1.5).contains(&out), "{r}");
+            assert!((1.0..1.9).contains(&out), "{r}");
             assert!(io["inline_receives"].as_f64().unwrap() > 0.5, "{r}");
             assert!(io["driver_kicks"].as_f64().unwrap() < 1.0, "{r}");
         }
