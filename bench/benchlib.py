@@ -43,3 +43,26 @@ def children_cpu():
     """CPU seconds (user + system) of this process's reaped children (RUSAGE_CHILDREN)."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
+
+
+def cpu_times():
+    """The machine's CPU time so far by kind (/proc/stat's first line, in ticks): user, nice,
+    system, idle, iowait, irq, softirq, steal. None where there is no /proc/stat."""
+    try:
+        f = Path("/proc/stat").read_text().splitlines()[0].split()
+    except OSError:
+        return None
+    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    return dict(zip(names, (int(x) for x in f[1:9])))
+
+
+def cpu_shares(before, after):
+    """Each kind's share of the CPU time between two `cpu_times()` readings (None if either is
+    None). `steal` is time the hypervisor gave the machine's vCPUs to someone else: a run with
+    much of it measured a busy host, not only the code."""
+    if not before or not after:
+        return None
+    d = {k: after[k] - before[k] for k in before}
+    total = sum(d.values()) or 1
+    return {k: round(v / total, 3) for k, v in d.items()}
+

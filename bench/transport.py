@@ -42,7 +42,9 @@
    thread off the CPU: delay outside the modelled queue that the senders see too) and the
    datagrams the kernel dropped at the relay's and the receiver's sockets.
 
-Everything runs on loopback. Builds what it needs (release).
+Everything runs on loopback. Builds what it needs (release). The machine's CPU time over the
+whole run is reported by kind, steal (the hypervisor's) included: on a shared host that is the
+first thing to read before comparing two runs.
 """
 import argparse
 import contextlib
@@ -54,7 +56,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib import children_cpu, idle_polling, port, proc_cpu
+from benchlib import children_cpu, cpu_shares, cpu_times, idle_polling, port, proc_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
@@ -139,6 +141,7 @@ def main():
         subprocess.Popen([STRIDE, "perf", "server", *f, "--blocking", "--listen",
                           f"127.0.0.1:{p}"], **quiet)
         for f, p in (([], p_sb), (["--tcp"], p_tb), (["--udp"], p_ub))] if blocking else [])
+    machine0 = cpu_times()
     res = {"reps": a.reps, "bytes": a.bytes, "rr_count": a.rr, "cores": os.cpu_count(),
            "stride": str(STRIDE)}
     try:
@@ -332,8 +335,18 @@ def main():
     res["relay"] = {k: {"runs": v, "median": {f: med([x[f] for x in v]) for f in v[0]}}
                     for k, v in relay.items()}
 
+    # How the machine's CPU time went during the whole run (steal: the hypervisor's).
+    res["machine_cpu_shares"] = cpu_shares(machine0, cpu_times())
+
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
+
+    sh = res["machine_cpu_shares"]
+    if sh:
+        print(f"\nMachine during the run ({os.cpu_count()} CPUs): user {sh['user']:.0%}, "
+              f"system {sh['system'] + sh['softirq'] + sh['irq']:.0%}, idle {sh['idle']:.0%}, "
+              f"steal {sh['steal']:.0%} (the hypervisor's; figures from a run with much of it "
+              f"measure the host as much as the code)")
 
     lb, rr, rl = res["loopback"], res["rr"], res["relay"]
     print(f"\n## Loopback goodput, {a.bytes}, median of {a.reps} interleaved rounds")
