@@ -453,6 +453,19 @@ fn pacing_lateness_measures_how_late_the_caller_wakes() {
     }
 }
 
+/// A connected pair whose ACKs may ride on DATA (`ack_ride_ns` 1 ms), the server's handle and
+/// a datagram buffer.
+fn riding_pair() -> (Pair, ConnHandle, Vec<u8>) {
+    let cfg = Config {
+        ack_ride_ns: 1_000_000,
+        ..Config::default()
+    };
+    let mut p = Pair::new(cfg);
+    p.run(200_000, &mut nodrop);
+    let sh = p.sh.expect("accepted");
+    (p, sh, vec![0u8; 70_000])
+}
+
 /// `Endpoint::hold_acks` (spec §6.4, a host holding a request's ACK for its response): the
 /// held pure ACK does not leave before the hold's end; a response written meanwhile carries
 /// it (no pure ACK at all); without a response the pure ACK leaves at the connection's
@@ -461,14 +474,7 @@ fn pacing_lateness_measures_how_late_the_caller_wakes() {
 #[test]
 fn a_held_ack_rides_on_the_response_or_leaves_at_the_hold_end() {
     for (respond, late) in [(true, 0), (false, 0), (true, 1_000_000), (false, 1_000_000)] {
-        let cfg = Config {
-            ack_ride_ns: 1_000_000,
-            ..Config::default()
-        };
-        let mut p = Pair::new(cfg);
-        p.run(200_000, &mut nodrop);
-        let sh = p.sh.expect("accepted");
-        let mut buf = vec![0u8; 70_000];
+        let (mut p, sh, mut buf) = riding_pair();
         // A pure ACK from the server not long ago (for a first message), so an ACK may ride
         // (at least one pure ACK per `ack_ride_ns`).
         p.c.write(p.ch, b"hello").unwrap();
@@ -530,14 +536,7 @@ fn a_held_ack_rides_on_the_response_or_leaves_at_the_hold_end() {
 /// as it has read the end of the stream, would otherwise leave the peer resending its FIN.
 #[test]
 fn the_ack_of_a_fin_is_not_held() {
-    let cfg = Config {
-        ack_ride_ns: 1_000_000,
-        ..Config::default()
-    };
-    let mut p = Pair::new(cfg);
-    p.run(200_000, &mut nodrop);
-    let sh = p.sh.expect("accepted");
-    let mut buf = vec![0u8; 70_000];
+    let (mut p, sh, mut buf) = riding_pair();
     p.c.write(p.ch, &[5u8; 64]).unwrap();
     p.c.close(p.ch).unwrap();
     let mut sent = Vec::new();
