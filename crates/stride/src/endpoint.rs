@@ -145,6 +145,10 @@ pub struct IoStats {
     /// Datagrams the kernel dropped at the socket because its receive buffer was full
     /// (`SO_RXQ_OVFL`; stays 0 when the kernel does not report it).
     pub rx_overflow: u64,
+    /// Times the driver thread went to sleep (`ppoll`), whoever woke it: on a
+    /// request/response stream whose application threads send and receive themselves, its
+    /// wake-ups are only the core's timers.
+    pub driver_sleeps: u64,
 }
 
 /// What the socket ended up with.
@@ -314,6 +318,8 @@ struct Shared {
     sleep_until: AtomicU64,
     /// Eventfd writes (reported as [`IoStats::driver_kicks`]).
     kicks: AtomicU64,
+    /// The driver's sleeps (reported as [`IoStats::driver_sleeps`]).
+    sleeps: AtomicU64,
     /// The receive buffers, shared by the driver and readers that receive inline; whoever
     /// holds them receives (so datagrams are handled in the order the socket gave them).
     rx: Mutex<RxBatch>,
@@ -836,6 +842,7 @@ impl Endpoint {
             sleeping: AtomicBool::new(false),
             sleep_until: AtomicU64::new(0),
             kicks: AtomicU64::new(0),
+            sleeps: AtomicU64::new(0),
             // Room for any UDP datagram either way (a slot's buffer is 64 KiB regardless), so
             // a receiver takes a peer's jumbo datagrams whatever its own payload setting.
             rx: Mutex::new(if gro {
@@ -932,6 +939,7 @@ impl Endpoint {
     pub fn io_stats(&self) -> IoStats {
         let mut io = self.shared.lock().io.clone();
         io.driver_kicks = self.shared.kicks.load(Ordering::Relaxed);
+        io.driver_sleeps = self.shared.sleeps.load(Ordering::Relaxed);
         io
     }
 
@@ -1879,6 +1887,7 @@ fn drive(
             shared.sleeping.store(false, Ordering::SeqCst);
             continue;
         }
+        shared.sleeps.fetch_add(1, Ordering::Relaxed);
         // SAFETY: two live pollfds.
         unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
         shared.sleeping.store(false, Ordering::SeqCst);

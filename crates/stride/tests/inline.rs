@@ -65,6 +65,17 @@ async fn a_held_ack_does_not_wake_the_driver() {
     assert!(c.driver_kicks <= 150, "client: {c:?}");
 }
 
+/// An endpoint with nothing to do sleeps in long waits (`MAX_WAIT_NS`, 50 ms): its driver
+/// thread neither spins nor wakes on short timers, and `IoStats::driver_sleeps` counts the
+/// sleeps (a machine slower to wake only lowers the count).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_endpoint_sleeps_in_long_waits() {
+    let (server, _client) = endpoints(true);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let io = server.io_stats();
+    assert!((1..=20).contains(&io.driver_sleeps), "{io:?}");
+}
+
 /// A connection that has closed and lingers (it stays 2 s to re-acknowledge a lost FIN)
 /// does not stop the next request/response connection's ACKs from riding on its responses:
 /// the server still sends about one datagram per exchange. (The hold was refused whenever the
