@@ -443,10 +443,7 @@ impl Connection {
         if self.state != State::Established
             || !self.ack_now
             || self.nack_now
-            || self.cn_now
-            || self.unacked_bytes >= self.ack_due_bytes()
-            || self.peer_fin
-            || (self.is_client && !self.confirmed)
+            || !self.ack_may_ride()
         {
             return false;
         }
@@ -1551,14 +1548,21 @@ impl Connection {
             && self
                 .last_pure_ack_at
                 .is_some_and(|t| now < t.saturating_add(self.cfg.ack_ride_ns))
-            && self.unacked_bytes < self.ack_due_bytes()
-            && !self.cn_now
-            && !self.peer_fin
-            && (self.confirmed || !self.is_client)
+            && self.ack_may_ride()
             && self.rexmit.is_empty()
             && self.pending_data() > 0
             && self.window_room() > 0
             && now >= self.data_at()
+    }
+
+    /// What the due ACK owes, as far as riding on DATA is concerned (shared by
+    /// [`Connection::ack_rides`] and [`Connection::hold_ack`]): fewer than an ACK interval of
+    /// bytes, no CNP, no FIN received, the handshake confirmed.
+    fn ack_may_ride(&self) -> bool {
+        self.unacked_bytes < self.ack_due_bytes()
+            && !self.cn_now
+            && !self.peer_fin
+            && (self.confirmed || !self.is_client)
     }
 
     fn header(&self, flags: Flags, now: u64) -> Header {
