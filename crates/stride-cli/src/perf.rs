@@ -392,7 +392,7 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
                             "send_calls": per(io.tx_calls, io0.tx_calls),
                             "direct_calls": per(io.direct_calls, io0.direct_calls),
                             "driver_kicks": per(io.driver_kicks, io0.driver_kicks),
-                        "driver_sleeps": per(io.driver_sleeps, io0.driver_sleeps),
+                            "driver_sleeps": per(io.driver_sleeps, io0.driver_sleeps),
                         }),
                     );
                     print_rtt(json_out, m)

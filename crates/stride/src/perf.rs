@@ -157,11 +157,7 @@ pub async fn bulk<S: ChunkIo>(
     s.read_exact(&mut k).await?;
     let result = run.confirmed();
     // Untimed: take the server's end of stream, so its close completes before we exit.
-    let mut sink = [0u8; 64];
-    let _ = tokio::time::timeout(Duration::from_secs(2), async {
-        while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
-    })
-    .await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), discard_to_end(s)).await;
     Ok(result)
 }
 
@@ -276,11 +272,7 @@ pub async fn round_trips<S: AsyncRead + AsyncWrite + Unpin>(
     // Wait for the server's end of the stream (for at most a second), so that its FIN is
     // acknowledged before a client process exits: a server left resending its FIN keeps a
     // connection open long after its client has gone.
-    let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        while s.read(&mut resp).await? > 0 {}
-        Ok::<(), io::Error>(())
-    })
-    .await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), discard_to_end(s)).await;
     Ok(log.rtts)
 }
 
