@@ -1,11 +1,11 @@
 //! Cost of the endpoint's zero-copy path alone, as the UDP driver uses it: a bulk transfer
 //! between two `Endpoint`s in memory, the sender handing over 256 KiB chunks
 //! (`write_bytes`) and producing datagrams with `poll_transmit_parts`, the receiver taking
-//! each datagram as a slice of a 64 KiB message (`handle_ecn_bytes`, as a GRO receive) and
-//! reading with `read_chunk`; ACKs go back through the copying calls. Reports, median of
+//! a 64 KiB message of datagrams whole (`handle_segments`, as a GRO receive) and
+//! reading with `read_chunks`; ACKs go back through the copying calls. Reports, median of
 //! several runs, ns per DATA packet on each side (sender: `write_bytes` and
-//! `poll_transmit_parts` and the ACKs it handles; receiver: `handle_ecn_bytes`,
-//! `read_chunk` and the ACKs it produces).
+//! `poll_transmit_parts` and the ACKs it handles; receiver: `handle_segments`,
+//! `read_chunks` and the ACKs it produces).
 //!
 //! Run: `cargo bench -p stride-proto --bench endpoint` (`-- --quick` for a short run)
 use bytes::{Bytes, BytesMut};
@@ -40,6 +40,7 @@ fn run(total: usize) -> (f64, f64, u64) {
     let mut parts: Vec<Bytes> = Vec::new();
     let mut msg = BytesMut::with_capacity(65_536);
     let mut lens: Vec<usize> = Vec::new();
+    let mut chunks: Vec<Bytes> = Vec::new();
     let (mut t_send, mut t_recv) = (Duration::ZERO, Duration::ZERO);
     while read < total {
         // Sender: hand over chunks, build up to one GSO message of datagrams.
@@ -68,16 +69,20 @@ fn run(total: usize) -> (f64, f64, u64) {
             lens.push(t.len);
         }
         let t1 = Instant::now();
-        // Receiver: the message arrives as one buffer, each datagram a slice of it.
+        // Receiver: the message arrives as one buffer (a GRO message of equal datagrams,
+        // the last possibly shorter), handed over whole; the reader takes what it holds.
         let m = msg.split().freeze();
-        let mut off = 0;
-        for &l in &lens {
-            r.handle_ecn_bytes(now, sa, &m.slice(off..off + l), false);
-            off += l;
+        if let Some(&seg) = lens.first() {
+            assert!(
+                lens.iter().rev().skip(1).all(|&l| l == seg),
+                "not a GRO message"
+            );
+            r.handle_segments(now, sa, &m, seg, false);
         }
-        while let Ok(Some(c)) = r.read_chunk(hr, usize::MAX) {
-            read += c.len();
-        }
+        chunks.clear();
+        read += r
+            .read_chunks(hr, usize::MAX, usize::MAX, &mut chunks)
+            .unwrap();
         let mut acks = Vec::new();
         while let Some(t) = r.poll_transmit(now, &mut buf) {
             acks.push(buf[..t.len].to_vec());

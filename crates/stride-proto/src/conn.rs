@@ -596,6 +596,25 @@ impl Connection {
         Some(b)
     }
 
+    /// [`Connection::read_chunk`] repeated: appends chunks to `out` until `max` bytes or
+    /// `most` chunks are taken or nothing is left; returns the bytes taken.
+    pub fn read_chunks(&mut self, max: usize, most: usize, out: &mut Vec<Bytes>) -> usize {
+        let mut taken = 0;
+        for _ in 0..most {
+            match self.rbuf.read_chunk(max - taken) {
+                Some(b) => {
+                    taken += b.len();
+                    out.push(b);
+                }
+                None => break,
+            }
+        }
+        // The window only grows as bytes are read: one check after them all sees what the
+        // check after each would have.
+        self.after_read(taken);
+        taken
+    }
+
     /// Hands over (Some) or forgets (None) the datagram about to be handled, so that its
     /// in-order payload is kept as a slice of it instead of a copy.
     pub fn set_rx_source(&mut self, src: Option<Bytes>) {

@@ -539,11 +539,9 @@ impl Endpoint {
                 None => fallback,
             };
             let ce = r.ecn == sys::ECN_CE;
-            if self.rx.message(i).is_some() {
-                for d in self.rx.datagram_bytes(i) {
-                    self.io.datagrams_in += 1;
-                    self.core.handle_ecn_bytes(now, r.from, &d, ce);
-                }
+            if let Some((m, seg)) = self.rx.segments(i) {
+                self.io.datagrams_in += m.len().div_ceil(seg) as u64;
+                self.core.handle_segments(now, r.from, m, seg, ce);
             } else {
                 for d in self.rx.datagrams(i) {
                     self.io.datagrams_in += 1;

@@ -441,14 +441,13 @@ impl Shared {
                 }
                 None => fallback_now,
             };
-            if rx.message(i).is_some() {
+            if let Some((m, seg)) = rx.segments(i) {
                 // A long (GRO) message is shared, not copied: in-order payloads stay in the
-                // receive buffer as slices of it until the application takes them.
-                for d in rx.datagram_bytes(i) {
-                    st.io.datagrams_in += 1;
-                    st.ep
-                        .handle_ecn_bytes(now, r.from, &d, r.ecn == sys::ECN_CE);
-                }
+                // receive buffer as slices of it until the application takes them. The core
+                // takes it whole (one connection lookup for a run of its datagrams).
+                st.io.datagrams_in += m.len().div_ceil(seg) as u64;
+                st.ep
+                    .handle_segments(now, r.from, m, seg, r.ecn == sys::ECN_CE);
             } else {
                 for d in rx.datagrams(i) {
                     st.io.datagrams_in += 1;
@@ -1333,18 +1332,7 @@ impl Stream {
         most: usize,
     ) -> Poll<std::io::Result<usize>> {
         let mut st = self.shared.lock();
-        let mut taken = 0;
-        let mut count = 0;
-        while taken < max && count < most {
-            count += 1;
-            match st.ep.read_chunk(self.h, max - taken) {
-                Ok(Some(b)) => {
-                    taken += b.len();
-                    out.push(b);
-                }
-                _ => break,
-            }
-        }
+        let taken = st.ep.read_chunks(self.h, max, most, out).unwrap_or(0);
         if taken > 0 {
             // A read may reopen the window (a window update to send): sent from here, and
             // the driver is woken only when something is left for it.

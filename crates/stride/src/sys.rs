@@ -380,18 +380,14 @@ impl RxBatch {
         self.data(i).chunks(self.got[i].seg.max(1))
     }
 
-    /// The datagrams of the `i`-th message of the last call as shared bytes (no copy); none
-    /// when the message was not shared (see [`RxBatch::message`]).
-    pub fn datagram_bytes(&self, i: usize) -> impl Iterator<Item = bytes::Bytes> + '_ {
-        static EMPTY: bytes::Bytes = bytes::Bytes::new();
-        let (m, len) = match &self.held[i] {
-            Some(m) => (m, self.got[i].len),
-            None => (&EMPTY, 0),
-        };
-        let seg = self.got[i].seg.max(1);
-        (0..len)
-            .step_by(seg)
-            .map(move |o| m.slice(o..(o + seg).min(len)))
+    /// The `i`-th message of the last call as shared bytes (no copy) with its datagram size
+    /// (a GRO message's datagrams are that long, the last possibly shorter), for
+    /// `Endpoint::handle_segments`; none when the message was not shared (see
+    /// [`RxBatch::message`]) or was truncated.
+    pub fn segments(&self, i: usize) -> Option<(&bytes::Bytes, usize)> {
+        let m = self.held[i].as_ref()?;
+        let r = &self.got[i];
+        (r.len > 0 && m.len() == r.len).then_some((m, r.seg.max(1)))
     }
 
     /// Receives what is queued (non-blocking); `WouldBlock` when nothing is.
@@ -1040,7 +1036,7 @@ mod tests {
             recv_one(&mut batch);
             assert_eq!(batch.data(0), &[k; 1400][..]);
             assert!(batch.message(0).is_none(), "a 1400-byte message was shared");
-            assert_eq!(batch.datagram_bytes(0).count(), 0);
+            assert!(batch.segments(0).is_none());
             where_.push(batch.data(0).as_ptr() as usize);
         }
         where_.dedup();
@@ -1050,10 +1046,10 @@ mod tests {
         recv_one(&mut batch);
         let m = batch.message(0).expect("a 40 kB message is shared").clone();
         assert_eq!(&m[..], &big[..]);
-        let d: Vec<_> = batch.datagram_bytes(0).collect();
-        assert_eq!(d.len(), 1);
+        let (d, seg) = batch.segments(0).expect("shared");
+        assert_eq!(seg, big.len(), "one datagram");
         assert_eq!(
-            d[0].as_ptr(),
+            d.as_ptr(),
             m.as_ptr(),
             "the datagram is a slice, not a copy"
         );
