@@ -19,7 +19,10 @@
    as latency benchmarks such as netperf's TCP_RR are normally run) and with the machine's
    default idle policy. On a VM whose idle vCPUs halt, a round trip that finds the peer's vCPU
    halted pays its wake-up (tens of µs), so the default-idle figures are bimodal for raw UDP as
-   much as for STRIDE; the target row reads the polled figures.
+   much as for STRIDE; the target row reads the polled figures. With the CPUs held awake, the
+   CPU time each exchange costs the client and the server (user and system, from rusage and
+   /proc/PID/stat) shows where a round trip's extra time goes when the system calls per
+   exchange are the same.
 3. Pacing: a sender pinned at 0.1, 1, 5, 10 and 25 Gbit/s on loopback (no queue can build at
    these rates): achieved goodput over the pinned rate (the payload share of a 1472-byte
    datagram is 0.978), the share of the time the pacer's allowance expired unused while the
@@ -30,7 +33,8 @@
    --tcp --pin-rate`: SO_MAX_PACING_RATE) runs right after each STRIDE round: how well this
    machine lets any sender hold the rate; STRIDE/TCP per round.
    CPU of the bulk runs of 1.: sender (the client's rusage) + receiver (the server's
-   /proc/PID/stat, before and after) in CPU-seconds per Gbit moved, STRIDE over TCP per round.
+   /proc/PID/stat, before and after) in CPU-seconds per Gbit moved, STRIDE over TCP per round,
+   and each side's context switches per GB (thread hand-offs: each is a wake-up somewhere).
    Aggregate goodput of 1, 2, 4 and 8 parallel connections (`stride perf client --parallel N`
    against `stride perf server --shards 2`, and TCP the same way), rounds interleaved; kernel
    TCP's own 4-vs-1 ratio beside STRIDE's.
@@ -56,7 +60,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib import children_cpu, cpu_shares, cpu_times, idle_polling, port, proc_cpu
+from benchlib import (children_cpu, children_cpu_split, children_switches, cpu_shares, cpu_times,
+                      idle_polling, port, proc_cpu, proc_switches)
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
@@ -162,13 +167,17 @@ def main():
                                    LO_MTU, "--json"], servers[0].pid),
                     ("tcp", [STRIDE, "perf", "client", "--tcp", "--to", f"127.0.0.1:{p_tcp}",
                              "--bytes", a.bytes, "--json"], servers[1].pid)):
-                c0 = children_cpu()
+                c0, w0, sw0 = children_cpu(), children_switches(), proc_switches(spid)
                 r, server_cpu = timed_json(cmd, spid)
                 client_cpu = children_cpu() - c0
                 gbit = r["bytes"] * 8 / 1e9
+                gb = r["bytes"] / 1e9
                 bulk[name].append(r)
                 cpu[name].append({"sender_s": client_cpu, "receiver_s": server_cpu,
-                                  "cpu_s_per_gbit": (client_cpu + server_cpu) / gbit})
+                                  "cpu_s_per_gbit": (client_cpu + server_cpu) / gbit,
+                                  # thread hand-offs: each costs a wake-up on some CPU
+                                  "sender_switches_per_gb": (children_switches() - w0) / gb,
+                                  "receiver_switches_per_gb": (proc_switches(spid) - sw0) / gb})
             nbytes = bulk["stride"][-1]["bytes"]
             bulk["quic"].append(last_json(
                 [QUIC, "client", "--to", f"127.0.0.1:{p_quic}", "--cert", cert, "--bytes",
@@ -193,6 +202,10 @@ def main():
             "median_cpu_s_per_gbit": {k: med(v) for k, v in cg.items()},
             "median_sender_s": {k: med([x["sender_s"] for x in v]) for k, v in cpu.items()},
             "median_receiver_s": {k: med([x["receiver_s"] for x in v]) for k, v in cpu.items()},
+            "median_sender_switches_per_gb": {
+                k: med([x["sender_switches_per_gb"] for x in v]) for k, v in cpu.items()},
+            "median_receiver_switches_per_gb": {
+                k: med([x["receiver_switches_per_gb"] for x in v]) for k, v in cpu.items()},
             "ratio_stride_tcp_per_round": [s / t for s, t in zip(cg["stride"], cg["tcp"])],
             "ratio_stride_lo_tcp_per_round": [s / t for s, t in zip(cg["stride_lo"], cg["tcp"])],
         }
@@ -231,20 +244,33 @@ def main():
 
         # 2. round trips, with the CPUs held awake and with the default idle policy
         rr_cases = [("stride", [], p_stride), ("tcp", ["--tcp"], p_tcp), ("udp", ["--udp"], p_udp)]
+        server_of = {p_stride: servers[0].pid, p_tcp: servers[1].pid, p_udp: servers[2].pid}
         if blocking:
             rr_cases += [("stride_blocking", ["--blocking"], p_sb),
                          ("tcp_blocking", ["--tcp", "--blocking"], p_tb),
                          ("udp_blocking", ["--udp", "--blocking"], p_ub)]
+            server_of.update({p_sb: servers[5].pid, p_tb: servers[6].pid, p_ub: servers[7].pid})
         rr = {m: {k: [] for k, _, _ in rr_cases} for m in ("polled", "default")}
+        # CPU time per exchange (CPUs held awake), split user / system, client and server: where
+        # a round trip's extra time goes when the system calls per exchange are the same
+        rr_cpu = {k: [] for k, _, _ in rr_cases}
+        exchanges = a.rr + max(a.rr // 100, 10)  # with the client's warm-up (perf::warm_up)
         polled_ok = True
         for _ in range(a.reps):
             for mode in ("polled", "default"):
                 with (idle_polling() if mode == "polled" else contextlib.nullcontext(True)) as ok:
                     polled_ok &= ok
                     for name, flag, p in rr_cases:
+                        c0, s0 = children_cpu_split(), proc_cpu(server_of[p])
                         rr[mode][name].append(last_json(
                             [STRIDE, "perf", "client", *flag, "--to", f"127.0.0.1:{p}", "--rr",
                              str(a.rr), "--json"]))
+                        c1, s1 = children_cpu_split(), proc_cpu(server_of[p])
+                        if mode == "polled":
+                            us = [(y - x) / exchanges * 1e6
+                                  for x, y in zip(c0 + (s0,), c1 + (s1,))]
+                            rr_cpu[name].append(dict(zip(
+                                ("client_user_us", "client_sys_us", "server_us"), us)))
 
         def rr_summary(runs):
             p50 = {k: [r["rtt_p50_ns"] for r in v] for k, v in runs.items()}
@@ -270,6 +296,9 @@ def main():
 
         res["rr"] = rr_summary(rr["polled"])
         res["rr"]["idle_polling"] = polled_ok
+        res["rr"]["cpu_per_exchange"] = rr_cpu
+        res["rr"]["median_cpu_per_exchange_us"] = {
+            k: {f: med([x[f] for x in v]) for f in v[0]} for k, v in rr_cpu.items()}
         res["rr_default_idle"] = rr_summary(rr["default"])
 
         # 3. pacing and STT jitter; at the rates in TCP_PACED, kernel TCP paced at the same
@@ -379,6 +408,13 @@ def main():
               f"{rd['median_ratio_blocking_tcp_udp']:.2f})")
     else:
         print("Blocking rows left out: this binary has no `perf --blocking`.")
+    print(f"\nCPU time per exchange (us, CPUs held out of idle; median of {a.reps} runs; the "
+          "client process's start and the warm-up included; the user/system split follows "
+          "the kernel's tick samples)")
+    print("| transport | client user | client system | client | server |\n|---|---|---|---|---|")
+    for k, v in rr["median_cpu_per_exchange_us"].items():
+        print(f"| {k} | {v['client_user_us']:.1f} | {v['client_sys_us']:.1f} | "
+              f"{v['client_user_us'] + v['client_sys_us']:.1f} | {v['server_us']:.1f} |")
     print(f"\n## Pacing at a pinned rate on loopback, 2 s each, median of {a.reps}")
     print("| rate | goodput / rate | rate forfeited to late turns | lateness p50/p99 (us) "
           "| sender CPU cores | STT jitter p50/p99 (us) |\n|---|---|---|---|---|---|")
@@ -415,10 +451,13 @@ def main():
               f"{m['relay_late_max_ns'] / 1e3:.0f} | {m['socket_drops']:.0f} |")
     cp, pa = res["cpu"], res["parallel"]
     print(f"\n## CPU per Gbit/s of goodput (sender + receiver), bulk runs above, median of {a.reps}")
-    print("| transport | CPU s per Gbit | sender CPU s | receiver CPU s |\n|---|---|---|---|")
+    print("| transport | CPU s per Gbit | sender CPU s | receiver CPU s | context switches per GB, "
+          "sender / receiver |\n|---|---|---|---|---|")
     for k in ("stride", "stride_lo", "tcp"):
         print(f"| {k} | {cp['median_cpu_s_per_gbit'][k]:.4f} | {cp['median_sender_s'][k]:.2f} | "
-              f"{cp['median_receiver_s'][k]:.2f} |")
+              f"{cp['median_receiver_s'][k]:.2f} | "
+              f"{cp['median_sender_switches_per_gb'][k]:.0f} / "
+              f"{cp['median_receiver_switches_per_gb'][k]:.0f} |")
     print(f"\n## Aggregate goodput of N parallel connections, {a.bytes} split, median of {a.reps}")
     print(f"| N | STRIDE Gbit/s (server --shards 2) | STRIDE --mtu {LO_MTU} | TCP Gbit/s |\n"
           "|---|---|---|---|")
