@@ -823,29 +823,26 @@ impl Endpoint {
         let next = |off: usize| off..(off + seg).min(msg.len());
         let mut off = 0;
         while off < msg.len() {
-            let r = next(off);
-            let dst = match Packet::new_checked(&msg[r.clone()]) {
-                Ok(p) => p.dst_cid(),
-                Err(_) => {
-                    self.handle_from(now, remote, &msg[r.clone()], ce, Some(msg));
-                    off = r.end;
-                    continue;
-                }
-            };
-            let Some(e) = self.conns.get_mut(&dst).filter(|e| e.remote == remote) else {
-                // Handshakes, strangers, RSTs: the one-datagram path.
+            let mut r = next(off);
+            // A datagram of a known connection from its peer starts a run; anything else
+            // (malformed, handshakes, strangers, RSTs) takes the one-datagram path.
+            let first = Packet::new_checked(&msg[r.clone()]).ok().and_then(|p| {
+                let dst = p.dst_cid();
+                let e = self.conns.get_mut(&dst).filter(|e| e.remote == remote)?;
+                Some((p, dst, e))
+            });
+            let Some((mut p, dst, e)) = first else {
                 self.handle_from(now, remote, &msg[r.clone()], ce, Some(msg));
                 off = r.end;
                 continue;
             };
             // This datagram and those after it for the same connection, while its sending
-            // state (which sets every connection's receive share) is unchanged.
+            // state (which sets every connection's receive share) is unchanged. Each is
+            // parsed once: the check that it belongs to the run is its parse.
             e.conn.set_rx_share(self.rx_share);
             e.conn.set_rx_source(Some(msg.clone()));
-            let mut r = r;
             loop {
                 self.stats.datagrams_in += 1;
-                let p = Packet::new_checked(&msg[r.clone()]).expect("checked before the call");
                 e.conn.handle_ecn(now, &p, ce);
                 off = r.end;
                 if off >= msg.len() || e.conn.rx_active() != e.active {
@@ -853,7 +850,7 @@ impl Endpoint {
                 }
                 r = next(off);
                 match Packet::new_checked(&msg[r.clone()]) {
-                    Ok(p) if p.dst_cid() == dst => {}
+                    Ok(q) if q.dst_cid() == dst => p = q,
                     _ => break,
                 }
             }
