@@ -69,8 +69,7 @@ def children_switches():
 
 def children_cpu():
     """CPU seconds (user + system) of this process's reaped children (RUSAGE_CHILDREN)."""
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+    return sum(children_cpu_split())
 
 
 def cpu_times():
