@@ -412,7 +412,8 @@ impl Shared {
     /// tokio wakes a second worker to take it).
     fn receive(&self, rx: &mut RxBatch, me: Option<ConnHandle>) -> std::io::Result<usize> {
         let n = rx.recv(self.sock_fd)?;
-        let fallback_now = sys::now_ns();
+        // The clock read just after the receive call (the one its stamps were converted with).
+        let fallback_now = rx.read_at;
         let mut st = self.lock();
         st.io.rx_calls += 1;
         st.io.inline_receives += u64::from(me.is_some());
@@ -1589,11 +1590,14 @@ impl Drop for Stream {
 /// [`Tx::Hold`] holds the due ACKs for [`ACK_HOLD_NS`] (the whole endpoint's transmissions
 /// when one connection is open; the driver then sends at its end).
 fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
-    let now = sys::now_ns();
+    // The clock is read only when something needs it (a hold to check or start, a datagram
+    // to send): a read after which nothing is due reads none.
+    let mut clock = None;
+    let mut now = || *clock.get_or_insert_with(sys::now_ns);
     match mode {
         Tx::Now => st.hold_until = None,
         Tx::Keep => {
-            if st.hold_until.is_some_and(|t| now >= t) {
+            if st.hold_until.is_some_and(|t| now() >= t) {
                 st.hold_until = None;
             }
         }
@@ -1613,7 +1617,7 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
             // Either way only when the core holds an ACK: one it may not hold (after the
             // peer's FIN, a NACK, a CNP) leaves now, and so does everything with it.
             if st.hold_until.is_none() && st.ep.has_pending_transmit() {
-                let end = now + ACK_HOLD_NS;
+                let end = now() + ACK_HOLD_NS;
                 if st.ep.hold_acks(end, end + HOLD_LATE_NS) > 0
                     && st.ep.connection_count() <= HOLD_MAX_CONNECTIONS
                     && st.ep.open_connection_count() == 1
@@ -1634,7 +1638,7 @@ fn settle(shared: &Shared, mut st: MutexGuard<'_, State>, mode: Tx) {
         return;
     }
     if st.ep.has_pending_transmit() && !st.tx_inflight {
-        send_direct(&mut st, shared.sock_fd);
+        send_direct(&mut st, shared.sock_fd, now());
     }
     st.dispatch();
     let pending = st.ep.has_pending_transmit() || st.tx_inflight;
@@ -1656,7 +1660,7 @@ enum Tx {
 /// small write does not wait for the driver thread to wake (one thread wake-up less on a
 /// request/response path). Only while the driver holds no unsent datagrams, so nothing is
 /// reordered; a datagram the kernel refuses (buffer full) goes to `spill` for the driver.
-fn send_direct(st: &mut State, fd: RawFd) {
+fn send_direct(st: &mut State, fd: RawFd, now: u64) {
     let State {
         ep,
         direct_bufs,
@@ -1670,9 +1674,8 @@ fn send_direct(st: &mut State, fd: RawFd) {
     let mut took: [Option<(SocketAddr, usize)>; DIRECT_MAX_DATAGRAMS] =
         [None; DIRECT_MAX_DATAGRAMS];
     let mut n = 0;
-    // One clock read for the call: its datagrams leave in one system call (as the driver's
-    // batches do).
-    let now = sys::now_ns();
+    // One clock read for the call (the caller's): its datagrams leave in one system call (as
+    // the driver's batches do).
     for (b, t) in direct_bufs.chunks_exact_mut(room).zip(took.iter_mut()) {
         let Some(x) = ep.poll_transmit(now, b) else {
             break;
