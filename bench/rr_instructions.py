@@ -14,7 +14,7 @@ is left is the steady exchange. Also reported: clock reads per exchange (calls i
 `clock_gettime`, from whichever caller).
 
 Counts are not quite exact: how often a client polls, spins or parks depends on timing. Runs of
-one binary varied by up to about 150 instructions per exchange for the blocking clients and 400
+one binary varied by up to about 200 instructions per exchange for the blocking clients and 400
 for the tokio ones, so compare two binaries (`--stride OLD --stride NEW`) by the median of a few
 runs (`--repeat 3`). Instructions are not time: the kernel's share of a round
 trip is not in them, nor cache misses. Modes: `async` (the tokio harness over `stride::Endpoint`),
