@@ -9,7 +9,7 @@ client process executes in user space per exchange: the core, the endpoint aroun
 the receive batch, `settle`), tokio and the harness. It runs the client under Valgrind's
 callgrind (`apt install valgrind`) against a server running natively on loopback, twice: with
 N1 and N2 exchanges. The difference of the two totals over the difference of exchanges made
-(warm-up included, `stride::perf::warm_up`) cancels start-up and connection set-up, so what
+(warm-up included, as the client reports them) cancels start-up and connection set-up, so what
 is left is the steady exchange. Also reported: clock reads per exchange (calls into
 `clock_gettime`, from whichever caller).
 
@@ -43,17 +43,16 @@ MODES = {
 N1, N2 = 1000, 5000
 
 
-def warm_up(count):
-    """Exchanges the client makes before timing (the twin of `stride::perf::warm_up`)."""
-    return max(count // 100, 10)
-
-
 def callgrind(binary, flags, dst, count, out):
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary, "perf",
            "client", *flags, "--to", dst, "--rr", str(count), "--json"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{run.stderr[-2000:]}")
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    # Every exchange made, the warm-up included (a binary older than the report's
+    # `warm_up_round_trips` made 1 %, at least 10).
+    made = report["round_trips"] + report.get("warm_up_round_trips", max(count // 100, 10))
     total = clock = 0
     names, cfn = {}, None
     for line in open(out):
@@ -69,7 +68,7 @@ def callgrind(binary, flags, dst, count, out):
             clock += int(m.group(1))
         if line.startswith("summary:") or line.startswith("totals:"):
             total = int(line.split()[-1])
-    return total, clock
+    return total, clock, made
 
 
 def measure(binary, mode):
@@ -80,12 +79,12 @@ def measure(binary, mode):
     try:
         time.sleep(0.5)
         with tempfile.TemporaryDirectory() as d:
-            i1, c1 = callgrind(binary, flags, f"127.0.0.1:{p}", N1, Path(d) / "a")
-            i2, c2 = callgrind(binary, flags, f"127.0.0.1:{p}", N2, Path(d) / "b")
+            i1, c1, m1 = callgrind(binary, flags, f"127.0.0.1:{p}", N1, Path(d) / "a")
+            i2, c2, m2 = callgrind(binary, flags, f"127.0.0.1:{p}", N2, Path(d) / "b")
     finally:
         srv.kill()
         srv.wait()
-    made = (N2 + warm_up(N2)) - (N1 + warm_up(N1))
+    made = m2 - m1
     return {"instructions_per_exchange": round((i2 - i1) / made),
             "clock_reads_per_exchange": round((c2 - c1) / made, 2)}
 

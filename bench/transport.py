@@ -254,7 +254,6 @@ def main():
         # CPU time per exchange (CPUs held awake), split user / system, client and server: where
         # a round trip's extra time goes when the system calls per exchange are the same
         rr_cpu = {k: [] for k, _, _ in rr_cases}
-        exchanges = a.rr + max(a.rr // 100, 10)  # with the client's warm-up (perf::warm_up)
         polled_ok = True
         for _ in range(a.reps):
             for mode in ("polled", "default"):
@@ -262,10 +261,15 @@ def main():
                     polled_ok &= ok
                     for name, flag, p in rr_cases:
                         c0, s0 = children_cpu_split(), proc_cpu(server_of[p])
-                        rr[mode][name].append(last_json(
+                        r = last_json(
                             [STRIDE, "perf", "client", *flag, "--to", f"127.0.0.1:{p}", "--rr",
-                             str(a.rr), "--json"]))
+                             str(a.rr), "--json"])
+                        rr[mode][name].append(r)
                         c1, s1 = children_cpu_split(), proc_cpu(server_of[p])
+                        # Every exchange the client made, its warm-up included (a binary older
+                        # than the report's `warm_up_round_trips` made 1 %, at least 10).
+                        exchanges = r["round_trips"] + r.get("warm_up_round_trips",
+                                                             max(a.rr // 100, 10))
                         if mode == "polled":
                             us = [(y - x) / exchanges * 1e6
                                   for x, y in zip(c0 + (s0,), c1 + (s1,))]

@@ -319,6 +319,12 @@ fn rtt_report(transport: &str, size: u64, rtts: Vec<u64>) -> Map<String, Value> 
     let mut m = Map::new();
     m.insert("transport".into(), json!(transport));
     m.insert("round_trips".into(), json!(r.count));
+    // The untimed exchanges made first (the same rule for every transport), so a caller can
+    // divide what the whole run cost by the exchanges it made.
+    m.insert(
+        "warm_up_round_trips".into(),
+        json!(stride::perf::warm_up(r.count as u64)),
+    );
     m.insert("size".into(), json!(size));
     m.insert("rtt_p50_ns".into(), json!(r.p50));
     m.insert("rtt_p99_ns".into(), json!(r.p99));

@@ -763,6 +763,8 @@ fn perf_round_trips_over_stride_tcp_and_udp() {
         let r = perf_client(&cargs);
         assert_eq!(r["transport"], transport, "{r}");
         assert_eq!(r["round_trips"], 300, "{r}");
+        // 1 % of 300, at least 10: every transport warms up by the same rule.
+        assert_eq!(r["warm_up_round_trips"], 10, "{r}");
         assert_eq!(r["size"], 64, "{r}");
         let (min, p50, p99) = (
             r["rtt_min_ns"].as_u64().unwrap(),
