@@ -16,7 +16,11 @@ is left is the steady exchange. Also reported: clock reads per exchange (calls i
 Counts are not quite exact: how often a client polls, spins or parks depends on timing. Runs of
 one binary varied by up to about 200 instructions per exchange for the blocking clients and 400
 for the tokio ones, so compare two binaries (`--stride OLD --stride NEW`) by the median of a few
-runs (`--repeat 3`). Instructions are not time: the kernel's share of a round
+runs (`--repeat 3`). The async client's count also holds its driver thread's timed wake-ups
+(every 1 ms while a reader waits, `READER_WAIT_NS`): under callgrind, which runs the client
+tens of times slower, they fall on many more exchanges than in a native run (the driver
+received 0.37 datagrams per exchange under callgrind, about 0.05 natively), so compare async
+counts between builds, not with the tokio UDP client's. Instructions are not time: the kernel's share of a round
 trip is not in them, nor cache misses. Modes: `async` (the tokio harness over `stride::Endpoint`),
 `blocking` (`stride::blocking`), and raw UDP the same two ways for reference.
 """
