@@ -1,12 +1,11 @@
 """Pieces the benchmark scripts share."""
 import contextlib
-import os
+import re
 import resource
 import socket
 import struct
 import time
 from pathlib import Path
-
 
 
 @contextlib.contextmanager
@@ -93,3 +92,42 @@ def cpu_shares(before, after):
     total = sum(d.values()) or 1
     return {k: round(v / total, 3) for k, v in d.items()}
 
+
+
+def callgrind_calls(path):
+    """The calls a callgrind output file records: (the program's total instructions, a list of
+    (caller, callee, calls, the callee's inclusive instructions over those calls)), function
+    names as callgrind writes them (with their " [object]" suffix when it gives one)."""
+    names, total, calls = {}, 0, []
+    fn = cfn = None
+    count = None
+    for line in open(path):
+        line = line.rstrip("\n")
+        m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            kind, i, name = m.groups()
+            if name:
+                names[i] = name
+            if kind == "fn":
+                fn = names[i]
+            else:
+                cfn = names[i]
+            continue
+        m = re.match(r"calls=(\d+)", line)
+        if m:
+            count = int(m.group(1))
+            continue
+        if count is not None:
+            # The line after `calls=`: the call's position and inclusive cost.
+            calls.append((fn, cfn, count, int(line.split()[-1])))
+            count = None
+            continue
+        if line.startswith("summary:") or line.startswith("totals:"):
+            total = int(line.split()[-1])
+    return total, calls
+
+
+def legacy_warm_up(count):
+    """The warm-up round trips `stride perf client --rr COUNT` makes (1 %, at least 10), for
+    binaries whose report predates its `warm_up_round_trips` field."""
+    return max(count // 100, 10)

@@ -30,6 +30,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import callgrind_calls  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCHES = {"rr": "round trip", "endpoint": "DATA packet"}
 
@@ -49,35 +52,13 @@ def bench_binary(name):
 
 def parse(path):
     """(program total, {core function: inclusive Ir of the calls the bench made into it})."""
-    names, total = {}, 0
+    total, calls = callgrind_calls(path)
     into = collections.Counter()
-    fn = cfn = None
-    want_cost = False
-    for line in open(path):
-        line = line.rstrip("\n")
-        m = re.match(r"(c?fn)=\((\d+)\)(?: (.*))?$", line)
-        if m:
-            kind, i, name = m.groups()
-            if name:
-                names[i] = name
-            if kind == "fn":
-                fn = names[i]
-            else:
-                cfn = names[i]
-            continue
-        if line.startswith("calls="):
-            want_cost = True
-            continue
-        if want_cost:
-            want_cost = False
-            cost = int(line.split()[-1])
-            caller_is_bench = not fn.startswith("stride_proto::") and (
-                fn.startswith("rr::") or fn.startswith("endpoint::"))
-            if caller_is_bench and "stride_proto::" in cfn:
-                into[cfn.split(" [")[0]] += cost
-            continue
-        if line.startswith("summary:") or line.startswith("totals:"):
-            total = int(line.split()[-1])
+    for fn, cfn, _, cost in calls:
+        caller_is_bench = not fn.startswith("stride_proto::") and (
+            fn.startswith("rr::") or fn.startswith("endpoint::"))
+        if caller_is_bench and "stride_proto::" in cfn:
+            into[cfn.split(" [")[0]] += cost
     return total, into
 
 

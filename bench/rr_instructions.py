@@ -14,7 +14,7 @@ is left is the steady exchange. Also reported: clock reads per exchange (calls i
 `clock_gettime`, from whichever caller).
 
 Counts are not quite exact: how often a client polls, spins or parks depends on timing. Runs of
-one binary varied by up to about 200 instructions per exchange for the blocking clients and 400
+one binary varied by up to about 250 instructions per exchange for the blocking clients and 400
 for the tokio ones, so compare two binaries (`--stride OLD --stride NEW`) by the median of a few
 runs (`--repeat 3`). The async client's count also holds its driver thread's timed wake-ups
 (every 1 ms while a reader waits, `READER_WAIT_NS`): under callgrind, which runs the client
@@ -26,7 +26,6 @@ trip is not in them, nor cache misses. Modes: `async` (the tokio harness over `s
 """
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import port  # noqa: E402
+from benchlib import callgrind_calls, legacy_warm_up, port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = {
@@ -54,24 +53,11 @@ def callgrind(binary, flags, dst, count, out):
     if run.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{run.stderr[-2000:]}")
     report = json.loads(run.stdout.strip().splitlines()[-1])
-    # Every exchange made, the warm-up included (a binary older than the report's
-    # `warm_up_round_trips` made 1 %, at least 10).
-    made = report["round_trips"] + report.get("warm_up_round_trips", max(count // 100, 10))
-    total = clock = 0
-    names, cfn = {}, None
-    for line in open(out):
-        m = re.match(r"c?fn=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
-        if m:
-            if m.group(2):
-                names[m.group(1)] = m.group(2)
-            if line.startswith("cfn="):
-                cfn = names[m.group(1)]
-            continue
-        m = re.match(r"calls=(\d+)", line)
-        if m and cfn and "clock_gettime" in cfn:
-            clock += int(m.group(1))
-        if line.startswith("summary:") or line.startswith("totals:"):
-            total = int(line.split()[-1])
+    # Every exchange made, the warm-up included (as the client reports it, or by the rule of a
+    # binary older than that field).
+    made = report["round_trips"] + report.get("warm_up_round_trips", legacy_warm_up(count))
+    total, calls = callgrind_calls(out)
+    clock = sum(n for _, callee, n, _ in calls if "clock_gettime" in callee)
     return total, clock, made
 
 

@@ -20,8 +20,8 @@
    default idle policy. On a VM whose idle vCPUs halt, a round trip that finds the peer's vCPU
    halted pays its wake-up (tens of µs), so the default-idle figures are bimodal for raw UDP as
    much as for STRIDE; the target row reads the polled figures. With the CPUs held awake, the
-   CPU time each exchange costs the client and the server (user and system, from rusage and
-   /proc/PID/stat) shows where a round trip's extra time goes when the system calls per
+   CPU time each exchange costs the client and the server (the client's user and system time
+   from rusage, the server's from its process CPU-time clock) shows where a round trip's extra time goes when the system calls per
    exchange are the same.
 3. Pacing: a sender pinned at 0.1, 1, 5, 10 and 25 Gbit/s on loopback (no queue can build at
    these rates): achieved goodput over the pinned rate (the payload share of a 1472-byte
@@ -33,7 +33,7 @@
    --tcp --pin-rate`: SO_MAX_PACING_RATE) runs right after each STRIDE round: how well this
    machine lets any sender hold the rate; STRIDE/TCP per round.
    CPU of the bulk runs of 1.: sender (the client's rusage) + receiver (the server's
-   /proc/PID/stat, before and after) in CPU-seconds per Gbit moved, STRIDE over TCP per round,
+   process CPU-time clock, before and after) in CPU-seconds per Gbit moved, STRIDE over TCP per round,
    and each side's context switches per GB (thread hand-offs: each is a wake-up somewhere).
    Aggregate goodput of 1, 2, 4 and 8 parallel connections (`stride perf client --parallel N`
    against `stride perf server --shards 2`, and TCP the same way), rounds interleaved; kernel
@@ -61,7 +61,7 @@ import time
 from pathlib import Path
 
 from benchlib import (children_cpu, children_cpu_split, children_switches, cpu_shares, cpu_times,
-                      idle_polling, port, proc_cpu, proc_switches)
+                      idle_polling, legacy_warm_up, port, proc_cpu, proc_switches)
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
@@ -266,10 +266,10 @@ def main():
                              str(a.rr), "--json"])
                         rr[mode][name].append(r)
                         c1, s1 = children_cpu_split(), proc_cpu(server_of[p])
-                        # Every exchange the client made, its warm-up included (a binary older
-                        # than the report's `warm_up_round_trips` made 1 %, at least 10).
+                        # Every exchange the client made, its warm-up included (as it
+                        # reports it, or by the rule of a binary older than that field).
                         exchanges = r["round_trips"] + r.get("warm_up_round_trips",
-                                                             max(a.rr // 100, 10))
+                                                             legacy_warm_up(a.rr))
                         if mode == "polled":
                             us = [(y - x) / exchanges * 1e6
                                   for x, y in zip(c0 + (s0,), c1 + (s1,))]
