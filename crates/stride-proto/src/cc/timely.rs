@@ -1,16 +1,13 @@
 //! TIMELY (Mittal et al., "TIMELY: RTT-based Congestion Control for the Datacenter",
 //! SIGCOMM 2015): rate control from the RTT gradient, with thresholds `T_low`/`T_high` that
-//! bound the gradient's reach and hyper-active increase after five calm completions.
+//! bound the gradient's reach, and hyper-active increase after a run of increases.
 //!
-//! | parameter | paper | here |
-//! |---|---|---|
-//! | EWMA weight α of the RTT difference | 0.875 | `alpha_1024` = 896 |
-//! | multiplicative decrease β | 0.8 | `beta_1024` = 819 |
-//! | additive step δ | 10 Mbit/s | `delta` = 10 Mbit/s in rate units |
-//! | T_low | 50 µs | `t_low` |
-//! | T_high | 500 µs | `t_high` |
-//! | minimum RTT (gradient normaliser) | 20 µs | `min_rtt` |
-//! | HAI after N completions | N = 5 | `hai_after` |
+//! The update follows the TIMELY model of the HPCC authors' simulator
+//! (`alibaba-edu/High-Precision-Congestion-Control`, `simulation/src/point-to-point/model/
+//! rdma-hw.cc`, `UpdateRateTimely`): every increase, below `T_low` or on a non-positive
+//! gradient, counts a stage; the first `hai_after` increases add δ, the later ones `δ_HAI`;
+//! any decrease resets the count. A positive gradient g cuts the rate by β·g, down to the
+//! minimum rate when β·g ≥ 1. Every value and its source is in `docs/baselines.md` ("TIMELY").
 //!
 //! One "completion" is one ACK sample (STRIDE acknowledges per 64 KiB segment, the paper's
 //! segment size). Integer arithmetic with multiplies and divides: this is a baseline, not the
@@ -25,15 +22,17 @@ pub struct TimelyParams {
     pub alpha_1024: u32,
     /// Multiplicative decrease factor β, in 1/1024.
     pub beta_1024: u32,
-    /// Additive increase step (rate units).
+    /// Additive increase step δ (rate units).
     pub delta: u32,
+    /// Hyper-active increase step δ_HAI (rate units).
+    pub delta_hai: u32,
     /// Below this RTT (ns) the rate increases additively whatever the gradient.
     pub t_low: u32,
     /// Above this RTT (ns) the rate decreases by β(1 - T_high/RTT).
     pub t_high: u32,
     /// The gradient's normaliser (ns): the fabric's minimum RTT.
     pub min_rtt: u32,
-    /// Consecutive non-positive gradients after which the step is 5δ (hyper-active increase).
+    /// Consecutive increases after which the step is δ_HAI (hyper-active increase).
     pub hai_after: u32,
     /// Lowest rate.
     pub rate_min: u32,
@@ -44,18 +43,20 @@ pub struct TimelyParams {
 }
 
 impl TimelyParams {
-    /// The paper's values for a host of line rate `line`, starting at the line rate (TIMELY
-    /// has no slow start).
+    /// The reference values for a host of line rate `line` (δ and δ_HAI scale with it),
+    /// starting at the line rate (TIMELY has no slow start).
     pub fn for_line_rate(line: u32) -> Self {
         TimelyParams {
             alpha_1024: 896,
             beta_1024: 819,
-            delta: rate_from_gbps(0.01).max(1),
+            // 10 and 50 Mbit/s per 10 Gbit/s of line rate
+            delta: (line / 1000).max(1),
+            delta_hai: 5 * (line / 1000).max(1),
             t_low: 50_000,
             t_high: 500_000,
             min_rtt: 20_000,
             hai_after: 5,
-            rate_min: rate_from_gbps(0.01).min(line).max(1),
+            rate_min: rate_from_gbps(0.1).min(line).max(1),
             rate_max: line,
             rate_init: line,
         }
@@ -93,7 +94,8 @@ pub struct Timely {
     prev_rtt: Option<u64>,
     /// Smoothed RTT difference (ns, signed).
     rtt_diff: i64,
-    calm: u32,
+    /// Increases since the last decrease.
+    inc_stage: u32,
 }
 
 impl Timely {
@@ -104,7 +106,7 @@ impl Timely {
             rate: u64::from(p.rate_init),
             prev_rtt: None,
             rtt_diff: 0,
-            calm: 0,
+            inc_stage: 0,
         }
     }
 
@@ -128,24 +130,30 @@ impl Timely {
         let new_diff = rtt as i64 - prev as i64;
         let a = i64::from(p.alpha_1024);
         self.rtt_diff = ((1024 - a) * self.rtt_diff + a * new_diff) / 1024;
-        if rtt < u64::from(p.t_low) {
-            self.calm = 0;
-            self.rate += u64::from(p.delta);
+        let cut_1024 = if rtt < u64::from(p.t_low) {
+            0
         } else if rtt > u64::from(p.t_high) {
-            self.calm = 0;
             // rate *= 1 - beta (1 - T_high / rtt)
-            let cut = u64::from(p.beta_1024) * (rtt - u64::from(p.t_high)) / rtt;
-            self.rate -= self.rate * cut / 1024;
+            u64::from(p.beta_1024) * (rtt - u64::from(p.t_high)) / rtt
         } else if self.rtt_diff <= 0 {
-            self.calm += 1;
-            let n = if self.calm >= p.hai_after { 5 } else { 1 };
-            self.rate += n * u64::from(p.delta);
+            0
         } else {
-            self.calm = 0;
-            // rate *= 1 - beta * gradient, gradient = rtt_diff / min_rtt (cut at most beta).
-            let g_1024 = (self.rtt_diff as u64 * 1024 / u64::from(p.min_rtt)).min(1024);
-            let cut = u64::from(p.beta_1024) * g_1024 / 1024;
-            self.rate -= self.rate * cut / 1024;
+            // rate *= max(0, 1 - beta * gradient), gradient = rtt_diff / min_rtt
+            (u64::from(p.beta_1024) * self.rtt_diff as u64 / u64::from(p.min_rtt)).min(1024)
+        };
+        let decrease =
+            rtt > u64::from(p.t_high) || (rtt >= u64::from(p.t_low) && self.rtt_diff > 0);
+        if decrease {
+            self.inc_stage = 0;
+            self.rate -= self.rate * cut_1024 / 1024;
+        } else {
+            let step = if self.inc_stage < p.hai_after {
+                p.delta
+            } else {
+                p.delta_hai
+            };
+            self.inc_stage += 1;
+            self.rate += u64::from(step);
         }
         self.clamp();
     }
@@ -176,8 +184,8 @@ crate::factory_params!(
     "timely",
     |p, now| Timely::new(p),
     [
-        alpha_1024, beta_1024, delta, t_low, t_high, min_rtt, hai_after, rate_min, rate_max,
-        rate_init
+        alpha_1024, beta_1024, delta, delta_hai, t_low, t_high, min_rtt, hai_after, rate_min,
+        rate_max, rate_init
     ]
 );
 
@@ -212,18 +220,35 @@ mod tests {
     }
 
     #[test]
-    fn hyper_active_increase_after_five_calm_samples() {
+    fn hyper_active_increase_after_five_increases_of_either_kind() {
         let mut c = ctl();
         c.on_rtt(100_000);
         let mut steps = vec![];
-        for _ in 0..7 {
+        // Flat gradients, then samples below T_low: all count as increases.
+        for rtt in [100_000u64, 100_000, 100_000, 40_000, 40_000, 40_000, 40_000] {
             let r = c.rate();
-            c.on_rtt(100_000);
+            c.on_rtt(rtt);
             steps.push(c.rate() - r);
         }
-        let d = c.p.delta;
-        assert_eq!(&steps[..4], &[d, d, d, d]);
-        assert_eq!(&steps[4..], &[5 * d, 5 * d, 5 * d]);
+        let (d, h) = (c.p.delta, c.p.delta_hai);
+        assert_eq!(h, 5 * d);
+        assert_eq!(steps, [d, d, d, d, d, h, h]);
+        // A decrease resets the count.
+        let r = c.rate();
+        c.on_rtt(150_000);
+        assert!(c.rate() < r);
+        let r = c.rate();
+        c.on_rtt(40_000);
+        assert_eq!(c.rate() - r, d);
+    }
+
+    #[test]
+    fn a_steep_gradient_cuts_to_the_minimum_rate() {
+        let mut c = ctl();
+        c.on_rtt(100_000);
+        // rtt_diff 0.875 x 40 us = 35 us against min_rtt 20 us: beta x g = 1.4 > 1
+        c.on_rtt(140_000);
+        assert_eq!(c.rate(), c.p.rate_min);
     }
 
     #[test]
