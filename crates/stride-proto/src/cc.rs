@@ -92,6 +92,8 @@ pub trait Controller: Send {
     fn on_qcn_feedback(&mut self, _now: u64, _fb: u8) {}
     /// The INT hop records echoed by an ACK (HPCC), after [`Controller::on_ack`].
     fn on_int(&mut self, _now: u64, _hops: &[IntHop]) {}
+    /// The path to the peer crosses `hops` switches (see `Connection::set_path_hops`).
+    fn on_path(&mut self, _hops: u32) {}
     /// When the controller's own timer next wants [`Controller::on_timer`] (None: no timer).
     fn timer(&self) -> Option<u64> {
         None

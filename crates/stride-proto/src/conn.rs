@@ -1124,6 +1124,13 @@ impl Connection {
         self.refresh_rate();
     }
 
+    /// The number of switches on the path to the peer became known (a simulator counts the
+    /// switches its packets cross, as a receiver would from the IP TTL): controllers that
+    /// scale with the path's length (Swift's target) read it.
+    pub fn set_path_hops(&mut self, hops: u32) {
+        self.cc.on_path(hops);
+    }
+
     /// Drops the parts of the resend lists that are acknowledged or no longer sent.
     fn prune_rexmit(&mut self) {
         let (una, nxt) = (self.snd_una, self.snd_nxt);

@@ -766,6 +766,17 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Tells a connection's controller how many switches its path crosses (see
+    /// [`Connection::set_path_hops`]).
+    pub fn set_path_hops(&mut self, h: ConnHandle, hops: u32) -> Result<(), EndpointError> {
+        let e = self
+            .conns
+            .get_mut(&h.0)
+            .ok_or(EndpointError::UnknownConnection)?;
+        e.conn.set_path_hops(hops);
+        Ok(())
+    }
+
     /// Queues bytes on a connection; returns how many were taken.
     pub fn write(&mut self, h: ConnHandle, data: &[u8]) -> Result<usize, EndpointError> {
         let e = self

@@ -144,6 +144,10 @@ pub struct RunStats {
     pub pause_ns: u64,
     /// Ports (host NICs included) that were paused at least once.
     pub ports_paused: u64,
+    /// Switches that sent at least one PFC pause.
+    pub pausing_switches: u64,
+    /// Switches that sent a PFC pause before they had marked any packet CE.
+    pub paused_before_marking: u64,
     /// Packets dropped because a PFC ingress headroom was full (included in `drops`).
     pub headroom_drops: u64,
     /// Packets handed to the network by hosts.
@@ -596,6 +600,9 @@ impl Sim {
         self.stats.ports_paused = self.topo.ports.iter().filter(|p| p.pauses > 0).count() as u64;
         self.stats.drops = self.topo.ports.iter().map(|p| p.drops).sum();
         self.stats.ecn_marks = self.topo.ports.iter().map(|p| p.marks).sum();
+        let (pausing, unmarked) = self.pauses_before_marks();
+        self.stats.pausing_switches = pausing;
+        self.stats.paused_before_marking = unmarked;
         self.completed == total
     }
 
@@ -669,7 +676,8 @@ impl Sim {
         }
     }
 
-    fn forward(&mut self, node: u32, p: Packet, via: u32) {
+    fn forward(&mut self, node: u32, mut p: Packet, via: u32) {
+        p.hops = p.hops.saturating_add(1);
         let rt = &self.routes;
         let sw = (node - self.topo.hosts) as usize;
         let (start, len) = rt.lists[rt.ids[sw * rt.hosts + p.dst as usize] as usize];
@@ -709,6 +717,7 @@ impl Sim {
         if verdict.mark && p.ect {
             p.ce = true;
             pt.marks += 1;
+            pt.first_mark_ns = pt.first_mark_ns.min(now);
         }
         let notify = verdict.feedback.map(|f| (f, p.src, p.dst, p.hash));
         if let Some((_, f)) = self.tap.as_mut().filter(|(tp, _)| *tp == port) {
@@ -785,6 +794,7 @@ impl Sim {
                 qdelta: f.qdelta,
             },
             int: None,
+            hops: 0,
         };
         self.forward(node, frame, LOCAL);
     }
@@ -799,6 +809,29 @@ impl Sim {
             total += pt.qbytes;
         }
         total
+    }
+
+    /// Switches that sent a PFC pause, and those of them that paused before they had marked a
+    /// single packet CE (on a lossless fabric ECN should act first, PFC being the backstop).
+    pub fn pauses_before_marks(&self) -> (u64, u64) {
+        let n = self.topo.switches.len();
+        let (mut mark, mut xoff) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+        for p in &self.topo.ports {
+            if p.from >= self.topo.hosts {
+                let s = (p.from - self.topo.hosts) as usize;
+                mark[s] = mark[s].min(p.first_mark_ns);
+            }
+            if p.to >= self.topo.hosts {
+                let s = (p.to - self.topo.hosts) as usize;
+                xoff[s] = xoff[s].min(p.first_xoff_ns);
+            }
+        }
+        let pausing = xoff.iter().filter(|&&x| x != u64::MAX);
+        let unmarked = mark
+            .iter()
+            .zip(&xoff)
+            .filter(|&(m, x)| *x != u64::MAX && m > x);
+        (pausing.count() as u64, unmarked.count() as u64)
     }
 
     /// Starts serializing the head of a per-packet port's queue (host NICs, and switch ports
@@ -818,6 +851,7 @@ impl Sim {
         if pt.qdisc.dequeue(pt.qbytes, p.ect) && p.ect {
             p.ce = true;
             pt.marks += 1;
+            pt.first_mark_ns = pt.first_mark_ns.min(now);
         }
         pt.busy = true;
         let ser = pt.ser_ns(wire);
@@ -875,6 +909,10 @@ impl Sim {
             });
         }
         self.stats.pause_frames += 1;
+        if pause_ns != 0 {
+            let l = &mut self.topo.ports[link];
+            l.first_xoff_ns = l.first_xoff_ns.min(self.now);
+        }
         let frame = Packet {
             src: sw,
             dst: up,
@@ -884,6 +922,7 @@ impl Sim {
             ce: false,
             payload: Payload::Pause { pause_ns },
             int: None,
+            hops: 0,
         };
         let id = self.store(frame);
         self.push(at, Ev::Arrive { node: up, pkt: id });

@@ -126,6 +126,8 @@ pub struct Packet {
     /// In-band telemetry: `Some` when the sender asks switches to stamp the packet (HPCC),
     /// each INT-enabled switch port then appends an [`IntHop`]. `None` costs no allocation.
     pub int: Option<Box<IntStack>>,
+    /// Switches the packet has crossed (what a receiver reads from the IP TTL).
+    pub hops: u8,
 }
 
 /// Node identifier: hosts are `0..hosts`, switches follow.
@@ -167,6 +169,8 @@ pub struct Port {
     pub drops: u64,
     /// Packets marked CE at this port.
     pub marks: u64,
+    /// When this port marked its first packet CE, ns (`u64::MAX`: never).
+    pub first_mark_ns: u64,
     /// Largest queue seen, bytes.
     pub max_qbytes: u64,
     /// Bytes sent.
@@ -195,6 +199,8 @@ pub struct Port {
     pub pause_ns: u64,
     /// XOFF frames this port obeyed.
     pub pauses: u64,
+    /// PFC at the far end: when it first sent XOFF over this link, ns (`u64::MAX`: never).
+    pub first_xoff_ns: u64,
 }
 
 impl Port {
@@ -320,6 +326,7 @@ impl Topology {
             busy: false,
             drops: 0,
             marks: 0,
+            first_mark_ns: u64::MAX,
             max_qbytes: 0,
             tx_bytes: 0,
             busy_ns: 0,
@@ -333,6 +340,7 @@ impl Topology {
             paused_since: 0,
             pause_ns: 0,
             pauses: 0,
+            first_xoff_ns: u64::MAX,
         });
         if from >= self.hosts {
             self.switches[(from - self.hosts) as usize].ports.push(idx);

@@ -77,6 +77,13 @@ pub struct TransportReport {
     pub pause_ms: f64,
     /// Ports (host NICs included) paused at least once.
     pub ports_paused: u64,
+    /// Switches that sent a PFC pause.
+    #[serde(default)]
+    pub pausing_switches: u64,
+    /// Switches that sent a PFC pause before they had marked any packet CE (on a lossless
+    /// fabric ECN should act first).
+    #[serde(default)]
+    pub paused_before_marking: u64,
     /// Drops because a PFC ingress headroom was full (included in `drops`).
     pub headroom_drops: u64,
     /// QCN feedback frames sent by congestion points.
@@ -234,6 +241,8 @@ pub fn summarize(
         pause_frames: stats.pause_frames,
         pause_ms: stats.pause_ns as f64 / 1e6,
         ports_paused: stats.ports_paused,
+        pausing_switches: stats.pausing_switches,
+        paused_before_marking: stats.paused_before_marking,
         headroom_drops: stats.headroom_drops,
         qcn_feedback: stats.qcn_feedback,
         queue_p50_kb,

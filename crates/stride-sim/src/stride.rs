@@ -48,6 +48,10 @@ pub struct StrideHost {
     int: bool,
     /// The latest INT stack received from each source host, not yet echoed.
     echo: HashMap<u32, IntStack>,
+    /// Controllers that scale with the path's length (Swift): the switch count of the
+    /// latest packet from each host, told to the connections sending there when it changes
+    /// (`None`: not reported).
+    path_hops: Option<HashMap<u32, u8>>,
 }
 
 /// What every simulated application writes (a shared page of zeros, not a buffer per host).
@@ -78,6 +82,36 @@ impl StrideHost {
             ect: false,
             int: false,
             echo: HashMap::new(),
+            path_hops: None,
+        }
+    }
+
+    /// Tells each sending connection how many switches its path crosses, as its packets
+    /// from the peer show (see the `path_hops` field).
+    pub fn with_path_hops(mut self, on: bool) -> Self {
+        self.path_hops = on.then(HashMap::new);
+        self
+    }
+
+    /// A packet from host `src` crossed `hops` switches: the connections sending there learn
+    /// it when it is new.
+    fn note_path(&mut self, src: u32, hops: u8) {
+        let Some(seen) = self.path_hops.as_mut() else {
+            return;
+        };
+        if seen.insert(src, hops) == Some(hops) {
+            return;
+        }
+        let to = host_addr(src);
+        let mut hs: Vec<ConnHandle> = self
+            .sending
+            .keys()
+            .copied()
+            .filter(|h| self.ep.remote(*h) == Some(to))
+            .collect();
+        hs.sort_unstable();
+        for h in hs {
+            let _ = self.ep.set_path_hops(h, u32::from(hops));
         }
     }
 
@@ -158,6 +192,9 @@ impl HostStack for StrideHost {
             .connect(ctx.now, host_addr(f.dst))
             .expect("connection table has room");
         self.registry.borrow_mut().insert((self.id, h.0), flow);
+        if let Some(&hops) = self.path_hops.as_ref().and_then(|s| s.get(&f.dst)) {
+            let _ = self.ep.set_path_hops(h, u32::from(hops));
+        }
         self.sending.insert(
             h,
             Sending {
@@ -177,6 +214,7 @@ impl HostStack for StrideHost {
             ctrl,
         } = &pkt.payload
         {
+            self.note_path(pkt.src, pkt.hops);
             self.rx[..HEADER_LEN].copy_from_slice(header);
             let len = HEADER_LEN + usize::from(*payload_len);
             // The buffer's payload area is kept zero: a control payload is written in and
@@ -279,6 +317,7 @@ impl HostStack for StrideHost {
                 ctrl,
             },
             int,
+            hops: 0,
         })
     }
 

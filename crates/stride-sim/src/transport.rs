@@ -83,12 +83,14 @@ pub const STRIDE_PAPER: Transport = Transport {
 
 /// A host controller of `stride_proto::cc::REGISTRY` on STRIDE's connection (go-back-N, like
 /// RDMA's), configured by `[stride]`'s connection fields and the controller's defaults at the
-/// hosts' line rate. `ect`: the hosts send ECN-capable packets and count CE marks.
+/// hosts' line rate. `ect`: the hosts send ECN-capable packets and count CE marks;
+/// `path_hops`: the controllers learn their path's switch count (Swift's topology scaling).
 fn stride_family(
     sc: &Scenario,
     n: u32,
     cc: &str,
     ect: bool,
+    path_hops: bool,
 ) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
     let mut cfg = sc.stride_config()?;
     // The RDMA baselines recover as RoCE NICs do, by go-back-N, whatever STRIDE's default is,
@@ -101,8 +103,11 @@ fn stride_family(
     let reg = Rc::new(RefCell::new(HashMap::new()));
     Ok((0..n)
         .map(|i| {
-            Box::new(StrideHost::new(i, cfg.clone(), sc.seed, reg.clone()).with_ect(ect))
-                as Box<dyn HostStack>
+            Box::new(
+                StrideHost::new(i, cfg.clone(), sc.seed, reg.clone())
+                    .with_ect(ect)
+                    .with_path_hops(path_hops),
+            ) as Box<dyn HostStack>
         })
         .collect())
 }
@@ -111,7 +116,7 @@ fn stride_family(
 pub const TIMELY: Transport = Transport {
     name: "timely",
     about: "TIMELY (RTT gradient) on STRIDE's go-back-N connection",
-    build: |sc, n| stride_family(sc, n, "timely", false),
+    build: |sc, n| stride_family(sc, n, "timely", false, false),
 };
 
 /// DCQCN's reaction point (Zhu et al. 2015) on STRIDE's connection: ECN marks at the switches,
@@ -119,14 +124,14 @@ pub const TIMELY: Transport = Transport {
 pub const DCQCN: Transport = Transport {
     name: "dcqcn",
     about: "DCQCN reaction point (ECN -> CNP) on STRIDE's go-back-N connection",
-    build: |sc, n| stride_family(sc, n, "dcqcn", true),
+    build: |sc, n| stride_family(sc, n, "dcqcn", true, false),
 };
 
 /// Swift (Kumar et al. 2020) on STRIDE's connection: delay target, window and pacing.
 pub const SWIFT: Transport = Transport {
     name: "swift",
     about: "Swift (delay target, window + pacing) on STRIDE's go-back-N connection",
-    build: |sc, n| stride_family(sc, n, "swift", false),
+    build: |sc, n| stride_family(sc, n, "swift", false, true),
 };
 
 /// HPCC (Li et al. 2019) on STRIDE's connection: the switches stamp INT records on data
@@ -176,6 +181,6 @@ pub const QCN: Transport = Transport {
                 "field `transports`: qcn needs a [qcn] section (switch congestion points)".into(),
             ));
         }
-        stride_family(sc, n, "qcn", false)
+        stride_family(sc, n, "qcn", false, false)
     },
 };

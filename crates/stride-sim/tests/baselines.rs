@@ -51,8 +51,11 @@ fn run(cc: &str, ect: bool, tune: impl Fn(&mut CcConfig)) -> Run {
     let reg = Rc::new(RefCell::new(HashMap::new()));
     let hosts: Vec<Box<dyn HostStack>> = (0..=n)
         .map(|i| {
-            Box::new(StrideHost::new(i, cfg.clone(), 5, reg.clone()).with_ect(ect))
-                as Box<dyn HostStack>
+            Box::new(
+                StrideHost::new(i, cfg.clone(), 5, reg.clone())
+                    .with_ect(ect)
+                    .with_path_hops(cc == "swift"),
+            ) as Box<dyn HostStack>
         })
         .collect();
     let bytes = 20_000_000;
@@ -119,9 +122,10 @@ fn dcqcn_reacts_to_marks_and_holds_the_queue_near_k_where_a_fixed_rate_overflows
 #[test]
 fn swift_holds_the_fabric_delay_near_its_target() {
     let p = SwiftParams::for_line_rate(rate_from_gbps(10.0));
-    // A 3-switch path: the target with no flow scaling is 25 + 3 us.
-    let r = run("swift", false, |c| c.set("hops", "3").unwrap());
-    let target_ns = u64::from(p.base_target_ns + 3 * p.hop_scale_ns);
+    // The dumbbell's paths cross 2 switches, which the senders learn from their ACKs: the
+    // target without flow scaling is the base target plus 2 hop terms.
+    let r = run("swift", false, |_| {});
+    let target_ns = u64::from(p.base_target_ns + 2 * p.hop_scale_ns);
     let p50_ns = r.q_p50 * 8 * 1_000_000_000 / G10;
     let p99_ns = r.q_p99 * 8 * 1_000_000_000 / G10;
     println!("swift: queueing delay p50 {p50_ns} ns p99 {p99_ns} ns, target {target_ns} ns");
@@ -131,7 +135,7 @@ fn swift_holds_the_fabric_delay_near_its_target() {
         "median queueing {p50_ns} ns above the target"
     );
     assert!(
-        p99_ns <= target_ns + u64::from(p.fs_range_ns),
+        p99_ns <= target_ns + u64::from(p.fs_range_mult * p.base_target_ns),
         "p99 {p99_ns} ns"
     );
     assert!(r.util > 0.85, "goodput {:.2} of the line", r.util);
@@ -143,6 +147,15 @@ fn swift_holds_the_fabric_delay_near_its_target() {
         big.q_p50 > 2 * r.q_p50.max(MTU),
         "{} vs {}",
         big.q_p50,
+        r.q_p50
+    );
+    // So does a larger per-switch term: the senders learned that their path crosses
+    // switches (without the count the hop term is zero and nothing changes).
+    let hops = run("swift", false, |c| c.set("hop_scale_ns", "40000").unwrap());
+    assert!(
+        hops.q_p50 > 2 * r.q_p50.max(MTU),
+        "{} vs {}",
+        hops.q_p50,
         r.q_p50
     );
 }

@@ -283,6 +283,7 @@ impl HostStack for Blaster {
             ce: false,
             payload: Payload::Tcp(Default::default()),
             int: self.int.then(Default::default),
+            hops: 0,
         })
     }
     fn next_wake(&mut self) -> Option<u64> {
@@ -613,6 +614,7 @@ impl HostStack for Pauser {
                 pause_ns: self.pause_ns,
             },
             int: None,
+            hops: 0,
         })
     }
     fn next_wake(&mut self) -> Option<u64> {

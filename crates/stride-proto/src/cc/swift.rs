@@ -1,23 +1,16 @@
 //! Swift (Kumar et al., "Swift: Delay is Simple and Effective for Congestion Control in the
 //! Datacenter", SIGCOMM 2020): a congestion window in packets, additive increase below a target
 //! delay, multiplicative decrease proportional to the excess above it (at most once per RTT,
-//! bounded by `max_mdf`), a target scaled by the hop count (topology scaling) and by
-//! α/√cwnd + β clamped to `[0, fs_range]` (flow scaling), and pacing when the window falls
-//! below one packet (here: always paced at cwnd·MSS per RTT, the window caps bytes in flight).
+//! bounded by `max_mdf`), and a target that grows with the path's length (topology scaling:
+//! `hop_scale` per switch crossed, from the path the connection's packets take) and with a
+//! small window (flow scaling: α/√cwnd + β, clamped to `[0, fs_range]`, with `fs_range` a
+//! multiple of the base target so that it follows it). Always paced at cwnd·MSS per RTT; the
+//! window caps bytes in flight.
 //!
-//! | parameter | paper | here |
-//! |---|---|---|
-//! | additive increment `ai` | 1 packet per RTT | `ai_milli` = 1000 |
-//! | decrease factor `β` | 0.8 | `beta_milli` = 800 |
-//! | maximum decrease `max_mdf` | 0.5 | `max_mdf_milli` = 500 |
-//! | base target delay | 25 µs (their fabric) | `base_target_ns` |
-//! | per-hop scaling `h` | a few µs per hop | `hop_scale_ns` = 1 µs × `hops` |
-//! | flow-scaling range `fs_range` | 5 × base target | `fs_range_ns` |
-//! | `fs_min_cwnd`, `fs_max_cwnd` | 0.1, 100 packets | `fs_min_cwnd_milli`, `fs_max_cwnd_milli` |
-//! | minimum window | 0.001 packets | `min_cwnd_milli` |
-//!
-//! The window is kept in 1/1000 packets; the flow-scaling term uses one square root per ACK in
-//! floating point (a baseline, not the hardware path).
+//! The values follow the Swift model of `Broadcom/csg-htsim` (`sim/swift.cpp`, the `SwiftSrc`
+//! constructor and `targetDelay`); every value and its source is in `docs/baselines.md`
+//! ("Swift"). The window is kept in 1/1000 packets; the flow-scaling term uses one square root
+//! per ACK in floating point (a baseline, not the hardware path).
 
 use super::{AckSample, Controller};
 
@@ -34,12 +27,13 @@ pub struct SwiftParams {
     pub max_mdf_milli: u32,
     /// Target fabric delay before scaling (ns).
     pub base_target_ns: u32,
-    /// Target added per hop (ns).
+    /// Target added per switch on the path (ns).
     pub hop_scale_ns: u32,
-    /// Hops on the path (switches traversed), for topology scaling.
+    /// Switches on the path until the path reports its own count (`Controller::on_path`; the
+    /// simulator does, a UDP host does not).
     pub hops: u32,
-    /// Flow-scaling range (ns).
-    pub fs_range_ns: u32,
+    /// Flow-scaling range, in multiples of the base target.
+    pub fs_range_mult: u32,
     /// Window (1/1000 packets) at which flow scaling adds the whole range.
     pub fs_min_cwnd_milli: u32,
     /// Window (1/1000 packets) at which flow scaling adds nothing.
@@ -54,18 +48,22 @@ pub struct SwiftParams {
     pub rate_max: u32,
 }
 
+/// The base target delay (ns).
+const BASE_TARGET_NS: u32 = 20_000;
+
 impl SwiftParams {
-    /// The paper's values at line rate `line`, for a fabric of `hops` switches.
+    /// The reference values at line rate `line`.
     pub fn for_line_rate(line: u32) -> Self {
         SwiftParams {
             mss: 1440,
             ai_milli: 1000,
             beta_milli: 800,
             max_mdf_milli: 500,
-            base_target_ns: 25_000,
-            hop_scale_ns: 1_000,
-            hops: 5,
-            fs_range_ns: 125_000,
+            base_target_ns: BASE_TARGET_NS,
+            // h = base target / 6.55
+            hop_scale_ns: (BASE_TARGET_NS as u64 * 100 / 655) as u32,
+            hops: 0,
+            fs_range_mult: 5,
             fs_min_cwnd_milli: 100,
             fs_max_cwnd_milli: 100_000,
             min_cwnd_milli: 1,
@@ -145,11 +143,11 @@ impl Swift {
     pub fn target(&self) -> u64 {
         let p = &self.p;
         let inv = |w: u32| 1.0 / (f64::from(w) / 1000.0).sqrt();
-        let alpha =
-            f64::from(p.fs_range_ns) / (inv(p.fs_min_cwnd_milli) - inv(p.fs_max_cwnd_milli));
+        let range = f64::from(p.fs_range_mult) * f64::from(p.base_target_ns);
+        let alpha = range / (inv(p.fs_min_cwnd_milli) - inv(p.fs_max_cwnd_milli));
         let beta = -alpha * inv(p.fs_max_cwnd_milli);
         let w = (self.cwnd as f64 / 1000.0).max(1e-3);
-        let fs = (alpha / w.sqrt() + beta).clamp(0.0, f64::from(p.fs_range_ns));
+        let fs = (alpha / w.sqrt() + beta).clamp(0.0, range);
         u64::from(p.base_target_ns) + u64::from(p.hops) * u64::from(p.hop_scale_ns) + fs as u64
     }
 
@@ -226,6 +224,9 @@ impl Controller for Swift {
         self.clamp();
         self.update_rate();
     }
+    fn on_path(&mut self, hops: u32) {
+        self.p.hops = hops;
+    }
     fn rate(&self) -> u32 {
         self.rate
     }
@@ -246,7 +247,7 @@ crate::factory_params!(
         base_target_ns,
         hop_scale_ns,
         hops,
-        fs_range_ns,
+        fs_range_mult,
         fs_min_cwnd_milli,
         fs_max_cwnd_milli,
         min_cwnd_milli,
@@ -266,22 +267,40 @@ mod tests {
     }
 
     #[test]
-    fn target_scales_with_hops_and_shrinks_with_the_window() {
+    fn target_scales_with_the_paths_hops_and_shrinks_with_the_window() {
         let mut c = ctl();
+        let p = c.p;
+        let h = u64::from(p.hop_scale_ns);
         c.cwnd = 100_000; // at fs_max_cwnd: no flow scaling
-        assert_eq!(c.target(), 25_000 + 5 * 1_000);
-        c.p.hops = 1;
-        assert_eq!(c.target(), 25_000 + 1_000);
-        c.cwnd = 100; // at fs_min_cwnd: the whole range
-        assert!(c.target().abs_diff(26_000 + 125_000) <= 1, "{}", c.target());
+        assert_eq!(c.target(), 20_000, "no hop count known yet");
+        c.on_path(5);
+        assert_eq!(c.target(), 20_000 + 5 * h);
+        c.on_path(1);
+        assert_eq!(c.target(), 20_000 + h);
+        c.cwnd = 100; // at fs_min_cwnd: the whole range, 5 x the base target
+        assert!(
+            c.target().abs_diff(20_000 + h + 100_000) <= 1,
+            "{}",
+            c.target()
+        );
         c.cwnd = 1_000;
         let mid = c.target();
-        assert!(mid > 26_000 && mid < 151_000);
+        assert!(mid > 20_000 + h && mid < 120_000 + h);
+        // The flow-scaling range follows the base target.
+        c.p.base_target_ns = 40_000;
+        c.cwnd = 100;
+        assert!(
+            c.target().abs_diff(40_000 + h + 200_000) <= 1,
+            "{}",
+            c.target()
+        );
     }
 
     #[test]
     fn holds_delay_near_target_window_grows_below_and_shrinks_above() {
         let mut c = ctl();
+        c.p.hop_scale_ns = 2_000;
+        c.on_path(5); // target 20 + 5 x 2 = 30 us
         c.cwnd = 100_000;
         let w0 = c.cwnd_milli();
         c.on_delay(0, 20_000, 64 * 1024);

@@ -274,6 +274,7 @@ impl<C: Congestion> TcpHost<C> {
             ce: false,
             payload: Payload::Tcp(seg),
             int: None,
+            hops: 0,
         }
     }
 
@@ -710,6 +711,7 @@ mod tests {
                 ce,
                 payload: Payload::Tcp(seg),
                 int: None,
+                hops: 0,
             };
             step(&mut h, now, Some(pkt));
         }
