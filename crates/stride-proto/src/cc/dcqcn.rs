@@ -308,7 +308,7 @@ mod tests {
         let mut c = Dcqcn::new(p);
         c.on_cnp(0);
         // alpha = (1 - 1/256) * 0.5 + 1/256, then Rc = line * (1 - alpha/2)
-        let a = (ONE / 2) - (ONE / 2 >> 8) + (ONE >> 8);
+        let a = (ONE / 2) - ((ONE / 2) >> 8) + (ONE >> 8);
         assert_eq!(c.alpha(), a);
         let l = u64::from(line);
         assert_eq!(u64::from(c.rate()), l - l * a / (2 * ONE));
