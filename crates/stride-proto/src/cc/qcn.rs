@@ -4,8 +4,9 @@
 //! byte counter (`BC_LIMIT`, halved after fast recovery: the "150K/75K stretching") and a timer
 //! (`TIMER_PERIOD`, halved likewise), each with 30 % randomness, end rate-increase cycles: fast
 //! recovery (`CR = (CR + TR)/2`) while both have fewer than `FAST_RECOVERY_THRESHOLD` cycles,
-//! active increase (`TR += AI_INC`) once one has, hyper-active increase (`TR += HAI_INC`) once
-//! both have.
+//! active increase (`TR += AI_INC`) once one has, hyper-active increase once both have, by
+//! `HAI_INC` times the cycles the slower counter has ended past the threshold (a step that
+//! grows with the time since the last cut).
 //!
 //! | parameter | seed 004 | here |
 //! |---|---|---|
@@ -87,8 +88,10 @@ pub struct Qcn {
     p: QcnParams,
     cr: u64,
     tr: u64,
-    bc_cycles: u32,
-    timer_cycles: u32,
+    /// Byte-counter cycles ended since the last cut (the pseudo-code's `si_count`).
+    bc_stage: u32,
+    /// Timer cycles ended since the last cut (`timer_scount`).
+    timer_stage: u32,
     bytes: u64,
     bytes_limit: u64,
     timer_at: Option<u64>,
@@ -102,8 +105,8 @@ impl Qcn {
             p,
             cr: u64::from(p.rate_max),
             tr: u64::from(p.rate_max),
-            bc_cycles: 0,
-            timer_cycles: 0,
+            bc_stage: 0,
+            timer_stage: 0,
             bytes: 0,
             bytes_limit: p.bc_limit,
             timer_at: None,
@@ -128,12 +131,10 @@ impl Qcn {
         x - span / 2 + self.rng % (span + 1)
     }
 
-    fn in_fast_recovery(&self) -> bool {
-        self.bc_cycles < self.p.fr_threshold && self.timer_cycles < self.p.fr_threshold
-    }
-
+    /// The next byte-counter cycle: `bc_limit` while the counter is in fast recovery (fewer
+    /// than `fr_threshold` cycles ended), half after (the "150K/75K stretching").
     fn next_bytes_limit(&mut self) -> u64 {
-        let base = if self.bc_cycles < self.p.fr_threshold {
+        let base = if self.bc_stage < self.p.fr_threshold {
             self.p.bc_limit
         } else {
             self.p.bc_limit / 2
@@ -141,8 +142,9 @@ impl Qcn {
         self.jitter(base)
     }
 
+    /// The next timer expiry: `timer_ns` in fast recovery, half after (timer stretching).
     fn next_timer(&mut self, now: u64) -> Option<u64> {
-        let base = if self.timer_cycles < self.p.fr_threshold {
+        let base = if self.timer_stage < self.p.fr_threshold {
             self.p.timer_ns
         } else {
             self.p.timer_ns / 2
@@ -159,26 +161,30 @@ impl Qcn {
         self.tr = self.cr;
         self.cr -= (self.cr * fb) >> self.p.gd_shift;
         self.cr = self.cr.max(u64::from(self.p.rate_min));
-        self.bc_cycles = 0;
-        self.timer_cycles = 0;
+        self.bc_stage = 0;
+        self.timer_stage = 0;
         self.bytes = 0;
         self.bytes_limit = self.next_bytes_limit();
         self.timer_at = self.next_timer(now);
     }
 
-    /// The end of a byte-counter or timer cycle; the counters hold the cycles before this
-    /// one, so the first `fr_threshold` cycles are fast recovery.
-    fn cycle_end(&mut self) {
+    /// The self-increase at the end of a byte-counter or timer cycle, after that counter's
+    /// stage has counted it. Fast recovery while neither counter has ended more than
+    /// `fr_threshold` cycles; active increase (`TR += ai_inc`) once one has; hyper-active
+    /// increase once both have, by `hai_inc` times the cycles the slower counter has ended
+    /// past the threshold, so the step grows the longer no cut comes. Then `CR = (CR + TR)/2`.
+    fn self_increase(&mut self) {
         let f = self.p.fr_threshold;
-        if self.in_fast_recovery() {
-            // fast recovery: towards the target
-        } else if self.bc_cycles > f && self.timer_cycles > f {
-            self.tr += u64::from(self.p.hai_inc);
+        let (b, t) = (self.bc_stage, self.timer_stage);
+        let inc = if b > f && t > f {
+            u64::from(self.p.hai_inc) * u64::from(b.min(t) - f)
+        } else if b > f || t > f {
+            u64::from(self.p.ai_inc)
         } else {
-            self.tr += u64::from(self.p.ai_inc);
-        }
+            0
+        };
         let max = u64::from(self.p.rate_max);
-        self.tr = self.tr.min(max);
+        self.tr = (self.tr + inc).min(max);
         self.cr = (self.cr + self.tr).div_ceil(2).min(max);
     }
 
@@ -195,9 +201,9 @@ impl Controller for Qcn {
         self.bytes += u64::from(bytes);
         if self.bytes >= self.bytes_limit {
             self.bytes = 0;
-            self.cycle_end();
-            self.bc_cycles += 1;
+            self.bc_stage = self.bc_stage.saturating_add(1);
             self.bytes_limit = self.next_bytes_limit();
+            self.self_increase();
         }
     }
     fn on_ack(&mut self, _now: u64, _s: &AckSample) {}
@@ -211,8 +217,8 @@ impl Controller for Qcn {
     }
     fn on_timer(&mut self, now: u64) {
         if self.timer_at.is_some_and(|t| now >= t) {
-            self.cycle_end();
-            self.timer_cycles += 1;
+            self.timer_stage = self.timer_stage.saturating_add(1);
+            self.self_increase();
             self.timer_at = if self.recovered() {
                 None
             } else {
@@ -297,6 +303,60 @@ mod tests {
         let before = c.target();
         c.on_sent(0, 75_000);
         assert_eq!(c.target(), before + u64::from(p.hai_inc), "hyper-active");
+    }
+
+    /// Seed 004's parameters at 1 Gbit/s without randomness.
+    fn params() -> QcnParams {
+        let mut p = QcnParams::for_line_rate(rate_from_gbps(1.0));
+        p.jitter_pct = 0;
+        p
+    }
+
+    /// Ends one byte-counter cycle (one packet as large as the cycle).
+    fn byte_cycle(c: &mut Qcn) {
+        let n = c.bytes_limit as u32;
+        c.on_sent(0, n);
+    }
+
+    /// Ends one timer cycle; its time.
+    fn timer_cycle(c: &mut Qcn) -> u64 {
+        let t = c.timer().expect("rate limiter active");
+        c.on_timer(t);
+        t
+    }
+
+    #[test]
+    fn hyper_active_step_grows_with_the_cycles_since_the_cut() {
+        let p = params();
+        let mut c = Qcn::new(p, 1);
+        // Below the line, so that the target can grow: a cut, a byte-counter cycle, a cut.
+        c.on_qcn_feedback(0, 32);
+        byte_cycle(&mut c);
+        c.on_qcn_feedback(0, 32);
+        // The timer leaves fast recovery first (10 cycles), the byte counter's first 5
+        // cycles are active increase, its 6th to 9th hyper-active: min(6..=9, 10) - 5 steps.
+        for _ in 0..10 {
+            timer_cycle(&mut c);
+        }
+        for _ in 0..5 {
+            byte_cycle(&mut c);
+        }
+        let mut steps = Vec::new();
+        for _ in 0..4 {
+            let before = c.target();
+            byte_cycle(&mut c);
+            steps.push(c.target() - before);
+        }
+        let h = u64::from(p.hai_inc);
+        assert_eq!(steps, [h, 2 * h, 3 * h, 4 * h]);
+        // The slower counter bounds the step: the timer's 11th cycle steps by
+        // min(9, 11) - 5 = 4, the byte counter's 10th by min(10, 11) - 5 = 5.
+        let before = c.target();
+        timer_cycle(&mut c);
+        assert_eq!(c.target() - before, 4 * h);
+        let before = c.target();
+        byte_cycle(&mut c);
+        assert_eq!(c.target() - before, 5 * h);
     }
 
     #[test]
