@@ -152,13 +152,19 @@ impl Qcn {
         Some(now + self.jitter(base))
     }
 
-    /// A feedback frame with quantised |Fb| (0..=63).
+    /// A feedback frame with quantised |Fb| (0..=63): `CR -= CR·Gd·|Fb|`, both counters and
+    /// their stages restart.
     pub fn feedback(&mut self, now: u64, fb: u8) {
         let fb = u64::from(fb.min(63));
         if fb == 0 {
             return;
         }
-        self.tr = self.cr;
+        // Extra fast recovery: the target becomes the current rate only if the byte counter
+        // has ended a cycle since the last cut. A cut that comes sooner keeps the target
+        // (the rate before the earlier cut), so the rate recovers towards that.
+        if self.bc_stage > 0 {
+            self.tr = self.cr;
+        }
         self.cr -= (self.cr * fb) >> self.p.gd_shift;
         self.cr = self.cr.max(u64::from(self.p.rate_min));
         self.bc_stage = 0;
@@ -286,9 +292,12 @@ mod tests {
         let mut p = QcnParams::for_line_rate(line);
         p.jitter_pct = 0;
         let mut c = Qcn::new(p, 1);
+        // Below the line, so that the target can grow: a cut, a byte-counter cycle, a cut.
         c.on_qcn_feedback(0, 32);
+        c.on_sent(0, 150_000);
         c.on_qcn_feedback(1, 32);
         let tr = c.target();
+        assert!(tr < u64::from(line));
         for k in 1..=5 {
             c.on_timer(1 + k * p.timer_ns);
         }
@@ -357,6 +366,29 @@ mod tests {
         let before = c.target();
         byte_cycle(&mut c);
         assert_eq!(c.target() - before, 5 * h);
+    }
+
+    #[test]
+    fn extra_fast_recovery_keeps_the_target_until_a_byte_counter_cycle() {
+        let p = params();
+        let line = u64::from(p.rate_max);
+        let mut c = Qcn::new(p, 1);
+        c.on_qcn_feedback(0, 32);
+        // A second cut before any byte-counter cycle: the target stays at the rate before
+        // the first (the line), the rate falls again.
+        c.on_qcn_feedback(1, 32);
+        assert_eq!(c.target(), line);
+        assert_eq!(u64::from(c.rate()), line * 3 / 4 * 3 / 4);
+        // A timer cycle is not a byte-counter cycle: the target is still kept.
+        let t = timer_cycle(&mut c);
+        c.on_qcn_feedback(t, 32);
+        assert_eq!(c.target(), line);
+        // After a byte-counter cycle a cut sets the target to the rate it finds.
+        byte_cycle(&mut c);
+        let cr = u64::from(c.rate());
+        c.on_qcn_feedback(t + 1, 8);
+        assert_eq!(c.target(), cr);
+        assert!(cr < line);
     }
 
     #[test]
