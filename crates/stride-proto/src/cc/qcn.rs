@@ -39,6 +39,12 @@ pub struct QcnParams {
     pub jitter_pct: u32,
     /// Decrease gain Gd = 2^-gd_shift.
     pub gd_shift: u8,
+    /// Target-rate reduction: on the first cycle of either counter after a cut, a target
+    /// more than `trr_ratio` times the current rate is cut to `TR >> trr_shift` (instead of
+    /// that cycle's increase).
+    pub trr_ratio: u32,
+    /// See `trr_ratio` (0: no reduction).
+    pub trr_shift: u8,
     /// Lowest rate.
     pub rate_min: u32,
     /// Line rate: the start and the ceiling.
@@ -56,6 +62,8 @@ impl QcnParams {
             timer_ns: 25_000_000,
             jitter_pct: 30,
             gd_shift: 7,
+            trr_ratio: 10,
+            trr_shift: 3,
             rate_min: rate_from_gbps(0.0005).min(line).max(1),
             rate_max: line,
         }
@@ -74,6 +82,12 @@ impl QcnParams {
         }
         if self.gd_shift == 0 || self.gd_shift > 20 {
             return Err(("gd_shift", "must be in 1..=20"));
+        }
+        if self.trr_ratio == 0 {
+            return Err(("trr_ratio", "must be at least 1"));
+        }
+        if self.trr_shift > 16 {
+            return Err(("trr_shift", "must be at most 16"));
         }
         if self.rate_min == 0 || self.rate_min > self.rate_max {
             return Err(("rate_min", "must be positive and at most rate_max"));
@@ -190,7 +204,13 @@ impl Qcn {
             0
         };
         let max = u64::from(self.p.rate_max);
-        self.tr = (self.tr + inc).min(max);
+        if (b == 1 || t == 1) && self.tr > u64::from(self.p.trr_ratio) * self.cr {
+            // Target-rate reduction: a target that extra fast recovery kept while repeated
+            // cuts took the rate far below it is cut, not recovered to.
+            self.tr >>= self.p.trr_shift;
+        } else {
+            self.tr = (self.tr + inc).min(max);
+        }
         self.cr = (self.cr + self.tr).div_ceil(2).min(max);
     }
 
@@ -249,6 +269,8 @@ crate::factory_params!(
         timer_ns,
         jitter_pct,
         gd_shift,
+        trr_ratio,
+        trr_shift,
         rate_min,
         rate_max
     ]
@@ -389,6 +411,35 @@ mod tests {
         c.on_qcn_feedback(t + 1, 8);
         assert_eq!(c.target(), cr);
         assert!(cr < line);
+    }
+
+    #[test]
+    fn target_far_above_the_rate_is_cut_to_an_eighth() {
+        let p = params();
+        let line = u64::from(p.rate_max);
+        let mut c = Qcn::new(p, 1);
+        // Four cuts by 63/128 without a byte-counter cycle: extra fast recovery keeps the
+        // target at the line while the rate falls to ~7 % of it.
+        for k in 0..4 {
+            c.on_qcn_feedback(k, 63);
+        }
+        let cr = u64::from(c.rate());
+        assert_eq!(c.target(), line);
+        assert!(line > 10 * cr);
+        // The first cycle after the cut reduces the target to an eighth, and fast recovery
+        // moves the rate half way to it.
+        byte_cycle(&mut c);
+        assert_eq!(c.target(), line >> 3);
+        assert_eq!(u64::from(c.rate()), (cr + (line >> 3)).div_ceil(2));
+        // Only the first cycle of a counter does: the second leaves the target.
+        byte_cycle(&mut c);
+        assert_eq!(c.target(), line >> 3);
+        // A target within 10 times the rate is not reduced on a first cycle.
+        c.on_qcn_feedback(10, 63);
+        let tr = c.target();
+        assert!(tr <= 10 * u64::from(c.rate()));
+        byte_cycle(&mut c);
+        assert_eq!(c.target(), tr);
     }
 
     #[test]
