@@ -22,6 +22,11 @@
 
 use super::{rate_from_gbps, AckSample, Controller};
 
+/// Bytes a frame on the wire carries besides a STRIDE DATA packet's payload: the STRIDE
+/// header, UDP (8), IPv4 (20), the Ethernet header and FCS (18), the preamble and the
+/// inter-frame gap (20). The default of [`QcnParams::frame_overhead`].
+pub const FRAME_OVERHEAD: u32 = crate::wire::HEADER_LEN as u32 + 8 + 20 + 18 + 20;
+
 /// QCN reaction point parameters (see the module table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QcnParams {
@@ -31,8 +36,12 @@ pub struct QcnParams {
     pub ai_inc: u32,
     /// Hyper-active increase step (rate units).
     pub hai_inc: u32,
-    /// Bytes per byte-counter cycle in fast recovery (half after).
+    /// Bytes per byte-counter cycle in fast recovery (half after), counted as frames on the
+    /// wire, the way the NIC's rate limiter sees them.
     pub bc_limit: u64,
+    /// Bytes the byte counter adds to each DATA packet's payload to count its frame on the
+    /// wire (the controller is told payload bytes).
+    pub frame_overhead: u32,
     /// Timer cycle in fast recovery (ns; half after).
     pub timer_ns: u64,
     /// Randomness of both cycles: each is drawn uniformly within ± jitter_pct/2 %.
@@ -59,6 +68,7 @@ impl QcnParams {
             ai_inc: rate_from_gbps(0.0005).max(1),
             hai_inc: rate_from_gbps(0.005).max(1),
             bc_limit: 150_000,
+            frame_overhead: FRAME_OVERHEAD,
             timer_ns: 25_000_000,
             jitter_pct: 30,
             gd_shift: 7,
@@ -224,7 +234,7 @@ impl Controller for Qcn {
         if self.timer_at.is_none() {
             return;
         }
-        self.bytes += u64::from(bytes);
+        self.bytes += u64::from(bytes) + u64::from(self.p.frame_overhead);
         if self.bytes >= self.bytes_limit {
             self.bytes = 0;
             self.bc_stage = self.bc_stage.saturating_add(1);
@@ -266,6 +276,7 @@ crate::factory_params!(
         ai_inc,
         hai_inc,
         bc_limit,
+        frame_overhead,
         timer_ns,
         jitter_pct,
         gd_shift,
@@ -440,6 +451,28 @@ mod tests {
         assert!(tr <= 10 * u64::from(c.rate()));
         byte_cycle(&mut c);
         assert_eq!(c.target(), tr);
+    }
+
+    #[test]
+    fn byte_counter_counts_frames_on_the_wire() {
+        let p = params();
+        assert_eq!(
+            p.frame_overhead, 98,
+            "32 B header + UDP, IPv4, Ethernet, preamble, gap"
+        );
+        let mut c = Qcn::new(p, 1);
+        c.on_qcn_feedback(0, 32);
+        let cut = c.rate();
+        // 1440 B payloads are 1538 B frames: 98 of them end the first 150 KB cycle (by
+        // payload it would take 105).
+        let mut n = 0u64;
+        while c.rate() == cut {
+            c.on_sent(0, 1440);
+            n += 1;
+            assert!(n < 1000, "no byte-counter cycle");
+        }
+        assert_eq!(n, p.bc_limit.div_ceil(1440 + u64::from(p.frame_overhead)));
+        assert_eq!(n, 98);
     }
 
     #[test]
