@@ -240,6 +240,11 @@ impl Controller for Qcn {
             self.bc_stage = self.bc_stage.saturating_add(1);
             self.bytes_limit = self.next_bytes_limit();
             self.self_increase();
+            if self.recovered() {
+                // Back at the line: the rate limiter is released, whichever counter took it
+                // there (the next feedback frame starts it again).
+                self.timer_at = None;
+            }
         }
     }
     fn on_ack(&mut self, _now: u64, _s: &AckSample) {}
@@ -473,6 +478,23 @@ mod tests {
         }
         assert_eq!(n, p.bc_limit.div_ceil(1440 + u64::from(p.frame_overhead)));
         assert_eq!(n, 98);
+    }
+
+    #[test]
+    fn rate_limiter_released_at_line_rate_by_the_byte_counter() {
+        let p = params();
+        let mut c = Qcn::new(p, 1);
+        c.on_qcn_feedback(0, 1);
+        let mut n = 0;
+        while c.rate() < p.rate_max {
+            byte_cycle(&mut c);
+            n += 1;
+            assert!(n < 100, "no recovery");
+        }
+        // No timer left and nothing counted: the flow is not rate limited.
+        assert_eq!(c.timer(), None);
+        c.on_sent(0, 1_000_000);
+        assert_eq!((c.rate(), c.bytes), (p.rate_max, 0));
     }
 
     #[test]
