@@ -1,10 +1,11 @@
 //! QCN reaction point (IEEE 802.1Qau), with the parameter values of the NetFPGA QCN
 //! implementation in seed 004 (`/work/shared/seeds/004_*`, "QCN Parameters / NIC"): a feedback
 //! frame with quantised |Fb| cuts the current rate by `Gd·|Fb|` and remembers the target; a
-//! byte counter (`BC_LIMIT`, halved after fast recovery: the "150K/75K stretching") and a timer
-//! (`TIMER_PERIOD`, halved likewise), each with 30 % randomness, end rate-increase cycles: fast
-//! recovery (`CR = (CR + TR)/2`) while both have fewer than `FAST_RECOVERY_THRESHOLD` cycles,
-//! active increase (`TR += AI_INC`) once one has, hyper-active increase once both have, by
+//! byte counter (`BC_LIMIT`, halved from the cycle after the first outside fast recovery:
+//! the "150K/75K stretching") and a timer (`TIMER_PERIOD`, halved likewise), each with 30 %
+//! randomness, end rate-increase cycles: fast recovery (`CR = (CR + TR)/2`) while both have
+//! ended at most `FAST_RECOVERY_THRESHOLD` cycles, active increase (`TR += AI_INC`) once one
+//! has ended more, hyper-active increase once both have, by
 //! `HAI_INC` times the cycles the slower counter has ended past the threshold (a step that
 //! grows with the time since the last cut).
 //!
@@ -155,10 +156,11 @@ impl Qcn {
         x - span / 2 + self.rng % (span + 1)
     }
 
-    /// The next byte-counter cycle: `bc_limit` while the counter is in fast recovery (fewer
-    /// than `fr_threshold` cycles ended), half after (the "150K/75K stretching").
+    /// The next byte-counter cycle: `bc_limit` until the counter has ended more than
+    /// `fr_threshold` cycles, half after (the "150K/75K stretching"): the first cycle that
+    /// ends outside fast recovery still has the full length.
     fn next_bytes_limit(&mut self) -> u64 {
-        let base = if self.bc_stage < self.p.fr_threshold {
+        let base = if self.bc_stage <= self.p.fr_threshold {
             self.p.bc_limit
         } else {
             self.p.bc_limit / 2
@@ -166,9 +168,10 @@ impl Qcn {
         self.jitter(base)
     }
 
-    /// The next timer expiry: `timer_ns` in fast recovery, half after (timer stretching).
+    /// The next timer expiry: `timer_ns` until the timer has ended more than `fr_threshold`
+    /// cycles, half after (timer stretching), like the byte counter.
     fn next_timer(&mut self, now: u64) -> Option<u64> {
-        let base = if self.timer_stage < self.p.fr_threshold {
+        let base = if self.timer_stage <= self.p.fr_threshold {
             self.p.timer_ns
         } else {
             self.p.timer_ns / 2
@@ -342,7 +345,8 @@ mod tests {
         assert_eq!(c.target(), tr, "fast recovery keeps the target");
         c.on_timer(1 + 6 * p.timer_ns); // timer past F, bytes not: active increase
         assert_eq!(c.target(), tr + u64::from(p.ai_inc));
-        // After fast recovery the byte counter runs at half its limit (75 KB).
+        // Six 150 KB byte-counter cycles (the sixth takes both counters past F: hyper-active
+        // increase by one step), then 75 KB cycles.
         for _ in 0..6 {
             c.on_sent(0, 75_000);
             c.on_sent(0, 75_000);
@@ -495,6 +499,30 @@ mod tests {
         assert_eq!(c.timer(), None);
         c.on_sent(0, 1_000_000);
         assert_eq!((c.rate(), c.bytes), (p.rate_max, 0));
+    }
+
+    #[test]
+    fn counters_halve_their_period_after_the_first_cycle_outside_fast_recovery() {
+        let p = params();
+        let mut c = Qcn::new(p, 1);
+        c.on_qcn_feedback(0, 32);
+        // Six full periods (five of fast recovery, the first active-increase one), then half.
+        let mut periods = Vec::new();
+        let mut last = 0;
+        for _ in 0..8 {
+            let t = timer_cycle(&mut c);
+            periods.push(t - last);
+            last = t;
+        }
+        let (full, half) = (p.timer_ns, p.timer_ns / 2);
+        assert_eq!(periods, [full, full, full, full, full, full, half, half]);
+        let mut limits = Vec::new();
+        for _ in 0..8 {
+            limits.push(c.bytes_limit);
+            byte_cycle(&mut c);
+        }
+        let (full, half) = (p.bc_limit, p.bc_limit / 2);
+        assert_eq!(limits, [full, full, full, full, full, full, half, half]);
     }
 
     #[test]
