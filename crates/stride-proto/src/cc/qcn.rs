@@ -1,25 +1,58 @@
-//! QCN reaction point (IEEE 802.1Qau), with the parameter values of the NetFPGA QCN
-//! implementation in seed 004 (`/work/shared/seeds/004_*`, "QCN Parameters / NIC"): a feedback
-//! frame with quantised |Fb| cuts the current rate by `Gd·|Fb|` and remembers the target; a
-//! byte counter (`BC_LIMIT`, halved from the cycle after the first outside fast recovery:
-//! the "150K/75K stretching") and a timer (`TIMER_PERIOD`, halved likewise), each with 30 %
-//! randomness, end rate-increase cycles: fast recovery (`CR = (CR + TR)/2`) while both have
-//! ended at most `FAST_RECOVERY_THRESHOLD` cycles, active increase (`TR += AI_INC`) once one
-//! has ended more, hyper-active increase once both have, by
-//! `HAI_INC` times the cycles the slower counter has ended past the threshold (a step that
-//! grows with the time since the last cut).
+//! QCN reaction point (IEEE 802.1Qau), as the NetFPGA QCN NIC of seed 004
+//! (`/work/shared/seeds/004_*`: Kabbani, Prabhakar, Yasuda, "QCN Hardware Evaluation",
+//! compliant with QCN pseudo-code v2.3) with its "QCN Parameters / NIC" and every item of its
+//! "Functionality / QCN NIC" list that concerns rate control.
 //!
-//! | parameter | seed 004 | here |
-//! |---|---|---|
-//! | FAST_RECOVERY_THRESHOLD | 5 | `fr_threshold` |
-//! | AI_INC | 0.5 Mbit/s | `ai_inc` |
-//! | HAI_INC | 5 Mbit/s | `hai_inc` |
-//! | BC_LIMIT | 150 KB, 30 % randomness | `bc_limit`, `jitter_pct` |
-//! | TIMER_PERIOD | 25 ms, 30 % randomness | `timer_ns`, `jitter_pct` |
-//! | MIN_RATE | 0.5 Mbit/s | `rate_min` |
-//! | GD | 1/128 | `gd_shift` = 7 |
+//! - **Cut.** A feedback frame with quantised |Fb| (1..=63) cuts the current rate,
+//!   `CR -= CR·Gd·|Fb|` (not below `MIN_RATE`), and restarts the timer, the byte counter and
+//!   both stage counts (seed 004, "Pausing Details": every Fb resets timer, timer_scount,
+//!   tx_bcount and si_count and decreases crate).
+//! - **Extra fast recovery.** The cut sets the target `TR = CR` (the rate it found) only if
+//!   the byte counter has ended a cycle since the previous cut; a cut that comes sooner keeps
+//!   the target, so the rate recovers towards the rate before the earlier cut.
+//! - **Cycles.** The byte counter ends a cycle after `BC_LIMIT` bytes, counted as frames on
+//!   the wire (`frame_overhead` added to each payload), the timer after `TIMER_PERIOD`; each
+//!   is halved once its counter has ended more than `FAST_RECOVERY_THRESHOLD` cycles
+//!   ("150K/75K byte counter stretching", "timer counter stretching"), and each is drawn with
+//!   30 % randomness ("byte counter jitter", "timer counter jitter").
+//! - **Self-increase**, at the end of each cycle, after the counter's stage has counted it:
+//!   fast recovery while neither stage exceeds the threshold; active increase `TR += AI_INC`
+//!   once one does; hyper-active increase once both do, `TR += HAI_INC·(min(stages) − F)`, a
+//!   step that grows with the cycles since the last cut. Then `CR = (CR + TR)/2`.
+//! - **Target-rate reduction.** On the first cycle of either counter after a cut, a target
+//!   above `10·CR` becomes `TR/8` instead of that cycle's increase.
+//! - **Release.** When `CR` reaches the line the rate limiter is released (no timer, no
+//!   byte counting) until the next feedback frame.
 //!
-//! The congestion point (Q_EQ = 33 KB, W = 2, 6-bit Fb) is the switch's.
+//! | parameter | seed 004 / pseudo-code | here | source |
+//! |---|---|---|---|
+//! | FAST_RECOVERY_THRESHOLD | 5 | `fr_threshold` = 5 | seed 004, "QCN Parameters" |
+//! | AI_INC | 0.5 Mbit/s | `ai_inc` | seed 004 |
+//! | HAI_INC | 5 Mbit/s, times the cycles past F | `hai_inc` | seed 004; step: (P), (N) |
+//! | BC_LIMIT | 150 KB, 75 KB after F, 30 % randomness | `bc_limit`, `jitter_pct` = 30 | seed 004 |
+//! | bytes counted | frames on the wire | `frame_overhead` = 98 B | (P), (N) line 307 |
+//! | TIMER_PERIOD | 25 ms, 12.5 ms after F, 30 % randomness | `timer_ns`, `jitter_pct` | seed 004 |
+//! | MIN_RATE | 0.5 Mbit/s | `rate_min` | seed 004 |
+//! | GD | 1/128 | `gd_shift` = 7 | seed 004 |
+//! | target-rate reduction | TR > 10·CR: TR/8 | `trr_ratio` = 10, `trr_shift` = 3 | (N) |
+//! | line rate | CR's start and ceiling | `rate_max` | |
+//!
+//! Sources of the rules beyond seed 004's lists (the v2.3 pseudo-code itself was not at hand):
+//! (P) "802.1Qau QCN 筆記" (summerr0007.github.io, `_posts/2024-01-28-qcn.md`, section
+//! "self_increase"), a reading of the QCN pseudo-code: each frame sent takes its size off
+//! the byte counter, the three phases by stage against the threshold, the hyper-active step
+//! `R_HAI·(min(si_count, timer_scount) − threshold)`, the halved periods past the threshold,
+//! the release at the maximum rate. (N) the ns-3 QCN reaction point kept in DCQCN's
+//! simulator (bobzhuyb/ns3-rdma, `src/point-to-point/model/qbb-net-device.cc` at c414c6b):
+//! the byte counter takes whole packets (line 307), `rpr_hyper_increase` (line 1353: the
+//! same growing step, its stages counted from one lower), `AdjustRates` (line 1361:
+//! target-rate reduction), `rpr_cnm_received` (line 1380, default branch: the target is set
+//! only after a byte-counter cycle);
+//! htsim's QCN (nets-cs-pub-ro/NDP, `sim/qcn.cpp`, `QcnReactor::onFeedback`) keeps the target
+//! the same way. Both halve a counter's period from the (F+2)-th cycle after a cut: (P) once
+//! its stage exceeds the threshold, (N) counting one lower; so here the first cycle that ends
+//! outside fast recovery still has the full length. The congestion point (Q_EQ = 33 KB,
+//! W = 2, 6-bit Fb) is the switch's.
 
 use super::{rate_from_gbps, AckSample, Controller};
 
