@@ -3,6 +3,7 @@
 //! is one module that defines a [`Transport`] and one line in [`TRANSPORTS`].
 
 use crate::engine::HostStack;
+use crate::net::WIRE_OVERHEAD;
 use crate::scenario::{Scenario, ScenarioError};
 use crate::stride::StrideHost;
 use std::cell::RefCell;
@@ -98,8 +99,7 @@ fn stride_family(
     cfg.recovery = stride_proto::Recovery::GoBackN;
     cfg.rx_share = 0;
     let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
-    cfg.cc = stride_proto::cc::CcConfig::by_name(cc, line)
-        .map_err(|e| ScenarioError(format!("field `transports`: {e}")))?;
+    cfg.cc = controller(cc, line).map_err(|e| ScenarioError(format!("field `transports`: {e}")))?;
     let reg = Rc::new(RefCell::new(HashMap::new()));
     Ok((0..n)
         .map(|i| {
@@ -110,6 +110,17 @@ fn stride_family(
             ) as Box<dyn HostStack>
         })
         .collect())
+}
+
+/// The registered controller `cc` with its defaults at line rate `line`, as the simulated
+/// hosts run it: QCN's byte counter counts frames as this simulator puts them on the wire
+/// (the STRIDE header plus [`WIRE_OVERHEAD`] around each payload).
+fn controller(cc: &str, line: u32) -> Result<stride_proto::cc::CcConfig, String> {
+    let mut c = stride_proto::cc::CcConfig::by_name(cc, line)?;
+    if let Some(q) = c.params_mut::<stride_proto::cc::qcn::QcnParams>() {
+        q.frame_overhead = stride_proto::wire::HEADER_LEN as u32 + WIRE_OVERHEAD;
+    }
+    Ok(c)
 }
 
 /// TIMELY (Mittal et al. 2015) on STRIDE's connection: RTT-gradient rate control.
@@ -184,3 +195,29 @@ pub const QCN: Transport = Transport {
         stride_family(sc, n, "qcn", false, false)
     },
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qcn_byte_counter_counts_frames_as_the_simulator_sends_them() {
+        let line = stride_proto::cc::rate_from_gbps(1.0);
+        let mut cc = controller("qcn", line).unwrap();
+        cc.set("jitter_pct", "0").unwrap();
+        let mut c = cc.build(0);
+        c.on_qcn_feedback(0, 32);
+        let cut = c.rate();
+        // A DATA packet of `payload` bytes is a packet of this size on the simulated wire
+        // (`StrideHost::poll_packet`).
+        let payload = 1000u32;
+        let wire = stride_proto::wire::HEADER_LEN as u32 + payload + WIRE_OVERHEAD;
+        let mut n = 0u32;
+        while c.rate() == cut {
+            c.on_sent(0, payload);
+            n += 1;
+            assert!(n < 1000, "no byte-counter cycle");
+        }
+        assert_eq!(n, 150_000u32.div_ceil(wire));
+    }
+}

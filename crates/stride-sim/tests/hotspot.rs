@@ -120,6 +120,41 @@ fn qcn_rate_follows_the_hotspot_and_recovers_in_fast_recovery_cycles() {
     assert_eq!(queue.last().unwrap().1, 0);
 }
 
+/// Seed 004's one-source result (1 Gbit/s, RTT 100 us, no pause, hotspot of 0.2 Gbit/s for
+/// ~3.5 s): the source is back at the line 179 ms after the hotspot ends. The scenario's own
+/// hotspot, run whole; recovered = the first trace sample at >= 0.95 Gbit/s after its end.
+#[test]
+fn qcn_one_source_recovers_from_the_hotspot_in_seed_004s_time() {
+    const MS: u64 = 1_000_000;
+    let l = Scenario::load(&scenario()).unwrap();
+    let end_ms = l.sc.rate_change[1].at_ms;
+    assert_eq!(l.sc.rate_change[1].gbps, 1.0, "the hotspot's end");
+    let end = (end_ms * 1e6) as u64;
+    let (rates, _) = run(end_ms, end / MS + 500);
+    // Settled at the hotspot's rate before it ends (the recovery starts from there).
+    let during = mean(
+        rates
+            .iter()
+            .filter(|r| r.0 > end - 100 * MS && r.0 <= end)
+            .map(|r| r.1),
+    );
+    assert!(
+        (0.15e9..=0.2e9).contains(&during),
+        "end of the hotspot: {during}"
+    );
+    let back = rates
+        .iter()
+        .find(|r| r.0 > end && r.1 >= 0.95e9)
+        .map(|r| r.0 - end)
+        .expect("back at >= 0.95 Gbit/s within 500 ms");
+    let (lo, hi) = (179 * MS * 85 / 100, 179 * MS * 115 / 100);
+    assert!(
+        (lo..=hi).contains(&back),
+        "back at >= 0.95 Gbit/s {} ms after the hotspot; seed 004: 179 ms +- 15 %",
+        back as f64 / 1e6
+    );
+}
+
 #[test]
 fn rate_change_errors_name_their_field() {
     let text = std::fs::read_to_string(scenario()).unwrap();
