@@ -66,7 +66,8 @@ pub struct IntHop {
     pub qlen_bytes: u64,
     /// Bytes the port had transmitted in total, this packet included.
     pub tx_bytes: u64,
-    /// Time the record was written (the packet's departure from the port), ns.
+    /// Time the packet's last bit left the port, ns (with `tx_bytes`, which counts the
+    /// packet, two records give the port's exact rate between them).
     pub ts_ns: u64,
     /// The port's link rate, bit/s.
     pub rate_bps: u64,
