@@ -587,4 +587,21 @@ impl Topology {
             port = s.routes[dst as usize][0];
         }
     }
+
+    /// The largest base RTT between two hosts, ns: a `data_wire`-byte packet's path latency
+    /// out plus an `ack_wire`-byte packet's back, over every ordered pair of hosts (empty
+    /// queues, serialisation and propagation at every hop). 0 with fewer than two hosts.
+    pub fn max_base_rtt(&self, data_wire: u32, ack_wire: u32) -> u64 {
+        let mut max = 0;
+        for a in 0..self.hosts {
+            for b in 0..self.hosts {
+                if a != b {
+                    let rtt =
+                        self.path_latency(a, b, data_wire).0 + self.path_latency(b, a, ack_wire).0;
+                    max = max.max(rtt);
+                }
+            }
+        }
+        max
+    }
 }
