@@ -859,10 +859,12 @@ impl Sim {
         pt.tx_bytes += u64::from(wire);
         if pt.int {
             if let Some(stack) = p.int.as_mut().filter(|s| !s.echo) {
+                // The byte count includes this packet, so the time is its last bit's: two
+                // records then give the port's exact rate between them.
                 stack.push(IntHop {
                     qlen_bytes: pt.qbytes,
                     tx_bytes: pt.tx_bytes,
-                    ts_ns: now,
+                    ts_ns: now + ser,
                     rate_bps: pt.rate_bps,
                 });
             }

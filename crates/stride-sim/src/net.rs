@@ -66,7 +66,8 @@ pub struct IntHop {
     pub qlen_bytes: u64,
     /// Bytes the port had transmitted in total, this packet included.
     pub tx_bytes: u64,
-    /// Time the record was written (the packet's departure from the port), ns.
+    /// Time the packet's last bit left the port, ns (with `tx_bytes`, which counts the
+    /// packet, two records give the port's exact rate between them).
     pub ts_ns: u64,
     /// The port's link rate, bit/s.
     pub rate_bps: u64,
@@ -593,5 +594,22 @@ impl Topology {
             let s = &self.switches[(node - self.hosts) as usize];
             port = s.routes[dst as usize][0];
         }
+    }
+
+    /// The largest base RTT between two hosts, ns: a `data_wire`-byte packet's path latency
+    /// out plus an `ack_wire`-byte packet's back, over every ordered pair of hosts (empty
+    /// queues, serialisation and propagation at every hop). 0 with fewer than two hosts.
+    pub fn max_base_rtt(&self, data_wire: u32, ack_wire: u32) -> u64 {
+        let mut max = 0;
+        for a in 0..self.hosts {
+            for b in 0..self.hosts {
+                if a != b {
+                    let rtt =
+                        self.path_latency(a, b, data_wire).0 + self.path_latency(b, a, ack_wire).0;
+                    max = max.max(rtt);
+                }
+            }
+        }
+        max
     }
 }

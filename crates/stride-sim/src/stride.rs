@@ -222,9 +222,12 @@ impl HostStack for StrideHost {
             if let Some(c) = ctrl {
                 self.rx[HEADER_LEN..len].copy_from_slice(c);
             }
+            self.ep
+                .handle_ecn(ctx.now, host_addr(pkt.src), &self.rx[..len], pkt.ce);
             if let Some(stack) = pkt.int.as_deref() {
                 if stack.echo {
-                    // The sender: the records the path wrote on our data, before the ACK.
+                    // The sender: the records the path wrote on our data, after the ACK that
+                    // carried them (HPCC compares the ACK's sequence with the last update's).
                     let hops: Vec<stride_proto::cc::IntHop> = stack
                         .hops()
                         .iter()
@@ -249,8 +252,6 @@ impl HostStack for StrideHost {
                     self.echo.insert(pkt.src, *stack);
                 }
             }
-            self.ep
-                .handle_ecn(ctx.now, host_addr(pkt.src), &self.rx[..len], pkt.ce);
             if ctrl.is_some() {
                 self.rx[HEADER_LEN..len].fill(0);
             }

@@ -147,7 +147,9 @@ pub const SWIFT: Transport = Transport {
 
 /// HPCC (Li et al. 2019) on STRIDE's connection: the switches stamp INT records on data
 /// packets, the receiver echoes them on its ACKs (needs `[int] enabled = true`); an ACK per
-/// packet unless `[stride] ack_interval` says otherwise.
+/// packet unless `[stride] ack_interval` says otherwise. HPCC's T is the fabric's largest base
+/// RTT (a full data packet out, its ACK back, serialisation included), as the authors'
+/// simulator sets it from the topology; the start window is one line-rate BDP of that T.
 pub const HPCC: Transport = Transport {
     name: "hpcc",
     about: "HPCC (INT records echoed on ACKs; needs [int]) on STRIDE's go-back-N connection",
@@ -167,9 +169,23 @@ pub const HPCC: Transport = Transport {
             // STRIDE's 64 KB ACK interval a window of one base-RTT BDP stalls between ACKs.
             cfg.ack_interval = 1;
         }
+        // The RDMA NIC paces every packet at the current rate, W/T (the authors' NIC model
+        // schedules the next packet one packet time at that rate later, `rdma-hw.cc`:591-598):
+        // no burst after idle.
+        cfg.burst_bytes = 0;
         let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
         cfg.cc = stride_proto::cc::CcConfig::by_name("hpcc", line)
             .map_err(|e| ScenarioError(format!("field `transports`: {e}")))?;
+        if n > 0 {
+            let hdr = stride_proto::wire::HEADER_LEN as u32 + crate::net::WIRE_OVERHEAD;
+            let t = sc
+                .topology()
+                .max_base_rtt(hdr + u32::from(cfg.max_payload), hdr)
+                .max(1);
+            if let Some(p) = cfg.cc.params_mut::<stride_proto::cc::hpcc::HpccParams>() {
+                *p = stride_proto::cc::hpcc::HpccParams::for_fabric(line, t);
+            }
+        }
         let reg = Rc::new(RefCell::new(HashMap::new()));
         for i in 0..n {
             hosts.push(Box::new(
