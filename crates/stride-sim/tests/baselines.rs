@@ -23,7 +23,11 @@ struct Run {
 }
 
 fn run(cc: &str, ect: bool, tune: impl Fn(&mut CcConfig)) -> Run {
-    let n = 4u32;
+    run_n(cc, ect, 4, 20_000_000, tune)
+}
+
+/// `n` long flows of `bytes` each into the bottleneck.
+fn run_n(cc: &str, ect: bool, n: u32, bytes: u64, tune: impl Fn(&mut CcConfig)) -> Run {
     let l = LinkSpec {
         rate_bps: G10,
         delay_ns: 1_000,
@@ -58,7 +62,6 @@ fn run(cc: &str, ect: bool, tune: impl Fn(&mut CcConfig)) -> Run {
             ) as Box<dyn HostStack>
         })
         .collect();
-    let bytes = 20_000_000;
     let flows = (0..n)
         .map(|i| Flow {
             src: i,
@@ -157,6 +160,38 @@ fn swift_holds_the_fabric_delay_near_its_target() {
         "{} vs {}",
         hops.q_p50,
         r.q_p50
+    );
+}
+
+/// Swift's flow scaling (Kumar et al. 2020): with many flows each window is small and the
+/// target grows by up to `fs_range`, so the queue settles above the no-scaling target but within
+/// the scaled one; with the range at zero it stays below the plain target. 32 flows here.
+#[test]
+fn swift_flow_scaling_raises_the_target_with_many_flows() {
+    let p = SwiftParams::for_line_rate(rate_from_gbps(10.0));
+    let plain_ns = u64::from(p.base_target_ns + 2 * p.hop_scale_ns);
+    let range_ns = u64::from(p.fs_range_mult * p.base_target_ns);
+    let to_ns = |b: u64| b * 8 * 1_000_000_000 / G10;
+    let many = run_n("swift", false, 32, 4_000_000, |_| {});
+    let flat = run_n("swift", false, 32, 4_000_000, |c| {
+        c.set("fs_range_mult", "0").unwrap()
+    });
+    let (m50, f50) = (to_ns(many.q_p50), to_ns(flat.q_p50));
+    println!(
+        "swift, 32 flows: queueing p50 {m50} ns with flow scaling, {f50} ns without; plain target {plain_ns} ns, range {range_ns} ns"
+    );
+    assert_eq!(many.drops, 0);
+    assert!(
+        m50 > plain_ns,
+        "flow scaling did not raise the operating point: {m50} ns"
+    );
+    assert!(
+        m50 <= plain_ns + range_ns,
+        "queueing p50 {m50} ns above the scaled target"
+    );
+    assert!(
+        f50 <= plain_ns,
+        "without the range the queue stays under the target: {f50} ns"
     );
 }
 
