@@ -18,21 +18,22 @@
 //! line/2500 held for `T`: `W_AI = line × T / 2500 = W_init / 2500`, so it grows with both the
 //! line rate and T.
 //!
-//! Paper: Li et al., SIGCOMM 2019 (Algorithm 1, §3.3-3.4, §5). Authors' code:
-//! `alibaba-edu/High-Precision-Congestion-Control`, paths under `simulation/`.
+//! Paper: Li et al., SIGCOMM 2019 (Algorithm 1; its text could not be read here, so every value
+//! is the authors' code's). Authors' code: `alibaba-edu/High-Precision-Congestion-Control`,
+//! paths under `simulation/`.
 //!
-//! | parameter | paper | authors' code | here |
-//! |---|---|---|---|
-//! | target utilisation η | 95 % (§5) | `U_TARGET 0.95` (`mix/config.txt`:36; `run.py`:71 default 95) | `eta_milli` = 950 |
-//! | maxStage | 5 (§5) | `MI_THRESH 0` (`run.py`:72, `mix/config.txt`:37); ns-3 attribute default 5 (`rdma-hw.cc`:112-116) | `max_stage` = 5 |
-//! | W_AI | a small fraction of `W_init` (§3.3, §5) | `RATE_AI` = 10 Mb/s per 25 Gb/s of line (`run.py`:112) with window = rate × T (`rdma-queue-pair.cc`:125-137) | `w_ai` = line × T / 2500 (27 B at 10 Gbit/s, T = 55.86 µs) |
-//! | T | the base RTT (§3.3) | largest host-pair RTT: 2 × propagation + one-way serialisation of a payload (`scratch/third.cc`:250, 910-928; `GLOBAL_T 1`, `third.cc`:138) | `base_rtt_ns`: largest host-pair RTT, a full packet out and its ACK back |
-//! | W_init | line × T | `maxBdp` (`third.cc`:921-925); the rate starts at line (`rdma-hw.cc`:239-245) | `rate_max` × T |
-//! | u per hop | `min(qlen, qlen')/(B·T) + txRate/B` (Alg. 1) | same (`rdma-hw.cc`:797-800) | same |
-//! | EWMA of U | weight τ/T, τ ≤ T (Alg. 1) | same (`rdma-hw.cc`:827-829); U starts at 1 (`rdma-queue-pair.cc`:49) | same |
-//! | Wc update | once per RTT, by sequence (Alg. 1) | `ack_seq > m_lastUpdateSeq`, then `= snd_nxt` (`rdma-hw.cc`:747, 908-911) | same |
-//! | rate floor | — | `MIN_RATE` 100 Mb/s (`mix/config.txt`:24, `rdma-hw.cc`:22-26); 1 Gb/s at 100 Gb/s (`run.py`:28) | `rate_min` = line / 100 |
-//! | window | W bounds inflight, rate W/T (§3.2) | a packet may leave while inflight < W (`rdma-queue-pair.cc`:120-123); rate-paced (`rdma-hw.cc`:591-598) | W rounded up to whole packets; paced at W/T |
+//! | parameter | authors' code | here |
+//! |---|---|---|
+//! | target utilisation η | `U_TARGET 0.95` (`mix/config.txt`:36; `run.py`:71 default 95) | `eta_milli` = 950 |
+//! | maxStage | ns-3 attribute default 5 (`rdma-hw.cc`:112-116); `MI_THRESH 0` in the experiment configurations (`run.py`:72, `mix/config.txt`:37) | `max_stage` = 5 |
+//! | W_AI | `RATE_AI` = 10 Mb/s per 25 Gb/s of line (`run.py`:112) with window = rate × T (`rdma-queue-pair.cc`:125-137) | `w_ai` = line × T / 2500 (27 B at 10 Gbit/s, T = 55.86 µs) |
+//! | T | largest host-pair RTT: 2 × propagation + one-way serialisation of a payload (`scratch/third.cc`:250, 910-928; `GLOBAL_T 1`, `third.cc`:138) | `base_rtt_ns`: largest host-pair RTT, a full packet out and its ACK back |
+//! | W_init | `maxBdp` (`third.cc`:921-925); the rate starts at line (`rdma-hw.cc`:239-245) | `rate_max` × T |
+//! | u per hop | `min(qlen, qlen')/(B·T) + txRate/B` (`rdma-hw.cc`:797-800) | same |
+//! | EWMA of U | weight τ/T, τ ≤ T (`rdma-hw.cc`:827-829); U starts at 1 (`rdma-queue-pair.cc`:49) | same |
+//! | Wc update | `ack_seq > m_lastUpdateSeq`, then `= snd_nxt` (`rdma-hw.cc`:747, 908-911) | once per RTT, by sequence |
+//! | rate floor | `MIN_RATE` 100 Mb/s (`mix/config.txt`:24, `rdma-hw.cc`:22-26); 1 Gb/s at 100 Gb/s (`run.py`:28) | `rate_min` = line / 100 |
+//! | window | a packet may leave while inflight < W (`rdma-queue-pair.cc`:120-123); rate-paced (`rdma-hw.cc`:591-598) | W rounded up to whole packets; paced at W/T |
 //!
 //! The utilisation estimate uses floating point once per ACK (a baseline, not the hardware
 //! path).
