@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Interleaved A/B of `stride` binaries on one `stride perf` row (docs/results.md, issue 17).
+"""Interleaved A/B of `stride` binaries on one `stride perf` row (docs/results.md, the transport rows).
 
   python3 bench/ab.py BIN_A,BIN_B[,...] REPS MODE
 

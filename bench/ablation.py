@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 12 ablation table: the default `stride` profile with each of its mechanisms off in turn,
+"""Ablation table: the default `stride` profile with each of its mechanisms off in turn,
 and `stride-paper`, on the same seeds. Columns: incast (scenarios/incast.toml, N senders x 64 KiB
 at t = 0, one 10 Gbit/s port, 100-packet buffer) last completion / wire-time ideal and drops for
 each N, and the paper FatTree (scenarios/paper-fattree.toml, seed 1) FCT improvement over DCTCP

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Incast figures (issue 12): N senders x 64 KiB at t = 0 into one receiver behind one 10 Gbit/s
+"""Incast figures: N senders x 64 KiB at t = 0 into one receiver behind one 10 Gbit/s
 port with a 100-packet buffer (scenarios/incast.toml), for N in 8..128 and each transport.
 
 Prints, per transport and N, the last completion over the wire-time ideal (N x ceil(65536 /

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Loss recovery through the userspace bottleneck (issue 12): `stride send` -> `stride relay`
+"""Loss recovery through the userspace bottleneck: `stride send` -> `stride relay`
 -> `stride recv`, one file per run, the relay impairing the forward (data) path.
 
   python3 bench/loss.py                 # full: 100 MB per run, 5 reps, every case

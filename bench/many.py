@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Many senders into one receiver (issue 12, "200 concurrent senders"): N concurrent
+"""Many senders into one receiver ("200 concurrent senders"): N concurrent
 `stride send` processes, each sending its own file to one `stride recv` on loopback.
 
   python3 bench/many.py [--senders 200] [--size 1MB] [--runs 10] [--stride PATH] [--json OUT]

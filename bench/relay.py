@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The 1 Gbit/s relay rows of issue 12, interleaved: `stride demo` through its 1 Gbit/s relay
+"""The 1 Gbit/s relay rows, interleaved: `stride demo` through its 1 Gbit/s relay
 (256 KiB drop-tail queue, 20 us one way) with the sender's NIC at 10 Gbit/s (a fast sender into
 a slow bottleneck) and at 1 Gbit/s (the demo's default), for each variant, rep by rep.
 

@@ -498,7 +498,7 @@ def main():
         v = rr["median_ratio_blocking_stride_udp"]
         rows.insert(3, ("64-byte round trip vs raw UDP, both blocking (stride::blocking)", v,
                         "<= 1.1", v <= 1.1))
-    print(f"\n## Issue 17 targets (ratios: medians of per-round ratios, {a.reps} rounds)")
+    print(f"\n## Transport targets (ratios: medians of per-round ratios, {a.reps} rounds)")
     print("| metric | measured | target | met |\n|---|---|---|---|")
     for name, v, t, ok in rows:
         print(f"| {name} | {v:.2f} | {t} | {'yes' if ok else 'no'} |")

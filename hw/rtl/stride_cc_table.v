@@ -176,7 +176,7 @@ module stride_cc_table #(
     // the write enable (sweeping || (ph[11] && q_ok)) and address (sweeping ? sweep_ctx : q_ctx)
     // as registers of their own, loaded with their next values (q_ok and q_ctx hold from the
     // take to phase 11; no take during the sweep): no LUT between a flip-flop and the table's
-    // write port (round 9: cc's out_valid -> wr_en LUT -> fwd at N = 64, and ph[11] -> wr_en ->
+    // write port (cc's out_valid -> wr_en LUT -> fwd at N = 64, and ph[11] -> wr_en ->
     // the table's reset at N = 1, were critical)
     reg             wr_en;
     reg  [CW-1:0]   wr_addr;

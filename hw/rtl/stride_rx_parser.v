@@ -123,7 +123,7 @@ module stride_rx_parser #(
     endfunction
     // the sum of a beat's four 16-bit words (bytes masked by m): two carry-save layers written
     // out bit by bit and one 18-bit adder (one carry chain; Yosys folds a four-operand + into
-    // a chain, a LUT and mux level and a second chain: N=1's critical path in session 13)
+    // a chain, a LUT and mux level and a second chain: once N=1's critical path)
     function [17:0] wsum;
         input [63:0] d;
         input [7:0] m;
@@ -247,7 +247,7 @@ module stride_rx_parser #(
     reg  early_drop;
     // beat >= 10 && !early_drop (a payload beat of a frame not dropped early), as a register of
     // its own, so that the output stage's load of m_axis_tdata starts one LUT closer to its
-    // flip-flops (round 8, N = 1 seed 2: in_fire -> early_drop logic -> m_axis_tdata, 7.02 ns).
+    // flip-flops (N = 1 seed 2: in_fire -> early_drop logic -> m_axis_tdata, 7.02 ns).
     // Set when beat goes from 9 to 10 (early_drop is final from beat 8 on), cleared at a frame's
     // last beat and at reset, held otherwise (beat saturates at 15)
     reg  pay_ok;

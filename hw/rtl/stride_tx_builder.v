@@ -142,7 +142,7 @@ module stride_tx_builder #(
     reg         ws_v, ws_last, ws_slot, fill_late, fill_late_slot;
     reg  [15:0] fbytes;
     // d_ready (!filling && !fflush && !occ[fs]) as a register of its own, loaded with the next
-    // values of those (rdy_n, below): the descriptor handshake starts from one flip-flop (round 8,
+    // values of those (rdy_n, below): the descriptor handshake starts from one flip-flop (
     // N = 64 seed 2: the queue's out_valid -> occ / filling logic -> the queue's load -> the
     // clock enables of sl_*, 6.59 ns)
     reg    rdy;

@@ -264,7 +264,7 @@ module stride_tx_sender #(
     wire [AW-1:0] rqb_q;
     // the head goes through a register of its own (rqm_*) and then a small queue: with many
     // contexts the ready queue is block RAM, whose slow clock-to-out would otherwise feed the op
-    // pick, or (N = 1024, session 13) the small queue's LUT RAM write port across the chip
+    // pick, or (at N = 1024) the small queue's LUT RAM write port across the chip
     reg           rqm_v;
     reg  [AW-1:0] rqm_q;
     wire          rqm_move = rqm_v && !rq2_full;
@@ -332,7 +332,7 @@ module stride_tx_sender #(
         .pop(cc_take), .out_valid(ce_v), .out_data(ce_q));
     /* verilator lint_off PINCONNECTEMPTY */
     // NACK_GATE(0): this engine recovers by go-back-N, and with go-back-N an ungated rate is
-    // spent on resending whole windows (spec §8.6 nack_gate; docs/results.md, cc12b)
+    // spent on resending whole windows (spec §8.6 nack_gate; docs/results.md, recovery x gate)
     stride_cc_table #(.N(N), .ALPHA_SHIFT(ALPHA_SHIFT), .MD_SHIFT(MD_SHIFT),
                       .NORM_SHIFT(NORM_SHIFT), .NACK_GATE(0)) cc (
         .clk(clk), .rst(rst),
@@ -496,7 +496,7 @@ module stride_tx_sender #(
     // (pace_yield): the timer scan, otherwise last, is not starved by waiting connections.
     reg  pace_yield;
     // copies of the descriptor and job queues' `full` (equal to it in every clock), so that the
-    // pick reads flip-flops placed with it (round 8, N = 1 seed 1: the job queue's `full`, 74
+    // pick reads flip-flops placed with it (N = 1 seed 1: the job queue's `full`, 74
     // columns from the pick logic, -> pace_yield / ch_send -> pick_idx -> pk_idx, 7.15 ns)
     reg  dq_full_m, jq_full_m;
     always @(posedge clk) begin
@@ -544,7 +544,7 @@ module stride_tx_sender #(
     // the table's write enable and address as registers of their own, loaded with the next
     // value of (EX's write || clearing) and of (clearing ? clear_idx : x_idx): no LUT between a
     // flip-flop and the block RAMs' byte enables (the OR of the two enables, placed away from
-    // both, fed every DP16KD of the table: the worst path at N = 64 seed 1 in round 8, 6.95 ns).
+    // both, fed every DP16KD of the table: once the worst path at N = 64 seed 1, 6.95 ns).
     // The address is exact in the cycles that write (x_idx holds from TK to WR).
     reg          tbl_we;
     reg  [AW-1:0] tbl_wa;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Synthesis sweep of stride_cc's datapath widths on Arria V (issue 14, deliverable 5).
+# Synthesis sweep of stride_cc's datapath widths on Arria V.
 #   cc_width_sweep.sh OUTDIR [TW:RW ...]     default: the list below
 # Synthesizes hw/rtl/stride_cc.v with its time width TW and rate width RW set (STATE_OUT=0,
 # CONTEXTS=2, default shifts and NACK_GATE; 32:32 is the report's stride_cc) with Yosys for

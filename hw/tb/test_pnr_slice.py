@@ -1,4 +1,4 @@
-"""The report flow from a copy of the repository in a temporary directory (issue 18): Yosys and
+"""The report flow from a copy of the repository in a temporary directory: Yosys and
 nextpnr-ecp5 on stride_cc alone must produce the committed report's ECP5 cells and Fmax, and a
 failed place and route must fail with nextpnr's own error."""
 import re

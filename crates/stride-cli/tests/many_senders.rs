@@ -1,4 +1,4 @@
-//! The CI slice of `bench/many.py` (issue 12, "many senders into one receiver"): 50 concurrent
+//! The CI slice of `bench/many.py` ("many senders into one receiver"): 50 concurrent
 //! `stride send` processes of 1 MB each into one `stride recv`, one run; every transfer must
 //! complete with its bytes intact. The full case is `python3 bench/many.py` (200 senders,
 //! 10 runs; docs/results.md).

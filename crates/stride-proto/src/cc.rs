@@ -217,8 +217,7 @@ pub struct Registered {
 pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "stride",
-        about:
-            "STRIDE: Algorithm 1 with the issue-12 mechanisms (start grant, handshake minimum, ...)",
+        about: "STRIDE: Algorithm 1 with the §8.6 mechanisms (start grant, handshake minimum, ...)",
         sim_only: false,
         make: |l| CcConfig::stride(StrideParams::for_line_rate(l)),
     },
@@ -353,7 +352,7 @@ pub struct StrideParams {
     pub rate_init: u32,
     /// Samples per window of the two-bucket windowed minimum of STT. >= 1.
     pub min_window: u16,
-    // ---- issue-12 mechanisms: each one a switch; all off is the `stride-paper` profile ----
+    // ---- profile mechanisms (spec §8.6): each one a switch; all off is `stride-paper` ----
     /// Start at no more than the start rate the listener granted in its SYN-ACK
     /// (`rate_max >> grant_shift`, spec §8.6). Handshake only: nothing on the per-packet path.
     #[cfg_attr(feature = "serde", serde(default))]
@@ -397,20 +396,20 @@ pub struct StrideParams {
     /// Gradient dead band (ns): a smoothed gradient `0 < d < grad_dead` counts as zero (the
     /// `grad_inc` branch), so the jitter of one or two packets of another flow does not cut
     /// (0: off). A compare on the per-sample path; not in `hw/rtl/stride_cc.v`, off by default:
-    /// it lost on the paper FatTree (docs/results.md, issue 12 session 8).
+    /// it lost on the paper FatTree (docs/results.md, large flows and short-flow tails).
     #[cfg_attr(feature = "serde", serde(default))]
     pub grad_dead: u32,
     /// Cut floor (ns): between `t_low` and `t_high` a positive gradient cuts only while the
     /// queueing delay is at least `cut_floor`; below it the rate is held (branch `grad_hold`)
     /// (0: off). A compare on the per-sample path; not in the RTL, off by default (no gain on
-    /// the paper FatTree, docs/results.md, issue 12 session 8).
+    /// the paper FatTree, docs/results.md, large flows and short-flow tails).
     #[cfg_attr(feature = "serde", serde(default))]
     pub cut_floor: u32,
     /// Delivery floor: a gradient cut never takes the rate below `delivered - (delivered >>
     /// md_shift)`, `delivered` being the bytes acknowledged in the last whole window of
     /// 2^dr_shift ns, shifted to rate units (0: off; else 10..=20). Per-ACK bookkeeping and a
     /// compare; not in the RTL, off by default (it lost on the paper FatTree, docs/results.md,
-    /// issue 12 session 8).
+    /// large flows and short-flow tails).
     #[cfg_attr(feature = "serde", serde(default))]
     pub dr_shift: u8,
 }
@@ -441,7 +440,7 @@ impl StrideParams {
             hai_after: 0,
             step_shift: 0,
             first_md_shift: 0,
-            // Random loss under no queue is not congestion (docs/results.md, issue 12: 5 %
+            // Random loss under no queue is not congestion (docs/results.md, the NACK gate: 5 %
             // loss 0.32 -> 0.81 of the line in the loss model; incast and FatTree unchanged).
             nack_gate: true,
             gate_high: false,
@@ -452,12 +451,13 @@ impl StrideParams {
     }
 
     /// The `stride-paper` profile: Algorithm 1 exactly as spec §8.4 (the defaults of
-    /// [`StrideParams::for_line_rate`] with every issue-12 mechanism switched off).
+    /// [`StrideParams::for_line_rate`] with every profile mechanism of spec §8.6 switched off).
     pub fn paper(line: u32) -> Self {
         StrideParams::for_line_rate(line).without_mechanisms()
     }
 
-    /// The same parameters with every issue-12 mechanism off (Algorithm 1 as the paper).
+    /// The same parameters with every profile mechanism of spec §8.6 off (Algorithm 1 as the
+    /// paper).
     pub fn without_mechanisms(self) -> Self {
         StrideParams {
             grant: false,
@@ -474,7 +474,8 @@ impl StrideParams {
         }
     }
 
-    /// Whether every issue-12 mechanism is off (the controller is the paper's Algorithm 1).
+    /// Whether every profile mechanism of spec §8.6 is off (the controller is the paper's
+    /// Algorithm 1).
     pub fn is_paper(&self) -> bool {
         *self == self.without_mechanisms()
     }
@@ -1148,7 +1149,7 @@ mod tests {
     }
 
     #[test]
-    fn the_session_8_switches_are_off_by_default_and_in_the_paper_profile() {
+    fn dead_band_cut_floor_and_delivery_floor_are_off_by_default_and_in_the_paper_profile() {
         for p in [
             StrideParams::for_line_rate(rate_from_gbps(10.0)),
             StrideParams::paper(rate_from_gbps(10.0)),

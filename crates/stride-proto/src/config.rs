@@ -118,10 +118,10 @@ pub struct Config {
     pub unused_timeout_ns: u64,
     /// RST replies to unknown connections per second (token bucket, burst of the same size).
     pub rst_per_sec: u32,
-    /// Take an RTT sample from the handshake when the SYN-ACK echoes the SYN's STT (issue 12,
-    /// spec §8.6); off in the `stride-paper` profile, whose first RTO is `initial_rto_ns`.
+    /// Take an RTT sample from the handshake when the SYN-ACK echoes the SYN's STT (spec
+    /// §8.6); off in the `stride-paper` profile, whose first RTO is `initial_rto_ns`.
     pub handshake_rtt: bool,
-    /// Receive share (issue 12, spec §8.6 `rx_share`): with n connections of this endpoint
+    /// Receive share (spec §8.6 `rx_share`): with n connections of this endpoint
     /// receiving data, each advertises at most `rx_share >> ceil(log2 n)` bytes of window (and
     /// acknowledges every half of it), so the senders into one receiver hold at most about
     /// `rx_share` bytes in flight together. 0: off (the window is the free receive buffer).
@@ -174,7 +174,8 @@ impl Config {
             rst_per_sec: 1_000,
             handshake_rtt: true,
             // 52 µs at the line rate (64 KiB at 10 Gbit/s): above a fat tree's base BDP (~34 KB
-            // at 10 Gbit/s), below t_high of queue (docs/results.md, session 7 sim12).
+            // at 10 Gbit/s), below t_high of queue (docs/results.md, incast with the receive
+            // share).
             rx_share: (((gbps * 6553.6) as u32) >> 10 << 10).max(4096),
             ack_ride_ns: 0,
             send_batch_bytes: 0,
@@ -182,12 +183,12 @@ impl Config {
     }
 
     /// The `stride-paper` profile for a host at `gbps`: Algorithm 1 exactly as spec §8.4 with
-    /// go-back-N and none of issue 12's mechanisms (controller or connection).
+    /// go-back-N and none of the profile mechanisms of spec §8.6 (controller or connection).
     pub fn paper(gbps: f64) -> Self {
         Config::for_line_rate_gbps(gbps).into_paper()
     }
 
-    /// These settings with every issue-12 mechanism off (controller and connection).
+    /// These settings with every profile mechanism (spec §8.6) off (controller and connection).
     pub fn into_paper(mut self) -> Self {
         if let Some(p) = self.cc.params_ref::<StrideParams>().copied() {
             self.cc = CcConfig::stride(p.without_mechanisms());

@@ -21,7 +21,8 @@ pub struct ConnHandle(pub u32);
 /// bits the table probes with. The endpoint draws its identifiers at random and never takes one
 /// from a peer, so a peer cannot fill a table with colliding keys and a keyed hash buys nothing;
 /// an identifier a peer invents only misses. The default SipHash was about a tenth of a bulk
-/// receiver's CPU (`perf`, docs/results.md, session 11). Other keys (bytes) fall back to FNV-1a.
+/// receiver's CPU (`perf record`, docs/results.md, receive-path costs). Other keys (bytes) fall
+/// back to FNV-1a.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CidHasher(u64);
 
@@ -1184,7 +1185,7 @@ mod tests {
         assert_eq!(ep.connection_count(), 2);
     }
 
-    /// Issue 12 (many senders): the handshake's third packet and the first DATA packets are
+    /// Many senders: the handshake's third packet and the first DATA packets are
     /// lost (a receive socket overflowing). The listener must still verify the cookie from a
     /// later DATA packet of the first window and accept the connection, instead of refusing
     /// every packet whose `seq` is not ISNc + 1 with RST until the client's timer resends the
@@ -1276,7 +1277,7 @@ mod tests {
         );
     }
 
-    /// Issue 12: a client whose SYNs are all lost keeps resending with back-off for at least
+    /// A client whose SYNs are all lost keeps resending with back-off for at least
     /// 9 s at `max_retries` 14 (`stride send`; its connect timeout is above that), gives up in
     /// bounded time, and
     /// two clients that started together do not resend in lockstep.
@@ -1395,7 +1396,7 @@ mod tests {
         (max_win, got)
     }
 
-    /// Issue 12 (spec §8.6 `rx_share`): with four peers sending, the listener advertises at
+    /// Receive share (spec §8.6 `rx_share`): with four peers sending, the listener advertises at
     /// most a quarter of the receive share (64 KiB by default at 10 Gbit/s, so 16 KiB), and
     /// every byte still arrives; with the switch off the window is the free buffer.
     #[test]

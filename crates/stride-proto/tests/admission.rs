@@ -1,4 +1,4 @@
-//! Admission control (issue 13 problem 4): one host cannot take every connection slot, and
+//! Admission control: one host cannot take every connection slot, and
 //! handshaked connections that never carry data are culled even while keepalives flow.
 
 use std::net::SocketAddr;

@@ -325,7 +325,7 @@ fn unreachable_peer_times_out_after_retries() {
 
 #[test]
 fn a_receiver_paused_for_four_seconds_keeps_the_transfer() {
-    // Issue 13 problem 3: 8 retries from a small RTO gave up after well under a second.
+    // Give-up time: 8 retries from a small RTO give up after well under a second.
     let mut p = Pair::new(Config::default());
     p.run(1_000_000, &mut nodrop);
     p.c.write(p.ch, &vec![5u8; 1 << 20]).unwrap();

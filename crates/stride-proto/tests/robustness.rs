@@ -235,9 +235,9 @@ fn sequence_numbers_wrap() {
 
 #[test]
 fn identifiers_and_sequence_numbers_are_keyed_by_the_secret() {
-    // Issue 13 problem 7: they came from SplitMix64 of the seed alone, so anyone who knew or
-    // recovered the seed (one 64-bit output gives the generator's state away) could predict
-    // them and inject into connections. Now the endpoint's secret keys them.
+    // Unkeyed (SplitMix64 of the seed alone), anyone who knew or recovered the seed (one
+    // 64-bit output gives the generator's state away) could predict them and inject into
+    // connections. The endpoint's secret keys them.
     let first = |secret: [u8; 16]| {
         let mut ep = stride_proto::Endpoint::new(stride_proto::Config::default(), secret, 7);
         let h = ep.connect(0, "10.0.0.2:2".parse().unwrap()).unwrap();

@@ -77,7 +77,7 @@ fn cc_vectors_cover_every_branch() {
 
 /// The `stride-paper` profile, taken from the controller registry by name and given each
 /// case's parameters by name, replays every checked-in `vectors/cc` case rate for rate: the
-/// paper's Algorithm 1 stays the reference whatever the default profile becomes (issue 12).
+/// paper's Algorithm 1 stays the reference whatever the default profile becomes.
 #[test]
 fn stride_paper_profile_replays_the_cc_vectors() {
     use stride_proto::cc::{AckSample, CcConfig};

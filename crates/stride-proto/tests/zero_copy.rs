@@ -1,4 +1,4 @@
-//! The zero-copy buffer API (issue 17): a chunk handed to `write_bytes` leaves through
+//! The zero-copy buffer API: a chunk handed to `write_bytes` leaves through
 //! `poll_transmit_parts` as slices of the same memory, and a datagram handed over as `Bytes`
 //! (`handle_ecn_bytes`) reaches `read_chunk` as a slice of the datagram, while the bytes on
 //! the wire and in the stream are those of the copying API.

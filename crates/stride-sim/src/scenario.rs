@@ -259,33 +259,33 @@ pub struct StrideCfg {
     pub max_payload: Option<u16>,
     /// Send buffer per connection, bytes (unacknowledged + unsent data the sender holds).
     pub send_buffer: Option<usize>,
-    /// Mechanism switch (issue 12): honour the listener's start grant (spec §8.6).
+    /// Mechanism switch (spec §8.6): honour the listener's start grant.
     pub grant: Option<bool>,
-    /// Mechanism switch (issue 12): seed the windowed minimum with the SYN's STT.
+    /// Mechanism switch (spec §8.6): seed the windowed minimum with the SYN's STT.
     pub hs_min: Option<bool>,
-    /// Mechanism (issue 12): hyper-active increase after this many low samples (0: off).
+    /// Mechanism (spec §8.6): hyper-active increase after this many low samples (0: off).
     pub hai_after: Option<u16>,
-    /// Mechanism (issue 12): increase steps at most rate >> step_shift (0: off).
+    /// Mechanism (spec §8.6): increase steps at most rate >> step_shift (0: off).
     pub step_shift: Option<u8>,
-    /// Mechanism (issue 12): first-sample cut shift after a seeded minimum (0: off).
+    /// Mechanism (spec §8.6): first-sample cut shift after a seeded minimum (0: off).
     pub first_md_shift: Option<u8>,
-    /// Mechanism switch (issue 12): a NACK cuts only when the last sample showed a queue.
+    /// Mechanism switch (spec §8.6): a NACK cuts only when the last sample showed a queue.
     pub nack_gate: Option<bool>,
-    /// Mechanism switch (issue 12): with `nack_gate`, gate at t_high instead of t_low (the
+    /// Mechanism switch (spec §8.6): with `nack_gate`, gate at t_high instead of t_low (the
     /// software host profile's setting, spec §8.6 `gate_high`).
     pub gate_high: Option<bool>,
-    /// Mechanism (issue 12): gradient dead band, ns (0: off).
+    /// Mechanism (spec §8.6): gradient dead band, ns (0: off).
     pub grad_dead_ns: Option<u32>,
-    /// Mechanism (issue 12): the gradient cuts only at or above this queueing delay, ns (0: off).
+    /// Mechanism (spec §8.6): the gradient cuts only at or above this queueing delay, ns (0: off).
     pub cut_floor_ns: Option<u32>,
-    /// Mechanism (issue 12): delivery floor window 2^dr_shift ns (0: off).
+    /// Mechanism (spec §8.6): delivery floor window 2^dr_shift ns (0: off).
     pub dr_shift: Option<u8>,
-    /// Loss recovery of `stride` (issue 12): `selective` (default) or `go-back-n`
+    /// Loss recovery of `stride`: `selective` (default) or `go-back-n`
     /// (`stride-paper` and the RDMA baselines always go back N).
     pub recovery: Option<String>,
-    /// Mechanism switch (issue 12): an RTT sample from the handshake.
+    /// Mechanism switch (spec §8.6): an RTT sample from the handshake.
     pub handshake_rtt: Option<bool>,
-    /// Mechanism (issue 12, spec §8.6): receive share budget in bytes (0: off).
+    /// Mechanism (spec §8.6): receive share budget in bytes (0: off).
     pub rx_share: Option<u32>,
     /// ACKs ride on DATA leaving at the same moment (spec §6.4 `ack_ride`; 0: off, the
     /// default; the UDP host uses 1 ms).

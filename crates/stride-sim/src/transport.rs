@@ -66,10 +66,10 @@ pub const STRIDE: Transport = Transport {
 };
 
 /// STRIDE's `stride-paper` profile: Algorithm 1 exactly as the paper (spec §8.4), i.e. the
-/// `[stride]` parameters with every issue-12 mechanism switched off.
+/// `[stride]` parameters with every profile mechanism of spec §8.6 switched off.
 pub const STRIDE_PAPER: Transport = Transport {
     name: "stride-paper",
-    about: "STRIDE, paper profile (Algorithm 1 as spec §8.4, no issue-12 mechanism)",
+    about: "STRIDE, paper profile (Algorithm 1 as spec §8.4, no §8.6 mechanism)",
     build: |sc, n| {
         let cfg = sc.stride_config()?.into_paper();
         let reg = Rc::new(RefCell::new(HashMap::new()));

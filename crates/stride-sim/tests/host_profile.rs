@@ -1,4 +1,4 @@
-//! Issue 12: a 10 Gbit/s sender into a 1 Gbit/s bottleneck (`scenarios/relay-10g-1g.toml`, the
+//! A 10 Gbit/s sender into a 1 Gbit/s bottleneck (`scenarios/relay-10g-1g.toml`, the
 //! simulator's model of `stride demo --line-rate 10gbit` with the host profile's thresholds).
 //! With the core's 50 µs delayed-ACK backstop the paced flow is sampled ten times per 64 KB,
 //! climbs past the bottleneck ten times faster than the paper's ACK-per-64 KB and then cuts by

@@ -1,4 +1,4 @@
-//! Issue 12: the default `stride` profile against `stride-paper` on the incast of
+//! The default `stride` profile against `stride-paper` on the incast of
 //! `scenarios/incast.toml` (16 senders x 64 KiB at t = 0 into one 10 Gbit/s port, 100-packet
 //! buffer). The paper's profile starts every flow at a quarter of the line rate (2.19x the
 //! wire-time ideal, ~500 drops); the default's receive share (and handshake-seeded minimum)

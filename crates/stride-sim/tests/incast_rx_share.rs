@@ -1,4 +1,4 @@
-//! Issue 12 (session 7): the receive share (spec §8.6 `rx_share`). N senders x 64 KiB at
+//! The receive share (spec §8.6 `rx_share`). N senders x 64 KiB at
 //! t = 0 into one 10 Gbit/s port with a 100-packet buffer (`scenarios/incast.toml`). The
 //! receiver divides a window budget among the connections that are sending to it, so the
 //! senders together hold about one budget in flight whatever N is. Without it the start grant

@@ -466,10 +466,10 @@ p = 0.01
     assert!(e.contains("stride.recovery"), "{e}");
 }
 
-/// The session-8 switches of `[stride]` (off by default) reach the controller: the two
-/// thresholds in the duration grammar, the delivery-floor window as a shift.
+/// The dead band, cut floor and delivery floor of `[stride]` (off by default) reach the
+/// controller: the two thresholds in the duration grammar, the delivery-floor window as a shift.
 #[test]
-fn session_8_switches_reach_the_controller() {
+fn dead_band_cut_floor_and_delivery_floor_reach_the_controller() {
     let p = |extra: &str| {
         let l = Scenario::load(&write(
             "s8.toml",

@@ -275,7 +275,7 @@ fn same_seed_same_result() {
     assert_eq!((a.events, a.drops, a.sent), (b.events, b.drops, b.sent));
 }
 
-/// Regression (issue 11): a timestamp of 0 was read as "no timestamp", so flows starting at
+/// Regression: a timestamp of 0 was read as "no timestamp", so flows starting at
 /// t = 0 took no RTT sample from the handshake and a lost first window waited out the 10 ms
 /// initial RTO. With the sample, the RTO is the 1 ms minimum and a 64-sender incast whose first
 /// windows overflow the buffer finishes well before the initial RTO could have fired.

@@ -1,4 +1,4 @@
-//! Flood benchmark (issue 13 problem 4): one host opens as many connections as it can to a
+//! Flood benchmark (admission control): one host opens as many connections as it can to a
 //! receiver with default limits and never sends data, then a real sender from another address
 //! transfers a file.
 //!

@@ -17,7 +17,7 @@
 //! `poll_transmit` just before the call. Then wait for the earliest of: socket readable (or
 //! writable after `EAGAIN`), an application wake-up, the core's next deadline.
 //!
-//! Request/response without thread hand-offs (issue 17): a small write is sent by the writing
+//! Request/response without thread hand-offs: a small write is sent by the writing
 //! thread itself when the core lets it leave now; a read on a stream whose reads and writes
 //! alternate that finds nothing registers the socket with the tokio reactor and, once it is
 //! readable, receives the batch on the reader's thread ([`EndpointConfig::inline_receive`]), sending what the core then has to send (ACKs)
@@ -96,7 +96,7 @@ pub const READER_WAIT_NS: u64 = 1_000_000;
 pub const SOCKET_BUFFER: usize = 4 << 20;
 /// Receive buffer size requested (the kernel doubles it for its bookkeeping): a receiver that
 /// many senders reach at once needs room for their first bursts while their controllers learn
-/// of the queue (issue 12: 200 senders overflowed 4 MiB by hundreds of thousands of
+/// of the queue (200 senders overflowed 4 MiB by hundreds of thousands of
 /// datagrams). Memory is only used while datagrams wait in it.
 pub const RECV_BUFFER: usize = 16 << 20;
 /// How long a datagram may wait in the socket's receive queue (between the kernel's receive
@@ -492,10 +492,10 @@ pub const HOST_ACK_RIDE_NS: u64 = 1_000_000;
 /// one GSO message, within the room the pacing bucket leaves. Where 64 KiB last at least two
 /// pacing quanta (rates up to ~5 Gbit/s), the bucket holds a batch plus a quantum (spec §9), so
 /// the sender sleeps a batch at a time: pinned at 1 Gbit/s it uses 0.30 cores instead of 0.99,
-/// at 100 Mbit/s 0.04 instead of 0.27, at the same goodput (docs/results.md, session 12). Not under a
-/// controller that reads delay: a batch reaches the bottleneck as a burst whose queueing is
-/// in every STT sample of its packets (`stride demo` fell from 0.64 to 0.48 of the bottleneck
-/// with batches; docs/results.md, session 10).
+/// at 100 Mbit/s 0.04 instead of 0.27, at the same goodput (docs/results.md, pinned senders).
+/// Not under a controller that reads delay: a batch reaches the bottleneck as a burst whose
+/// queueing is in every STT sample of its packets (`stride demo` fell from 0.64 to 0.48 of the
+/// bottleneck with batches; docs/results.md, batches for pinned senders).
 pub const HOST_SEND_BATCH_BYTES: u32 = 64 * 1024;
 
 /// The host profile's receive share (spec §8.6 `rx_share`, §11.1): with two or more peers
@@ -508,9 +508,10 @@ pub const HOST_SEND_BATCH_BYTES: u32 = 64 * 1024;
 /// socket, and every overflow costs a timeout and a go-back-N resend that lands in the same
 /// full queue: 8 loopback connections into a 2-socket server on 2 cores moved 3–5 Gbit/s with
 /// 0.3–1 million resends and 300–800 timeouts per GB; with the share 10.7–13 Gbit/s and under
-/// 1 400 resends (docs/results.md, session 11). [`Endpoint::bind_with`] lowers the share further
-/// to a quarter of the socket buffer the kernel granted, so a datagram's kernel overhead
-/// (about 1.6x its payload) and a resend of what is still queued both fit.
+/// 1 400 resends (docs/results.md, a receive share for software hosts).
+/// [`Endpoint::bind_with`] lowers the share further to a quarter of the socket buffer the
+/// kernel granted, so a datagram's kernel overhead (about 1.6x its payload) and a resend of
+/// what is still queued both fit.
 pub const HOST_RX_SHARE: u32 = 2 << 20;
 
 /// The protocol's defaults for a host whose NIC runs at `line_bps`, adjusted for a software

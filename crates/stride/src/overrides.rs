@@ -72,7 +72,7 @@ impl ControllerOverrides {
         };
         if let Some(name) = name {
             if name == "stride-paper" {
-                // The paper's profile on the host's thresholds: no issue-12 mechanism in the
+                // The paper's profile on the host's thresholds: no §8.6 mechanism in the
                 // controller or the connection.
                 c = c.into_paper();
             } else if name != c.cc.name() {

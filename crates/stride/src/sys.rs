@@ -857,9 +857,9 @@ pub const HEAP_KEEP: usize = 64 << 20;
 /// thread, glibc trims the freed top of its heap, and the next buffers fault their pages back
 /// in: 43 000 page faults (a tenth of the receiving thread's time in `clear_page` and
 /// `exc_page_fault`) per 2 GB received on loopback, 1 800 to 3 200 with this
-/// (docs/results.md, session 11). Process-wide, so it is the program's choice: the `stride`
-/// command calls it first thing; a library user may too. Returns false where it does not
-/// apply (not glibc) or glibc refused.
+/// (docs/results.md, receive-path costs). Process-wide, so it is the program's choice: the
+/// `stride` command calls it first thing; a library user may too. Returns false where it does
+/// not apply (not glibc) or glibc refused.
 pub fn keep_freed_memory() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
@@ -904,7 +904,7 @@ mod clock_tests {
 
     #[test]
     fn timers_run_on_the_monotonic_clock() {
-        // Issue 13 problem 7: they ran on CLOCK_REALTIME, which a wall-clock step moves.
+        // Not on CLOCK_REALTIME, which a wall-clock step moves.
         let mono = clock_ns(libc::CLOCK_MONOTONIC);
         let now = now_ns();
         let real = clock_ns(libc::CLOCK_REALTIME);

@@ -96,8 +96,7 @@ async fn senders_into_one_socket_keep_within_its_buffer() {
 /// The same eight senders without a share overflow the socket (151-956 datagrams per run here,
 /// every run, debug and release): the case above is one the share decides. If this stops
 /// overflowing, the test above no longer shows anything and needs a harder case. (With a
-/// 256 KiB socket it stopped: session 12 made the receiver fast enough to keep up in some
-/// runs.)
+/// 256 KiB socket it stopped: the receiver became fast enough to keep up in some runs.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_share_the_same_senders_overflow_the_socket() {
     let (overflow, resent, info) = senders_into_a_small_socket(Some(0)).await;

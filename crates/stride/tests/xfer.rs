@@ -180,7 +180,7 @@ async fn planted_part_files_and_symlinks_are_left_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_that_never_answers_does_not_hang_the_sender() {
-    // Issue 13 problem 5: the receiver acknowledges every byte but never sends the status;
+    // The receiver acknowledges every byte but never sends the status;
     // keepalives hold the connection open, so only a timeout on the wait ends it.
     let dir = tempdir("mute");
     let file = dir.join("mute.bin");
