@@ -102,7 +102,15 @@ impl StrideHost {
         if seen.insert(src, hops) == Some(hops) {
             return;
         }
-        let to = host_addr(src);
+        for h in self.senders_to(src) {
+            let _ = self.ep.set_path_hops(h, u32::from(hops));
+        }
+    }
+
+    /// This host's connections sending to host `host`, in handle order (a HashMap's order is
+    /// randomised per process: sorted, a seed replays exactly).
+    fn senders_to(&self, host: u32) -> Vec<ConnHandle> {
+        let to = host_addr(host);
         let mut hs: Vec<ConnHandle> = self
             .sending
             .keys()
@@ -110,9 +118,7 @@ impl StrideHost {
             .filter(|h| self.ep.remote(*h) == Some(to))
             .collect();
         hs.sort_unstable();
-        for h in hs {
-            let _ = self.ep.set_path_hops(h, u32::from(hops));
-        }
+        hs
     }
 
     /// Carries INT stacks on data packets and echoes them on ACKs (see the `int` field).
@@ -238,14 +244,7 @@ impl HostStack for StrideHost {
                             rate_bps: h.rate_bps,
                         })
                         .collect();
-                    let from = host_addr(pkt.src);
-                    let hs: Vec<ConnHandle> = self
-                        .sending
-                        .keys()
-                        .copied()
-                        .filter(|h| self.ep.remote(*h) == Some(from))
-                        .collect();
-                    for h in hs {
+                    for h in self.senders_to(pkt.src) {
                         let _ = self.ep.congestion_signal(ctx.now, h, None, &hops);
                     }
                 } else {
@@ -259,16 +258,7 @@ impl HostStack for StrideHost {
         } else if let Payload::QcnFeedback { fb, flow_dst, .. } = &pkt.payload {
             // The reaction point: this host's connections sending to the sampled packet's
             // destination (one per flow pair in the simulated workloads).
-            let dst = host_addr(*flow_dst);
-            let mut hs: Vec<ConnHandle> = self
-                .sending
-                .keys()
-                .copied()
-                .filter(|h| self.ep.remote(*h) == Some(dst))
-                .collect();
-            // A HashMap's order is randomised per process: sort so a seed replays exactly.
-            hs.sort_unstable();
-            for h in hs {
+            for h in self.senders_to(*flow_dst) {
                 let _ = self.ep.congestion_signal(ctx.now, h, Some(*fb), &[]);
             }
             self.events(ctx);
