@@ -230,9 +230,10 @@ impl Controller for Dcqcn {
         if self.stage == Stage::Idle {
             return;
         }
+        // A cycle ends when the counter would go below zero (`txBytes < 0` in the reference).
         match self.bytes_left.checked_sub(u64::from(bytes)) {
-            Some(left) if left > 0 => self.bytes_left = left,
-            _ => self.byte_event(),
+            Some(left) => self.bytes_left = left,
+            None => self.byte_event(),
         }
     }
     fn on_ack(&mut self, _now: u64, _s: &AckSample) {}
@@ -353,9 +354,12 @@ mod tests {
         c.on_cnp(0);
         c.on_cnp(0);
         let f = p.fast_recovery;
+        // A cycle ends only when the counter would go below zero: B bytes exactly do not.
+        c.on_sent(0, 1_000_000);
+        assert_eq!(c.byte_stage, 0);
         // F byte events and F timer events: the last of them is the first hyper step (x1).
         for _ in 0..f {
-            c.on_sent(0, 1_000_000);
+            c.on_sent(0, 1_000_001);
         }
         assert_eq!(c.byte_stage, f);
         for k in 1..f as u64 {
@@ -378,9 +382,9 @@ mod tests {
             Some(entered + p.rate_timer_ns + p.rate_timer_ns / 2)
         );
         // ... and a byte event (B/2 in hyper increase) brings min(stages) to F + 1: x2.
-        c.on_sent(0, 1_000_000);
+        c.on_sent(0, 1_000_001);
         let before = c.target();
-        c.on_sent(0, 500_000);
+        c.on_sent(0, 500_001);
         assert_eq!(c.target(), before + 2 * u64::from(p.rate_hai));
     }
 
