@@ -57,6 +57,11 @@ pub struct Scenario {
     /// `[[rate_change]]`: switch ports whose link rate changes at given times (a hotspot).
     #[serde(default)]
     pub rate_change: Vec<RateChangeCfg>,
+    /// `[cc.NAME]`: parameters of the registry's host controllers (`timely`, `dcqcn`, `swift`,
+    /// `qcn`, `hpcc`, ...) by their names in `stride_proto::cc`, over the defaults at the hosts'
+    /// line rate (STRIDE's own are `[stride]`).
+    #[serde(default)]
+    pub cc: std::collections::BTreeMap<String, toml::Table>,
 }
 
 /// One `[[rate_change]]` entry: at `at_ms`, port `port` of switch `switch` (its output ports
@@ -605,7 +610,40 @@ impl Scenario {
         if self.trace.as_ref().is_some_and(|t| t.every_ns == 0) {
             return Err(bad("trace.every", "must be at least 1ns"));
         }
+        let line = rate_from_gbps(self.host_bps() as f64 / 1e9);
+        for name in self.cc.keys() {
+            self.controller(name, line)?;
+        }
         self.stride_config().map(|_| ())
+    }
+
+    /// The registry's controller `name` at line rate `line` with its `[cc.NAME]` parameters
+    /// applied; an error names the bad field (`cc.swift.base_target_ns`).
+    pub fn controller(&self, name: &str, line: u32) -> Result<CcConfig, ScenarioError> {
+        if name == "stride" || name == "stride-paper" {
+            return Err(bad(
+                &format!("cc.{name}"),
+                "STRIDE's parameters are set in [stride]",
+            ));
+        }
+        let mut c = CcConfig::by_name(name, line).map_err(|e| bad(&format!("cc.{name}"), e))?;
+        self.apply_cc(name, &mut c)?;
+        Ok(c)
+    }
+
+    /// Sets the `[cc.NAME]` parameters on `c` (a controller `name` whose defaults the caller
+    /// chose, e.g. from the fabric) and validates it; an error names the bad field.
+    pub fn apply_cc(&self, name: &str, c: &mut CcConfig) -> Result<(), ScenarioError> {
+        for (key, value) in self.cc.get(name).into_iter().flatten() {
+            let text = match value {
+                toml::Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            c.set(key, &text)
+                .map_err(|e| bad(&format!("cc.{name}.{key}"), e))?;
+        }
+        c.validate()
+            .map_err(|(field, why)| bad(&format!("cc.{name}.{field}"), why))
     }
 
     /// Number of hosts of the topology (after validation).

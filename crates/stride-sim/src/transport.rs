@@ -99,7 +99,7 @@ fn stride_family(
     cfg.recovery = stride_proto::Recovery::GoBackN;
     cfg.rx_share = 0;
     let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
-    cfg.cc = controller(cc, line).map_err(|e| ScenarioError(format!("field `transports`: {e}")))?;
+    cfg.cc = controller(sc, cc, line)?;
     let reg = Rc::new(RefCell::new(HashMap::new()));
     Ok((0..n)
         .map(|i| {
@@ -112,13 +112,21 @@ fn stride_family(
         .collect())
 }
 
-/// The registered controller `cc` with its defaults at line rate `line`, as the simulated
-/// hosts run it: QCN's byte counter counts frames as this simulator puts them on the wire
-/// (the STRIDE header plus [`WIRE_OVERHEAD`] around each payload).
-fn controller(cc: &str, line: u32) -> Result<stride_proto::cc::CcConfig, String> {
-    let mut c = stride_proto::cc::CcConfig::by_name(cc, line)?;
+/// The registered controller `cc` at line rate `line` with the scenario's `[cc.NAME]`
+/// parameters, as the simulated hosts run it: QCN's byte counter counts frames as this
+/// simulator puts them on the wire (the STRIDE header plus [`WIRE_OVERHEAD`] around each
+/// payload) unless the scenario sets `frame_overhead` itself.
+fn controller(
+    sc: &Scenario,
+    cc: &str,
+    line: u32,
+) -> Result<stride_proto::cc::CcConfig, ScenarioError> {
+    let mut c = sc.controller(cc, line)?;
+    let set = |k: &str| sc.cc.get(cc).is_some_and(|t| t.contains_key(k));
     if let Some(q) = c.params_mut::<stride_proto::cc::qcn::QcnParams>() {
-        q.frame_overhead = stride_proto::wire::HEADER_LEN as u32 + WIRE_OVERHEAD;
+        if !set("frame_overhead") {
+            q.frame_overhead = stride_proto::wire::HEADER_LEN as u32 + WIRE_OVERHEAD;
+        }
     }
     Ok(c)
 }
@@ -174,8 +182,7 @@ pub const HPCC: Transport = Transport {
         // no burst after idle.
         cfg.burst_bytes = 0;
         let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
-        cfg.cc = stride_proto::cc::CcConfig::by_name("hpcc", line)
-            .map_err(|e| ScenarioError(format!("field `transports`: {e}")))?;
+        cfg.cc = sc.controller("hpcc", line)?;
         if n > 0 {
             let hdr = stride_proto::wire::HEADER_LEN as u32 + crate::net::WIRE_OVERHEAD;
             let t = sc
@@ -185,6 +192,8 @@ pub const HPCC: Transport = Transport {
             if let Some(p) = cfg.cc.params_mut::<stride_proto::cc::hpcc::HpccParams>() {
                 *p = stride_proto::cc::hpcc::HpccParams::for_fabric(line, t);
             }
+            // The scenario's `[cc.hpcc]` still has the last word.
+            sc.apply_cc("hpcc", &mut cfg.cc)?;
         }
         let reg = Rc::new(RefCell::new(HashMap::new()));
         for i in 0..n {
@@ -219,7 +228,13 @@ mod tests {
     #[test]
     fn qcn_byte_counter_counts_frames_as_the_simulator_sends_them() {
         let line = stride_proto::cc::rate_from_gbps(1.0);
-        let mut cc = controller("qcn", line).unwrap();
+        let sc: Scenario = toml::from_str(
+            "name = \"t\"\n[topology]\nkind = \"dumbbell\"\nsenders = 1\nreceivers = 1\n\
+             host_gbps = 1.0\nbottleneck_gbps = 1.0\nlink_delay_ns = 1000\n\
+             [workload]\nkind = \"incast\"\nsenders = 1\nbytes = 1\n",
+        )
+        .unwrap();
+        let mut cc = controller(&sc, "qcn", line).unwrap();
         cc.set("jitter_pct", "0").unwrap();
         let mut c = cc.build(0);
         c.on_qcn_feedback(0, 32);

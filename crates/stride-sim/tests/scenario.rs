@@ -514,3 +514,58 @@ fn ack_ride_and_send_batch_reach_the_core() {
     let s = c("ack_ride = \"1ms\"\nsend_batch = \"64KiB\"\n");
     assert_eq!((s.ack_ride_ns, s.send_batch_bytes), (1_000_000, 65_536));
 }
+
+/// `[cc.NAME]` sets a registry controller's parameters from the scenario (and from `--set
+/// cc.NAME.KEY=VALUE`): the value reaches the hosts' controller and changes the run; a bad
+/// controller, key or value names its field.
+#[test]
+fn controller_parameters_come_from_cc_sections() {
+    let base = TINY.replace("seed = 4", "seed = 4\ntransports = [\"timely\"]");
+    let plain = Scenario::load(&write("cc-plain.toml", &base)).unwrap();
+    let line = stride_proto::cc::rate_from_gbps(10.0);
+    let t = |l: &stride_sim::scenario::Loaded| {
+        l.sc.controller("timely", line)
+            .unwrap()
+            .params()
+            .into_iter()
+            .find(|(k, _)| *k == "t_high")
+            .unwrap()
+            .1
+    };
+    assert_eq!(t(&plain), "500000");
+    let low = Scenario::load(&write(
+        "cc-low.toml",
+        &(base.clone() + "[cc.timely]\nt_low = 2000\nt_high = 8000\n"),
+    ))
+    .unwrap();
+    assert_eq!(t(&low), "8000");
+    // The hosts run it: a T_high of 8 us changes the flows' completion times.
+    let fct = |l: &stride_sim::scenario::Loaded| {
+        let mut sim = l.sc.sim("timely", &l.flows).unwrap();
+        sim.run(10_000_000_000, |_, _| {});
+        sim.done.clone()
+    };
+    assert_ne!(
+        fct(&plain),
+        fct(&low),
+        "[cc.timely] did not reach the hosts"
+    );
+    for (file, text, field) in [
+        ("cc-name.toml", "[cc.bbr]\nx = 1\n", "cc.bbr"),
+        ("cc-key.toml", "[cc.swift]\nnope = 1\n", "cc.swift.nope"),
+        (
+            "cc-value.toml",
+            "[cc.swift]\nmss = \"big\"\n",
+            "cc.swift.mss",
+        ),
+        (
+            "cc-range.toml",
+            "[cc.timely]\nt_low = 9000\nt_high = 8000\n",
+            "cc.timely.t_low",
+        ),
+        ("cc-stride.toml", "[cc.stride]\nt_low = 1\n", "[stride]"),
+    ] {
+        let e = err(file, &(base.clone() + text));
+        assert!(e.contains(field), "{file}: {e}");
+    }
+}
