@@ -126,16 +126,7 @@ pub fn random_params(rng: &mut SplitMix) -> StrideParams {
         rate_max,
         rate_init,
         min_window: 1 + rng.below(64) as u16,
-        grant: false,
-        hs_min: false,
-        hai_after: 0,
-        step_shift: 0,
-        first_md_shift: 0,
-        nack_gate: false,
-        gate_high: false,
-        grad_dead: 0,
-        cut_floor: 0,
-        dr_shift: 0,
+        ..StrideParams::hand_checked()
     }
 }
 

@@ -22,61 +22,47 @@ use super::{rate_from_gbps, AckSample, Controller};
 
 const ONE: u64 = 1 << 20;
 
-/// DCQCN reaction point parameters (values and sources: `docs/baselines.md`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DcqcnParams {
-    /// α gain g = 2^-g_shift.
-    pub g_shift: u8,
-    /// α starts at this value, in 2^-20.
-    pub alpha_init: u32,
-    /// α decays once per this quiet period K (ns).
-    pub alpha_timer_ns: u64,
-    /// Rate increase timer T (ns; T/2 in hyper increase).
-    pub rate_timer_ns: u64,
-    /// Rate increase byte counter B (bytes sent; B/2 in hyper increase).
-    pub byte_counter: u64,
-    /// Stage count F that ends fast recovery.
-    pub fast_recovery: u32,
-    /// Additive increase step R_AI (rate units).
-    pub rate_ai: u32,
-    /// Hyper increase step R_HAI (rate units), times the stages past F.
-    pub rate_hai: u32,
-    /// Lowest rate.
-    pub rate_min: u32,
-    /// Line rate: the start and the ceiling.
-    pub rate_max: u32,
+crate::controller_params! {
+    /// DCQCN reaction point parameters (values and sources: `docs/baselines.md`).
+    pub struct DcqcnParams for |_p| "dcqcn", (line) {
+        /// α gain g = 2^-g_shift.
+        g_shift: u8 [Shift] = 8;
+        /// α starts at this value, in 2^-20.
+        alpha_init: u32 [Frac2p20] = (ONE / 2) as u32;
+        /// α decays once per this quiet period K (ns).
+        alpha_timer: u64 [Nanos, was "alpha_timer_ns"] = 55_000;
+        /// Rate increase timer T (ns; T/2 in hyper increase).
+        rate_timer: u64 [Nanos, was "rate_timer_ns"] = 60_000;
+        /// Rate increase byte counter B (bytes sent; B/2 in hyper increase).
+        byte_counter: u64 [Bytes] = 300_000_000;
+        /// Stage count F that ends fast recovery.
+        fast_recovery: u32 [Count] = 5;
+        /// Additive increase step R_AI (rate units).
+        rate_ai: u32 [Rate] = rate_from_gbps(0.04).max(1);
+        /// Hyper increase step R_HAI (rate units), times the stages past F.
+        rate_hai: u32 [Rate] = rate_from_gbps(0.2).max(1);
+        /// Lowest rate.
+        rate_min: u32 [Rate] = rate_from_gbps(0.1).min(line).max(1);
+        /// Line rate: the start and the ceiling.
+        rate_max: u32 [Rate] = line;
+    }
+    build: |p, now| Dcqcn::new(p)
 }
 
 impl DcqcnParams {
-    /// The reference values (`bobzhuyb/ns3-rdma`'s released configuration) at line rate `line`.
-    pub fn for_line_rate(line: u32) -> Self {
-        DcqcnParams {
-            g_shift: 8,
-            alpha_init: (ONE / 2) as u32,
-            alpha_timer_ns: 55_000,
-            rate_timer_ns: 60_000,
-            byte_counter: 300_000_000,
-            fast_recovery: 5,
-            rate_ai: rate_from_gbps(0.04).max(1),
-            rate_hai: rate_from_gbps(0.2).max(1),
-            rate_min: rate_from_gbps(0.1).min(line).max(1),
-            rate_max: line,
-        }
-    }
-
     /// Checks ranges.
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
         if self.g_shift == 0 || self.g_shift > 20 {
             return Err(("g_shift", "must be in 1..=20"));
         }
         if u64::from(self.alpha_init) > ONE {
             return Err(("alpha_init", "must be at most 2^20 (alpha = 1)"));
         }
-        if self.alpha_timer_ns == 0 {
-            return Err(("alpha_timer_ns", "must be positive"));
+        if self.alpha_timer == 0 {
+            return Err(("alpha_timer", "must be positive"));
         }
-        if self.rate_timer_ns < 2 {
-            return Err(("rate_timer_ns", "must be at least 2 ns"));
+        if self.rate_timer < 2 {
+            return Err(("rate_timer", "must be at least 2 ns"));
         }
         if self.byte_counter < 2 {
             return Err(("byte_counter", "must be at least 2"));
@@ -155,8 +141,8 @@ impl Dcqcn {
         self.rc -= self.rc * self.alpha / (2 * ONE);
         self.rc = self.rc.max(u64::from(self.p.rate_min));
         self.stage = Stage::FastRecovery;
-        self.next_rate_timer = Some(now + self.p.rate_timer_ns);
-        self.next_alpha_timer = Some(now + self.p.alpha_timer_ns);
+        self.next_rate_timer = Some(now + self.p.rate_timer);
+        self.next_alpha_timer = Some(now + self.p.alpha_timer);
     }
 
     /// Moves the target by `inc` (or reduces it, on the first event after a cut, when it is
@@ -217,11 +203,11 @@ impl Dcqcn {
             Stage::FastRecovery | Stage::Additive => self.active_select(),
             Stage::Hyper => {
                 self.hyper();
-                return self.p.rate_timer_ns / 2;
+                return self.p.rate_timer / 2;
             }
             Stage::Idle => {}
         }
-        self.p.rate_timer_ns
+        self.p.rate_timer
     }
 }
 
@@ -254,7 +240,7 @@ impl Controller for Dcqcn {
             if self.alpha < 1 << self.p.g_shift {
                 self.alpha = 0;
             }
-            self.next_alpha_timer = (self.alpha > 0).then_some(now + self.p.alpha_timer_ns);
+            self.next_alpha_timer = (self.alpha > 0).then_some(now + self.p.alpha_timer);
         }
         if self.next_rate_timer.is_some_and(|t| now >= t) {
             let period = self.time_event();
@@ -270,24 +256,6 @@ impl Controller for Dcqcn {
         self.rc as u32
     }
 }
-
-crate::factory_params!(
-    DcqcnParams,
-    "dcqcn",
-    |p, now| Dcqcn::new(p),
-    [
-        g_shift,
-        alpha_init,
-        alpha_timer_ns,
-        rate_timer_ns,
-        byte_counter,
-        fast_recovery,
-        rate_ai,
-        rate_hai,
-        rate_min,
-        rate_max
-    ]
-);
 
 #[cfg(test)]
 mod tests {
@@ -331,7 +299,7 @@ mod tests {
         let target = c.target();
         let mut gaps = vec![target - u64::from(c.rate())];
         for k in 1..u64::from(p.fast_recovery) {
-            run_timers(&mut c, 1 + k * p.rate_timer_ns);
+            run_timers(&mut c, 1 + k * p.rate_timer);
             gaps.push(target - u64::from(c.rate()));
         }
         assert_eq!(c.target(), target, "fast recovery keeps the target");
@@ -339,7 +307,7 @@ mod tests {
             assert!(w[1] <= w[0] / 2 + 1, "{gaps:?}");
         }
         // The F-th timer event is additive increase (the byte counter is still below F).
-        run_timers(&mut c, 1 + u64::from(p.fast_recovery) * p.rate_timer_ns);
+        run_timers(&mut c, 1 + u64::from(p.fast_recovery) * p.rate_timer);
         assert_eq!(c.target(), target + u64::from(p.rate_ai));
     }
 
@@ -363,23 +331,23 @@ mod tests {
         }
         assert_eq!(c.byte_stage, f);
         for k in 1..f as u64 {
-            run_timers(&mut c, k * p.rate_timer_ns);
+            run_timers(&mut c, k * p.rate_timer);
         }
         let before = c.target();
-        run_timers(&mut c, u64::from(f) * p.rate_timer_ns);
+        run_timers(&mut c, u64::from(f) * p.rate_timer);
         assert_eq!(c.stage, Stage::Hyper);
         assert_eq!(c.target(), before + u64::from(p.rate_hai));
         // The timer that entered hyper increase was restarted at T; from then on it runs at
         // T/2. Its next event adds R_HAI x (min(F, F + 1) - F + 1) = 1 x R_HAI: the byte
         // counter's stage is still F.
-        let entered = u64::from(f) * p.rate_timer_ns;
-        assert_eq!(c.next_rate_timer, Some(entered + p.rate_timer_ns));
+        let entered = u64::from(f) * p.rate_timer;
+        assert_eq!(c.next_rate_timer, Some(entered + p.rate_timer));
         let before = c.target();
-        run_timers(&mut c, entered + p.rate_timer_ns);
+        run_timers(&mut c, entered + p.rate_timer);
         assert_eq!(c.target(), before + u64::from(p.rate_hai));
         assert_eq!(
             c.next_rate_timer,
-            Some(entered + p.rate_timer_ns + p.rate_timer_ns / 2)
+            Some(entered + p.rate_timer + p.rate_timer / 2)
         );
         // ... and a byte event (B/2 in hyper increase) brings min(stages) to F + 1: x2.
         c.on_sent(0, 1_000_001);
@@ -401,7 +369,7 @@ mod tests {
         }
         c.rt = 20 * c.rc;
         let rt = c.rt;
-        run_timers(&mut c, p.rate_timer_ns);
+        run_timers(&mut c, p.rate_timer);
         assert_eq!(c.target(), rt / 8);
     }
 

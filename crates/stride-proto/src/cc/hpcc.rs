@@ -27,7 +27,7 @@
 //! | target utilisation η | `U_TARGET 0.95` (`mix/config.txt`:36; `run.py`:71 default 95) | `eta_milli` = 950 |
 //! | maxStage | ns-3 attribute default 5 (`rdma-hw.cc`:112-116); `MI_THRESH 0` in the experiment configurations (`run.py`:72, `mix/config.txt`:37) | `max_stage` = 5 |
 //! | W_AI | `RATE_AI` = 10 Mb/s per 25 Gb/s of line (`run.py`:112) with window = rate × T (`rdma-queue-pair.cc`:125-137) | `w_ai` = line × T / 2500 (27 B at 10 Gbit/s, T = 55.86 µs) |
-//! | T | largest host-pair RTT: 2 × propagation + one-way serialisation of a payload (`scratch/third.cc`:250, 910-928; `GLOBAL_T 1`, `third.cc`:138) | `base_rtt_ns`: largest host-pair RTT, a full packet out and its ACK back |
+//! | T | largest host-pair RTT: 2 × propagation + one-way serialisation of a payload (`scratch/third.cc`:250, 910-928; `GLOBAL_T 1`, `third.cc`:138) | `base_rtt`: largest host-pair RTT, a full packet out and its ACK back |
 //! | W_init | `maxBdp` (`third.cc`:921-925); the rate starts at line (`rdma-hw.cc`:239-245) | `rate_max` × T |
 //! | u per hop | `min(qlen, qlen')/(B·T) + txRate/B` (`rdma-hw.cc`:797-800) | same |
 //! | EWMA of U | weight τ/T, τ ≤ T (`rdma-hw.cc`:827-829); U starts at 1 (`rdma-queue-pair.cc`:49) | same |
@@ -52,51 +52,57 @@ pub const RATE_MIN_DIVISOR: u32 = 100;
 /// with the fabric's largest base RTT, see [`HpccParams::for_fabric`]).
 pub const DEFAULT_BASE_RTT_NS: u64 = 10_000;
 
-/// HPCC's parameters (see the module table).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HpccParams {
-    /// Target utilisation η, 1/1000.
-    pub eta_milli: u32,
-    /// Additive steps before a multiplicative update is forced.
-    pub max_stage: u32,
-    /// Additive increase W_AI (bytes).
-    pub w_ai: u32,
-    /// Base RTT T (ns): the fabric's largest, serialisation included.
-    pub base_rtt_ns: u64,
-    /// Line rate (rate units): the ceiling, and `W_init = line × T`.
-    pub rate_max: u32,
-    /// Floor of the pacing rate (rate units); the window floor is `rate_min × T`.
-    pub rate_min: u32,
+crate::controller_params! {
+    /// HPCC's parameters (see the module table).
+    pub struct HpccParams for |_p| "hpcc", (line) {
+        /// Target utilisation η, 1/1000.
+        eta_milli: u32 [Milli] = 950;
+        /// Additive steps before a multiplicative update is forced.
+        max_stage: u32 [Count] = 5;
+        /// Additive increase W_AI (bytes).
+        w_ai: u32 [Bytes] = w_ai(line, DEFAULT_BASE_RTT_NS);
+        /// Base RTT T: the fabric's largest, serialisation included.
+        base_rtt: u64 [Nanos, was "base_rtt_ns"] = DEFAULT_BASE_RTT_NS;
+        /// Line rate: the ceiling, and `W_init = line × T`.
+        rate_max: u32 [Rate] = line;
+        /// Floor of the pacing rate; the window floor is `rate_min × T`.
+        rate_min: u32 [Rate] = (line / RATE_MIN_DIVISOR).max(1);
+    }
+    build: |p, _now| Hpcc::new(p)
+}
+
+/// W_AI = W_init / 2500 with W_init = line × T (bytes).
+fn w_ai(line: u32, base_rtt: u64) -> u32 {
+    let w_init = (u128::from(line) * u128::from(base_rtt)) >> RATE_FRAC_BITS;
+    (w_init / u128::from(W_AI_DIVISOR)).clamp(1, u128::from(u32::MAX)) as u32
+}
+
+/// The registry's fit: T is the fabric's largest base RTT, as the authors' simulator sets it
+/// from the topology, and W_AI follows it.
+pub fn fit(c: &mut super::CcConfig, f: &super::Fabric) {
+    if let Some(p) = c.params_mut::<HpccParams>() {
+        *p = HpccParams::for_fabric(f.line, f.base_rtt_ns.max(1));
+    }
 }
 
 impl HpccParams {
-    /// The reference's values at line rate `line` for a fabric whose largest base RTT is not
-    /// known ([`DEFAULT_BASE_RTT_NS`]); see [`HpccParams::for_fabric`].
-    pub fn for_line_rate(line: u32) -> Self {
-        Self::for_fabric(line, DEFAULT_BASE_RTT_NS)
-    }
-
     /// The reference's values at line rate `line` on a fabric whose largest base RTT is
-    /// `base_rtt_ns`: `W_init = line × T`, `W_AI = W_init / 2500`.
-    pub fn for_fabric(line: u32, base_rtt_ns: u64) -> Self {
-        let w_init = (u128::from(line) * u128::from(base_rtt_ns)) >> RATE_FRAC_BITS;
+    /// `base_rtt`: `W_init = line × T`, `W_AI = W_init / 2500`.
+    pub fn for_fabric(line: u32, base_rtt: u64) -> Self {
         HpccParams {
-            eta_milli: 950,
-            max_stage: 5,
-            w_ai: (w_init / u128::from(W_AI_DIVISOR)).clamp(1, u128::from(u32::MAX)) as u32,
-            base_rtt_ns,
-            rate_max: line,
-            rate_min: (line / RATE_MIN_DIVISOR).max(1),
+            w_ai: w_ai(line, base_rtt),
+            base_rtt,
+            ..Self::for_line_rate(line)
         }
     }
 
     /// Checks ranges.
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
         if self.eta_milli == 0 || self.eta_milli > 1000 {
             return Err(("eta_milli", "must be in 1..=1000"));
         }
-        if self.base_rtt_ns == 0 {
-            return Err(("base_rtt_ns", "must be positive"));
+        if self.base_rtt == 0 {
+            return Err(("base_rtt", "must be positive"));
         }
         if self.rate_max == 0 {
             return Err(("rate_max", "must be positive"));
@@ -117,12 +123,12 @@ impl HpccParams {
 
     /// The start window `W_init = line × T` (bytes).
     pub fn w_init(&self) -> f64 {
-        Self::bytes_per_ns(self.rate_max) * self.base_rtt_ns as f64
+        Self::bytes_per_ns(self.rate_max) * self.base_rtt as f64
     }
 
     /// The window floor `rate_min × T` (bytes).
     fn w_min(&self) -> f64 {
-        Self::bytes_per_ns(self.rate_min) * self.base_rtt_ns as f64
+        Self::bytes_per_ns(self.rate_min) * self.base_rtt as f64
     }
 }
 
@@ -184,7 +190,7 @@ impl Hpcc {
     /// The largest normalised inflight over the hops of an echo and that hop's record
     /// interval (ns), against the previous echo; None when no hop has a usable interval.
     fn measure(&self, hops: &[IntHop]) -> Option<(f64, u64)> {
-        let t = self.p.base_rtt_ns as f64;
+        let t = self.p.base_rtt as f64;
         let mut best: Option<(f64, u64)> = None;
         for (h, l) in hops.iter().zip(&self.last) {
             let dt = h.ts.saturating_sub(l.ts);
@@ -214,7 +220,7 @@ impl Hpcc {
         let update_wc = self.acked > last_update;
         if self.last.len() == hops.len() {
             if let Some((u, tau)) = self.measure(hops) {
-                let t = self.p.base_rtt_ns;
+                let t = self.p.base_rtt;
                 let g = tau.min(t) as f64 / t as f64;
                 self.u = (1.0 - g) * self.u + g * u;
                 let eta = f64::from(self.p.eta_milli) / 1000.0;
@@ -257,7 +263,7 @@ impl Controller for Hpcc {
         self.on_records(now, hops);
     }
     fn rate(&self) -> u32 {
-        let r = self.w / self.p.base_rtt_ns as f64 * f64::from(1u32 << RATE_FRAC_BITS);
+        let r = self.w / self.p.base_rtt as f64 * f64::from(1u32 << RATE_FRAC_BITS);
         (r as u64).clamp(u64::from(self.p.rate_min), u64::from(self.p.rate_max)) as u32
     }
     fn window(&self) -> Option<u32> {
@@ -269,13 +275,6 @@ impl Controller for Hpcc {
         Some((w.div_ceil(pkt) * pkt).min(u64::from(u32::MAX)) as u32)
     }
 }
-
-crate::factory_params!(
-    HpccParams,
-    "hpcc",
-    |p, now| Hpcc::new(p),
-    [eta_milli, max_stage, w_ai, base_rtt_ns, rate_max, rate_min]
-);
 
 #[cfg(test)]
 mod tests {
@@ -358,7 +357,7 @@ mod tests {
         );
         assert_eq!(HpccParams::for_fabric(rate_from_gbps(10.0), 5_600).w_ai, 2);
         assert_eq!(Hpcc::new(p).window(), Some(70_000));
-        assert!(p.validate().is_ok());
+        assert!(p.check().is_ok());
     }
 
     #[test]

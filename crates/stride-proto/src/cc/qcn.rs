@@ -31,7 +31,7 @@
 //! | HAI_INC | 5 Mbit/s, times the cycles past F | `hai_inc` | seed 004; step: (P), (N) |
 //! | BC_LIMIT | 150 KB, 75 KB after F, 30 % randomness | `bc_limit`, `jitter_pct` = 30 | seed 004 |
 //! | bytes counted | frames on the wire | `frame_overhead` = 98 B | (P), (N) line 307 |
-//! | TIMER_PERIOD | 25 ms, 12.5 ms after F, 30 % randomness | `timer_ns`, `jitter_pct` | seed 004 |
+//! | TIMER_PERIOD | 25 ms, 12.5 ms after F, 30 % randomness | `timer`, `jitter_pct` | seed 004 |
 //! | MIN_RATE | 0.5 Mbit/s | `rate_min` | seed 004 |
 //! | GD | 1/128 | `gd_shift` = 7 | seed 004 |
 //! | target-rate reduction | TR > 10·CR: TR/8 | `trr_ratio` = 10, `trr_shift` = 3 | (N) |
@@ -61,65 +61,56 @@ use super::{rate_from_gbps, AckSample, Controller};
 /// inter-frame gap (20). The default of [`QcnParams::frame_overhead`].
 pub const FRAME_OVERHEAD: u32 = crate::wire::HEADER_LEN as u32 + 8 + 20 + 18 + 20;
 
-/// QCN reaction point parameters (see the module table).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QcnParams {
-    /// Cycles of each counter that end fast recovery.
-    pub fr_threshold: u32,
-    /// Active increase step (rate units).
-    pub ai_inc: u32,
-    /// Hyper-active increase step (rate units).
-    pub hai_inc: u32,
-    /// Bytes per byte-counter cycle in fast recovery (half after), counted as frames on the
-    /// wire, the way the NIC's rate limiter sees them.
-    pub bc_limit: u64,
-    /// Bytes the byte counter adds to each DATA packet's payload to count its frame on the
-    /// wire (the controller is told payload bytes).
-    pub frame_overhead: u32,
-    /// Timer cycle in fast recovery (ns; half after).
-    pub timer_ns: u64,
-    /// Randomness of both cycles: each is drawn uniformly within ± jitter_pct/2 %.
-    pub jitter_pct: u32,
-    /// Decrease gain Gd = 2^-gd_shift.
-    pub gd_shift: u8,
-    /// Target-rate reduction: on the first cycle of either counter after a cut, a target
-    /// more than `trr_ratio` times the current rate is cut to `TR >> trr_shift` (instead of
-    /// that cycle's increase).
-    pub trr_ratio: u32,
-    /// See `trr_ratio` (0: no reduction).
-    pub trr_shift: u8,
-    /// Lowest rate.
-    pub rate_min: u32,
-    /// Line rate: the start and the ceiling.
-    pub rate_max: u32,
+/// The registry's fit: the byte counter counts frames as the harness puts them on the wire.
+pub fn fit(c: &mut super::CcConfig, f: &super::Fabric) {
+    if let Some(p) = c.params_mut::<QcnParams>() {
+        p.frame_overhead = f.frame_overhead;
+    }
+}
+
+crate::controller_params! {
+    /// QCN reaction point parameters (see the module table).
+    pub struct QcnParams for |_p| "qcn", (line) {
+        /// Cycles of each counter that end fast recovery.
+        fr_threshold: u32 [Count] = 5;
+        /// Active increase step (rate units).
+        ai_inc: u32 [Rate] = rate_from_gbps(0.0005).max(1);
+        /// Hyper-active increase step (rate units).
+        hai_inc: u32 [Rate] = rate_from_gbps(0.005).max(1);
+        /// Bytes per byte-counter cycle in fast recovery (half after), counted as frames on the
+        /// wire, the way the NIC's rate limiter sees them.
+        bc_limit: u64 [Bytes] = 150_000;
+        /// Bytes the byte counter adds to each DATA packet's payload to count its frame on the
+        /// wire (the controller is told payload bytes).
+        frame_overhead: u32 [Bytes] = FRAME_OVERHEAD;
+        /// Timer cycle in fast recovery (ns; half after).
+        timer: u64 [Nanos, was "timer_ns"] = 25_000_000;
+        /// Randomness of both cycles: each is drawn uniformly within ± jitter_pct/2 %.
+        jitter_pct: u32 [Percent] = 30;
+        /// Decrease gain Gd = 2^-gd_shift.
+        gd_shift: u8 [Shift] = 7;
+        /// Target-rate reduction: on the first cycle of either counter after a cut, a target
+        /// more than `trr_ratio` times the current rate is cut to `TR >> trr_shift` (instead of
+        /// that cycle's increase).
+        trr_ratio: u32 [Count] = 10;
+        /// See `trr_ratio` (0: no reduction).
+        trr_shift: u8 [Shift] = 3;
+        /// Lowest rate.
+        rate_min: u32 [Rate] = rate_from_gbps(0.0005).min(line).max(1);
+        /// Line rate: the start and the ceiling.
+        rate_max: u32 [Rate] = line;
+    }
+    build: |p, now| Qcn::new(p, now ^ 0x9e37_79b9_7f4a_7c15)
 }
 
 impl QcnParams {
-    /// Seed 004's values at line rate `line`.
-    pub fn for_line_rate(line: u32) -> Self {
-        QcnParams {
-            fr_threshold: 5,
-            ai_inc: rate_from_gbps(0.0005).max(1),
-            hai_inc: rate_from_gbps(0.005).max(1),
-            bc_limit: 150_000,
-            frame_overhead: FRAME_OVERHEAD,
-            timer_ns: 25_000_000,
-            jitter_pct: 30,
-            gd_shift: 7,
-            trr_ratio: 10,
-            trr_shift: 3,
-            rate_min: rate_from_gbps(0.0005).min(line).max(1),
-            rate_max: line,
-        }
-    }
-
     /// Checks ranges.
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
         if self.bc_limit < 2 {
             return Err(("bc_limit", "must be at least 2"));
         }
-        if self.timer_ns < 2 {
-            return Err(("timer_ns", "must be at least 2 ns"));
+        if self.timer < 2 {
+            return Err(("timer", "must be at least 2 ns"));
         }
         if self.jitter_pct > 100 {
             return Err(("jitter_pct", "must be at most 100"));
@@ -201,13 +192,13 @@ impl Qcn {
         self.jitter(base)
     }
 
-    /// The next timer expiry: `timer_ns` until the timer has ended more than `fr_threshold`
+    /// The next timer expiry: `timer` until the timer has ended more than `fr_threshold`
     /// cycles, half after (timer stretching), like the byte counter.
     fn next_timer(&mut self, now: u64) -> Option<u64> {
         let base = if self.timer_stage <= self.p.fr_threshold {
-            self.p.timer_ns
+            self.p.timer
         } else {
-            self.p.timer_ns / 2
+            self.p.timer / 2
         };
         Some(now + self.jitter(base))
     }
@@ -308,26 +299,6 @@ impl Controller for Qcn {
     }
 }
 
-crate::factory_params!(
-    QcnParams,
-    "qcn",
-    |p, now| Qcn::new(p, now ^ 0x9e37_79b9_7f4a_7c15),
-    [
-        fr_threshold,
-        ai_inc,
-        hai_inc,
-        bc_limit,
-        frame_overhead,
-        timer_ns,
-        jitter_pct,
-        gd_shift,
-        trr_ratio,
-        trr_shift,
-        rate_min,
-        rate_max
-    ]
-);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,7 +316,7 @@ mod tests {
         // Five timer cycles of fast recovery: each halves the distance to the target.
         let mut gaps = vec![u64::from(line) - u64::from(c.rate())];
         for k in 1..=5 {
-            c.on_timer(k * p.timer_ns);
+            c.on_timer(k * p.timer);
             gaps.push(u64::from(line) - u64::from(c.rate()));
         }
         assert_eq!(c.target(), u64::from(line));
@@ -355,7 +326,7 @@ mod tests {
         // The hotspot is over: the rate reaches the line and the timer stops.
         while let Some(t) = c.timer() {
             c.on_timer(t);
-            assert!(t < 60 * p.timer_ns, "no recovery");
+            assert!(t < 60 * p.timer, "no recovery");
         }
         assert_eq!(c.rate(), line);
     }
@@ -373,10 +344,10 @@ mod tests {
         let tr = c.target();
         assert!(tr < u64::from(line));
         for k in 1..=5 {
-            c.on_timer(1 + k * p.timer_ns);
+            c.on_timer(1 + k * p.timer);
         }
         assert_eq!(c.target(), tr, "fast recovery keeps the target");
-        c.on_timer(1 + 6 * p.timer_ns); // timer past F, bytes not: active increase
+        c.on_timer(1 + 6 * p.timer); // timer past F, bytes not: active increase
         assert_eq!(c.target(), tr + u64::from(p.ai_inc));
         // Six 150 KB byte-counter cycles (the sixth takes both counters past F: hyper-active
         // increase by one step), then 75 KB cycles.
@@ -547,7 +518,7 @@ mod tests {
             periods.push(t - last);
             last = t;
         }
-        let (full, half) = (p.timer_ns, p.timer_ns / 2);
+        let (full, half) = (p.timer, p.timer / 2);
         assert_eq!(periods, [full, full, full, full, full, full, half, half]);
         let mut limits = Vec::new();
         for _ in 0..8 {

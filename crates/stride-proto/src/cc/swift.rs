@@ -14,67 +14,49 @@
 
 use super::{AckSample, Controller};
 
-/// Swift's parameters (see the module table).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SwiftParams {
-    /// Payload bytes per packet (the window's unit).
-    pub mss: u32,
-    /// Additive increment per RTT, 1/1000 packets.
-    pub ai_milli: u32,
-    /// Multiplicative decrease factor β, 1/1000.
-    pub beta_milli: u32,
-    /// Largest decrease per RTT, 1/1000.
-    pub max_mdf_milli: u32,
-    /// Target fabric delay before scaling (ns).
-    pub base_target_ns: u32,
-    /// Target added per switch on the path (ns).
-    pub hop_scale_ns: u32,
-    /// Switches on the path until the path reports its own count (`Controller::on_path`; the
-    /// simulator does, a UDP host does not).
-    pub hops: u32,
-    /// Flow-scaling range, in multiples of the base target.
-    pub fs_range_mult: u32,
-    /// Window (1/1000 packets) at which flow scaling adds the whole range.
-    pub fs_min_cwnd_milli: u32,
-    /// Window (1/1000 packets) at which flow scaling adds nothing.
-    pub fs_max_cwnd_milli: u32,
-    /// Smallest window (1/1000 packets).
-    pub min_cwnd_milli: u32,
-    /// Largest window (1/1000 packets).
-    pub max_cwnd_milli: u32,
-    /// Starting window (1/1000 packets).
-    pub init_cwnd_milli: u32,
-    /// Pacing ceiling: the line rate (rate units).
-    pub rate_max: u32,
+crate::controller_params! {
+    /// Swift's parameters (see the module table).
+    pub struct SwiftParams for |_p| "swift", (line) {
+        /// Payload bytes per packet (the window's unit).
+        mss: u32 [Bytes] = 1440;
+        /// Additive increment per RTT, 1/1000 packets.
+        ai_milli: u32 [Milli] = 1000;
+        /// Multiplicative decrease factor β, 1/1000.
+        beta_milli: u32 [Milli] = 800;
+        /// Largest decrease per RTT, 1/1000.
+        max_mdf_milli: u32 [Milli] = 500;
+        /// Target fabric delay before scaling (ns).
+        base_target: u32 [Nanos, was "base_target_ns"] = BASE_TARGET_NS;
+        /// Target added per switch on the path (ns).
+        // h = base target / 6.55
+        hop_scale: u32 [Nanos, was "hop_scale_ns"] = (BASE_TARGET_NS as u64 * 100 / 655) as u32;
+        /// Switches on the path until the path reports its own count (`Controller::on_path`; the
+        /// simulator does, a UDP host does not).
+        hops: u32 [Count] = 0;
+        /// Flow-scaling range, in multiples of the base target.
+        fs_range_mult: u32 [Count] = 5;
+        /// Window (1/1000 packets) at which flow scaling adds the whole range.
+        fs_min_cwnd_milli: u32 [Milli] = 100;
+        /// Window (1/1000 packets) at which flow scaling adds nothing.
+        fs_max_cwnd_milli: u32 [Milli] = 100_000;
+        /// Smallest window (1/1000 packets).
+        min_cwnd_milli: u32 [Milli] = 1;
+        /// Largest window (1/1000 packets).
+        max_cwnd_milli: u32 [Milli] = 10_000_000;
+        /// Starting window (1/1000 packets).
+        init_cwnd_milli: u32 [Milli] = 10_000;
+        /// Pacing ceiling: the line rate (rate units).
+        rate_max: u32 [Rate] = line;
+    }
+    build: |p, now| Swift::new(p)
 }
 
 /// The base target delay (ns).
 const BASE_TARGET_NS: u32 = 20_000;
 
 impl SwiftParams {
-    /// The reference values at line rate `line`.
-    pub fn for_line_rate(line: u32) -> Self {
-        SwiftParams {
-            mss: 1440,
-            ai_milli: 1000,
-            beta_milli: 800,
-            max_mdf_milli: 500,
-            base_target_ns: BASE_TARGET_NS,
-            // h = base target / 6.55
-            hop_scale_ns: (BASE_TARGET_NS as u64 * 100 / 655) as u32,
-            hops: 0,
-            fs_range_mult: 5,
-            fs_min_cwnd_milli: 100,
-            fs_max_cwnd_milli: 100_000,
-            min_cwnd_milli: 1,
-            max_cwnd_milli: 10_000_000,
-            init_cwnd_milli: 10_000,
-            rate_max: line,
-        }
-    }
-
     /// Checks ranges.
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
         if self.mss == 0 {
             return Err(("mss", "must be positive"));
         }
@@ -143,19 +125,19 @@ impl Swift {
     pub fn target(&self) -> u64 {
         let p = &self.p;
         let inv = |w: u32| 1.0 / (f64::from(w) / 1000.0).sqrt();
-        let range = f64::from(p.fs_range_mult) * f64::from(p.base_target_ns);
+        let range = f64::from(p.fs_range_mult) * f64::from(p.base_target);
         let alpha = range / (inv(p.fs_min_cwnd_milli) - inv(p.fs_max_cwnd_milli));
         let beta = -alpha * inv(p.fs_max_cwnd_milli);
         let w = (self.cwnd as f64 / 1000.0).max(1e-3);
         let fs = (alpha / w.sqrt() + beta).clamp(0.0, range);
-        u64::from(p.base_target_ns) + u64::from(p.hops) * u64::from(p.hop_scale_ns) + fs as u64
+        u64::from(p.base_target) + u64::from(p.hops) * u64::from(p.hop_scale) + fs as u64
     }
 
     fn update_rate(&mut self) {
         let rtt = if self.srtt > 0 {
             self.srtt
         } else {
-            u64::from(self.p.base_target_ns)
+            u64::from(self.p.base_target)
         };
         // cwnd * mss bytes per rtt, in 2^-20 bytes/ns.
         let r = ((self.cwnd * u64::from(self.p.mss)) << 20) / (1000 * rtt.max(1));
@@ -235,28 +217,6 @@ impl Controller for Swift {
     }
 }
 
-crate::factory_params!(
-    SwiftParams,
-    "swift",
-    |p, now| Swift::new(p),
-    [
-        mss,
-        ai_milli,
-        beta_milli,
-        max_mdf_milli,
-        base_target_ns,
-        hop_scale_ns,
-        hops,
-        fs_range_mult,
-        fs_min_cwnd_milli,
-        fs_max_cwnd_milli,
-        min_cwnd_milli,
-        max_cwnd_milli,
-        init_cwnd_milli,
-        rate_max
-    ]
-);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,7 +230,7 @@ mod tests {
     fn target_scales_with_the_paths_hops_and_shrinks_with_the_window() {
         let mut c = ctl();
         let p = c.p;
-        let h = u64::from(p.hop_scale_ns);
+        let h = u64::from(p.hop_scale);
         c.cwnd = 100_000; // at fs_max_cwnd: no flow scaling
         assert_eq!(c.target(), 20_000, "no hop count known yet");
         c.on_path(5);
@@ -287,7 +247,7 @@ mod tests {
         let mid = c.target();
         assert!(mid > 20_000 + h && mid < 120_000 + h);
         // The flow-scaling range follows the base target.
-        c.p.base_target_ns = 40_000;
+        c.p.base_target = 40_000;
         c.cwnd = 100;
         assert!(
             c.target().abs_diff(40_000 + h + 200_000) <= 1,
@@ -299,7 +259,7 @@ mod tests {
     #[test]
     fn holds_delay_near_target_window_grows_below_and_shrinks_above() {
         let mut c = ctl();
-        c.p.hop_scale_ns = 2_000;
+        c.p.hop_scale = 2_000;
         c.on_path(5); // target 20 + 5 x 2 = 30 us
         c.cwnd = 100_000;
         let w0 = c.cwnd_milli();

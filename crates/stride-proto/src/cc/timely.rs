@@ -15,55 +15,39 @@
 
 use super::{rate_from_gbps, AckSample, Controller};
 
-/// TIMELY's parameters (see the module table).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TimelyParams {
-    /// EWMA weight of the new RTT difference, in 1/1024.
-    pub alpha_1024: u32,
-    /// Multiplicative decrease factor β, in 1/1024.
-    pub beta_1024: u32,
-    /// Additive increase step δ (rate units).
-    pub delta: u32,
-    /// Hyper-active increase step δ_HAI (rate units).
-    pub delta_hai: u32,
-    /// Below this RTT (ns) the rate increases additively whatever the gradient.
-    pub t_low: u32,
-    /// Above this RTT (ns) the rate decreases by β(1 - T_high/RTT).
-    pub t_high: u32,
-    /// The gradient's normaliser (ns): the fabric's minimum RTT.
-    pub min_rtt: u32,
-    /// Consecutive increases after which the step is δ_HAI (hyper-active increase).
-    pub hai_after: u32,
-    /// Lowest rate.
-    pub rate_min: u32,
-    /// Highest rate (the line rate).
-    pub rate_max: u32,
-    /// Starting rate.
-    pub rate_init: u32,
+crate::controller_params! {
+    /// TIMELY's parameters (see the module table).
+    pub struct TimelyParams for |_p| "timely", (line) {
+        /// EWMA weight of the new RTT difference, in 1/1024.
+        alpha_1024: u32 [Frac1024] = 896;
+        /// Multiplicative decrease factor β, in 1/1024.
+        beta_1024: u32 [Frac1024] = 819;
+        /// Additive increase step δ (rate units).
+        // 10 and 50 Mbit/s per 10 Gbit/s of line rate
+        delta: u32 [Rate] = (line / 1000).max(1);
+        /// Hyper-active increase step δ_HAI (rate units).
+        delta_hai: u32 [Rate] = 5 * (line / 1000).max(1);
+        /// Below this RTT (ns) the rate increases additively whatever the gradient.
+        t_low: u32 [Nanos] = 50_000;
+        /// Above this RTT (ns) the rate decreases by β(1 - T_high/RTT).
+        t_high: u32 [Nanos] = 500_000;
+        /// The gradient's normaliser (ns): the fabric's minimum RTT.
+        min_rtt: u32 [Nanos] = 20_000;
+        /// Consecutive increases after which the step is δ_HAI (hyper-active increase).
+        hai_after: u32 [Count] = 5;
+        /// Lowest rate.
+        rate_min: u32 [Rate] = rate_from_gbps(0.1).min(line).max(1);
+        /// Highest rate (the line rate).
+        rate_max: u32 [Rate] = line;
+        /// Starting rate.
+        rate_init: u32 [Rate] = line;
+    }
+    build: |p, now| Timely::new(p)
 }
 
 impl TimelyParams {
-    /// The reference values for a host of line rate `line` (δ and δ_HAI scale with it),
-    /// starting at the line rate (TIMELY has no slow start).
-    pub fn for_line_rate(line: u32) -> Self {
-        TimelyParams {
-            alpha_1024: 896,
-            beta_1024: 819,
-            // 10 and 50 Mbit/s per 10 Gbit/s of line rate
-            delta: (line / 1000).max(1),
-            delta_hai: 5 * (line / 1000).max(1),
-            t_low: 50_000,
-            t_high: 500_000,
-            min_rtt: 20_000,
-            hai_after: 5,
-            rate_min: rate_from_gbps(0.1).min(line).max(1),
-            rate_max: line,
-            rate_init: line,
-        }
-    }
-
     /// Checks ranges.
-    pub fn validate(&self) -> Result<(), (&'static str, &'static str)> {
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
         if self.alpha_1024 == 0 || self.alpha_1024 > 1024 {
             return Err(("alpha_1024", "must be in 1..=1024"));
         }
@@ -178,16 +162,6 @@ impl Controller for Timely {
         self.rate as u32
     }
 }
-
-crate::factory_params!(
-    TimelyParams,
-    "timely",
-    |p, now| Timely::new(p),
-    [
-        alpha_1024, beta_1024, delta, delta_hai, t_low, t_high, min_rtt, hai_after, rate_min,
-        rate_max, rate_init
-    ]
-);
 
 #[cfg(test)]
 mod tests {
