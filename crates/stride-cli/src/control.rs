@@ -32,12 +32,14 @@ pub struct ControlArgs {
     /// without a controller does; for comparisons). The same as `--cc fixed`.
     #[arg(long, conflicts_with_all = ["t_low", "t_high", "norm_shift", "cc"])]
     pub pin_rate: bool,
-    /// Congestion controller by its registered name (`stride`, `fixed`, `timely`, `dcqcn`,
-    /// `swift`, ...; see `stride_proto::cc::REGISTRY`) [default: stride].
+    /// Congestion controller by its registered name (`stride`, `stride-paper`, `stride-ext`,
+    /// `fixed`, `timely`, `swift`; those that need switch signals, `dcqcn`, `qcn`, `hpcc`, run
+    /// only in the simulator; docs/controllers.md) [default: stride].
     #[arg(long, value_name = "NAME")]
     pub cc: Option<String>,
-    /// A controller parameter by name, repeatable: `--cc-param t_low=20000` (integers, in the
-    /// controller's units; an unknown name lists the known ones).
+    /// A controller parameter by name, repeatable: `--cc-param t_low=20us`, `beta=156mbit`,
+    /// `nack_gate=off` (in the unit grammar, or a whole number in the parameter's unit; an
+    /// unknown name lists the known ones; every parameter: docs/controllers.md).
     #[arg(long = "cc-param", value_name = "KEY=VALUE")]
     pub cc_param: Vec<String>,
     /// Loss recovery: `selective` (offered in the handshake; missing ranges resent alone) or

@@ -542,8 +542,8 @@ fn expand_all(cc: Vec<String>, sc: &stride_sim::scenario::Scenario) -> Vec<Strin
     let mut out: Vec<String> = Vec::new();
     for t in cc {
         if t == "all" {
-            for tr in stride_sim::transport::TRANSPORTS {
-                if (tr.build)(sc, 0).is_ok() && !out.iter().any(|o| o == tr.name) {
+            for tr in stride_sim::transport::transports() {
+                if tr.listed() && tr.build(sc, 0).is_ok() && !out.iter().any(|o| o == tr.name) {
                     out.push(tr.name.to_string());
                 }
             }

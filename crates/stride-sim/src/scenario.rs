@@ -229,28 +229,14 @@ pub struct WorkloadSpec {
     pub senders: Option<u32>,
 }
 
-/// STRIDE section: any field left out keeps the core's default for the host line rate.
+/// STRIDE section: any field left out keeps the core's default for the host line rate. Besides
+/// these connection fields it takes every parameter of STRIDE's controller by its name
+/// (`t_high = "80us"`, `beta = "156mbit"`, `nack_gate = false`: `StrideParams::PARAMS`),
+/// read in the unit grammar and validated by the controller's declaration.
 #[derive(Debug, Deserialize, Clone, Default)]
-#[serde(deny_unknown_fields)]
 pub struct StrideCfg {
-    /// EWMA gain shift.
-    pub alpha_shift: Option<u8>,
-    /// Additive step, Mbit/s.
-    pub beta_mbps: Option<f64>,
-    /// Increase step on a falling gradient, Mbit/s.
-    pub wbeta_mbps: Option<f64>,
-    /// Low queueing-delay threshold, ns.
-    pub t_low_ns: Option<u32>,
-    /// High queueing-delay threshold, ns.
-    pub t_high_ns: Option<u32>,
-    /// Gradient normalisation shift.
-    pub norm_shift: Option<u8>,
-    /// Decrease shift above T_high and on a NACK (rate -= rate >> md_shift).
-    pub md_shift: Option<u8>,
     /// Start rate as a fraction of the line rate.
     pub start_fraction: Option<f64>,
-    /// Windowed minimum length, samples.
-    pub min_window: Option<u16>,
     /// STT echo: "last" or "min".
     pub echo: Option<String>,
     /// ACK interval, bytes.
@@ -264,27 +250,6 @@ pub struct StrideCfg {
     pub max_payload: Option<u16>,
     /// Send buffer per connection, bytes (unacknowledged + unsent data the sender holds).
     pub send_buffer: Option<usize>,
-    /// Mechanism switch (spec §8.6): honour the listener's start grant.
-    pub grant: Option<bool>,
-    /// Mechanism switch (spec §8.6): seed the windowed minimum with the SYN's STT.
-    pub hs_min: Option<bool>,
-    /// Mechanism (spec §8.6): hyper-active increase after this many low samples (0: off).
-    pub hai_after: Option<u16>,
-    /// Mechanism (spec §8.6): increase steps at most rate >> step_shift (0: off).
-    pub step_shift: Option<u8>,
-    /// Mechanism (spec §8.6): first-sample cut shift after a seeded minimum (0: off).
-    pub first_md_shift: Option<u8>,
-    /// Mechanism switch (spec §8.6): a NACK cuts only when the last sample showed a queue.
-    pub nack_gate: Option<bool>,
-    /// Mechanism switch (spec §8.6): with `nack_gate`, gate at t_high instead of t_low (the
-    /// software host profile's setting, spec §8.6 `gate_high`).
-    pub gate_high: Option<bool>,
-    /// Mechanism (spec §8.6): gradient dead band, ns (0: off).
-    pub grad_dead_ns: Option<u32>,
-    /// Mechanism (spec §8.6): the gradient cuts only at or above this queueing delay, ns (0: off).
-    pub cut_floor_ns: Option<u32>,
-    /// Mechanism (spec §8.6): delivery floor window 2^dr_shift ns (0: off).
-    pub dr_shift: Option<u8>,
     /// Loss recovery of `stride`: `selective` (default) or `go-back-n`
     /// (`stride-paper` and the RDMA baselines always go back N).
     pub recovery: Option<String>,
@@ -297,6 +262,9 @@ pub struct StrideCfg {
     pub ack_ride_ns: Option<u64>,
     /// Send batch in bytes (spec §9 `send_batch_bytes`; 0: off, the default).
     pub send_batch: Option<u32>,
+    /// The controller's parameters by name (every other key of the section).
+    #[serde(flatten)]
+    pub controller: std::collections::BTreeMap<String, toml::Value>,
 }
 
 /// TCP section (every field optional).
@@ -379,6 +347,14 @@ impl ScenarioError {
     /// An error about one field: ``field `tcp.mss`: must be at least 1``.
     pub fn field(field: &str, why: impl std::fmt::Display) -> Self {
         bad(field, why)
+    }
+}
+
+/// A TOML value as the text a controller parameter is read from.
+fn toml_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        v => v.to_string(),
     }
 }
 
@@ -590,7 +566,7 @@ impl Scenario {
                     ),
                 ));
             };
-            (tr.build)(self, 0)?;
+            tr.build(self, 0)?;
         }
         self.loss_model()?;
         for (i, r) in self.rate_change.iter().enumerate() {
@@ -618,7 +594,7 @@ impl Scenario {
     }
 
     /// The registry's controller `name` at line rate `line` with its `[cc.NAME]` parameters
-    /// applied; an error names the bad field (`cc.swift.base_target_ns`).
+    /// applied; an error names the bad field (`cc.swift.base_target`).
     pub fn controller(&self, name: &str, line: u32) -> Result<CcConfig, ScenarioError> {
         if name == "stride" || name == "stride-paper" {
             return Err(bad(
@@ -631,15 +607,36 @@ impl Scenario {
         Ok(c)
     }
 
+    /// Sets `[stride]`'s controller parameters (the section's keys other than its connection
+    /// fields) on `c`, a controller with STRIDE's parameters (not validated: the caller does, after its
+    /// own settings); an error names the bad field.
+    pub fn apply_stride_params(&self, c: &mut CcConfig) -> Result<(), ScenarioError> {
+        for (key, value) in &self.stride.controller {
+            let known = StrideParams::PARAMS.iter().any(|p| p.name == key);
+            if !known {
+                return Err(bad(
+                    &format!("stride.{key}"),
+                    format!(
+                        "unknown key; STRIDE's controller has: {}",
+                        StrideParams::PARAMS
+                            .iter()
+                            .map(|p| p.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            c.set(key, &toml_text(value))
+                .map_err(|e| bad(&format!("stride.{key}"), e))?;
+        }
+        Ok(())
+    }
+
     /// Sets the `[cc.NAME]` parameters on `c` (a controller `name` whose defaults the caller
     /// chose, e.g. from the fabric) and validates it; an error names the bad field.
     pub fn apply_cc(&self, name: &str, c: &mut CcConfig) -> Result<(), ScenarioError> {
         for (key, value) in self.cc.get(name).into_iter().flatten() {
-            let text = match value {
-                toml::Value::String(s) => s.clone(),
-                v => v.to_string(),
-            };
-            c.set(key, &text)
+            c.set(key, &toml_text(value))
                 .map_err(|e| bad(&format!("cc.{name}.{key}"), e))?;
         }
         c.validate()
@@ -741,62 +738,10 @@ impl Scenario {
         let gbps = self.host_bps() as f64 / 1e9;
         let mut cfg = stride_proto::Config::for_line_rate_gbps(gbps);
         let line = rate_from_gbps(gbps);
-        let mut p = StrideParams::for_line_rate(line);
+        let mut cc = CcConfig::stride(StrideParams::for_line_rate(line));
+        self.apply_stride_params(&mut cc)?;
+        let mut p = *cc.params_ref::<StrideParams>().expect("stride");
         let s = &self.stride;
-        if let Some(v) = s.alpha_shift {
-            p.alpha_shift = v;
-        }
-        if let Some(v) = s.beta_mbps {
-            p.beta = rate_from_gbps(v / 1000.0);
-        }
-        if let Some(v) = s.wbeta_mbps {
-            p.wbeta = rate_from_gbps(v / 1000.0);
-        }
-        if let Some(v) = s.t_low_ns {
-            p.t_low = v;
-        }
-        if let Some(v) = s.t_high_ns {
-            p.t_high = v;
-        }
-        if let Some(v) = s.norm_shift {
-            p.norm_shift = v;
-        }
-        if let Some(v) = s.md_shift {
-            p.md_shift = v;
-        }
-        if let Some(v) = s.min_window {
-            p.min_window = v;
-        }
-        if let Some(v) = s.grant {
-            p.grant = v;
-        }
-        if let Some(v) = s.hs_min {
-            p.hs_min = v;
-        }
-        if let Some(v) = s.hai_after {
-            p.hai_after = v;
-        }
-        if let Some(v) = s.step_shift {
-            p.step_shift = v;
-        }
-        if let Some(v) = s.first_md_shift {
-            p.first_md_shift = v;
-        }
-        if let Some(v) = s.nack_gate {
-            p.nack_gate = v;
-        }
-        if let Some(v) = s.gate_high {
-            p.gate_high = v;
-        }
-        if let Some(v) = s.grad_dead_ns {
-            p.grad_dead = v;
-        }
-        if let Some(v) = s.cut_floor_ns {
-            p.cut_floor = v;
-        }
-        if let Some(v) = s.dr_shift {
-            p.dr_shift = v;
-        }
         if let Some(f) = s.start_fraction {
             if !(f > 0.0 && f <= 1.0) {
                 return Err(bad("stride.start_fraction", "must be in (0, 1]"));
@@ -872,7 +817,7 @@ impl Scenario {
                 ),
             ));
         };
-        (tr.build)(self, self.hosts())
+        tr.build(self, self.hosts())
     }
 
     /// The loss model of `[loss]` (after validation of its fields).

@@ -1,6 +1,8 @@
 //! The transport registry: every transport the simulator runs, by name. Scenario `transports`,
-//! `stride sim compare --cc` and the validation of both read this one list, so a new transport
-//! is one module that defines a [`Transport`] and one line in [`TRANSPORTS`].
+//! `stride sim compare --cc` and the validation of both read this one list: STRIDE's two
+//! profiles, the TCP models (one module each, defining a [`Transport`]), and every host
+//! controller of `stride_proto::cc`'s registry on STRIDE's connection, derived from its entry:
+//! a new controller registered there runs here without an edit.
 
 use crate::engine::HostStack;
 use crate::net::WIRE_OVERHEAD;
@@ -9,9 +11,19 @@ use crate::stride::StrideHost;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use stride_proto::cc::{Fabric, Registered, StrideParams};
 
 /// Host stacks for `hosts` hosts of a scenario (an error names the bad scenario field).
-pub type Build = fn(&Scenario, u32) -> Result<Vec<Box<dyn HostStack>>, ScenarioError>;
+pub type BuildFn = fn(&Scenario, u32) -> Result<Vec<Box<dyn HostStack>>, ScenarioError>;
+
+/// How a transport's host stacks are built.
+#[derive(Clone, Copy)]
+pub enum Build {
+    /// By a function of its own (STRIDE's profiles, the TCP models).
+    Fn(BuildFn),
+    /// A host controller of `stride_proto::cc`'s registry on STRIDE's connection.
+    Registered(&'static Registered),
+}
 
 /// One registered transport.
 #[derive(Clone, Copy)]
@@ -20,49 +32,69 @@ pub struct Transport {
     pub name: &'static str,
     /// One line for help texts.
     pub about: &'static str,
-    /// Builds the host stacks; called with 0 hosts it only validates the parameters.
+    /// Builds the host stacks.
     pub build: Build,
 }
 
-/// Every transport, in the order tables list them.
-pub const TRANSPORTS: &[Transport] = &[
-    STRIDE,
-    STRIDE_PAPER,
+impl Transport {
+    /// Host stacks for `n` hosts; called with 0 hosts it only validates the scenario for this
+    /// transport.
+    pub fn build(&self, sc: &Scenario, n: u32) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
+        match self.build {
+            Build::Fn(f) => f(sc, n),
+            Build::Registered(r) => registered(sc, n, r),
+        }
+    }
+
+    /// Whether `all` lists it (false for variants of a listed controller).
+    pub fn listed(&self) -> bool {
+        match self.build {
+            Build::Fn(_) => true,
+            Build::Registered(r) => r.listed,
+        }
+    }
+}
+
+/// The TCP models, in the order tables list them.
+const TCP: &[Transport] = &[
     crate::tcp::dctcp::TRANSPORT,
     crate::tcp::vegas::TRANSPORT,
     crate::tcp::newreno::TRANSPORT,
     crate::tcp::aimd::TRANSPORT,
-    TIMELY,
-    DCQCN,
-    SWIFT,
-    QCN,
-    HPCC,
 ];
 
+/// Every transport, in the order tables list them: STRIDE's profiles, the TCP models, then the
+/// registry's other controllers in registry order.
+pub fn transports() -> Vec<Transport> {
+    let mut v = vec![STRIDE, STRIDE_PAPER];
+    v.extend_from_slice(TCP);
+    for r in stride_proto::cc::registry() {
+        if v.iter().all(|t| t.name != r.name) {
+            v.push(Transport {
+                name: r.name,
+                about: r.about,
+                build: Build::Registered(r),
+            });
+        }
+    }
+    v
+}
+
 /// The transport called `name`.
-pub fn find(name: &str) -> Option<&'static Transport> {
-    TRANSPORTS.iter().find(|t| t.name == name)
+pub fn find(name: &str) -> Option<Transport> {
+    transports().into_iter().find(|t| t.name == name)
 }
 
 /// Every registered name, in table order.
 pub fn names() -> Vec<&'static str> {
-    TRANSPORTS.iter().map(|t| t.name).collect()
+    transports().iter().map(|t| t.name).collect()
 }
 
 /// STRIDE: one unmodified `stride_proto::Endpoint` per host, configured by `[stride]`.
 pub const STRIDE: Transport = Transport {
     name: "stride",
     about: "STRIDE (stride-proto's endpoint, unmodified)",
-    build: |sc, n| {
-        let cfg = sc.stride_config()?;
-        let reg = Rc::new(RefCell::new(HashMap::new()));
-        Ok((0..n)
-            .map(|i| {
-                Box::new(StrideHost::new(i, cfg.clone(), sc.seed, reg.clone()))
-                    as Box<dyn HostStack>
-            })
-            .collect())
-    },
+    build: Build::Fn(|sc, n| Ok(hosts(sc, n, sc.stride_config()?, |h| h))),
 };
 
 /// STRIDE's `stride-paper` profile: Algorithm 1 exactly as the paper (spec §8.4), i.e. the
@@ -70,156 +102,109 @@ pub const STRIDE: Transport = Transport {
 pub const STRIDE_PAPER: Transport = Transport {
     name: "stride-paper",
     about: "STRIDE, paper profile (Algorithm 1 as spec §8.4, no §8.6 mechanism)",
-    build: |sc, n| {
-        let cfg = sc.stride_config()?.into_paper();
-        let reg = Rc::new(RefCell::new(HashMap::new()));
-        Ok((0..n)
-            .map(|i| {
-                Box::new(StrideHost::new(i, cfg.clone(), sc.seed, reg.clone()))
-                    as Box<dyn HostStack>
-            })
-            .collect())
-    },
+    build: Build::Fn(|sc, n| Ok(hosts(sc, n, sc.stride_config()?.into_paper(), |h| h))),
 };
 
-/// A host controller of `stride_proto::cc::REGISTRY` on STRIDE's connection (go-back-N, like
-/// RDMA's), configured by `[stride]`'s connection fields and the controller's defaults at the
-/// hosts' line rate. `ect`: the hosts send ECN-capable packets and count CE marks;
-/// `path_hops`: the controllers learn their path's switch count (Swift's topology scaling).
-fn stride_family(
+/// `n` hosts running `cfg`, each finished by `with`.
+fn hosts(
     sc: &Scenario,
     n: u32,
-    cc: &str,
-    ect: bool,
-    path_hops: bool,
-) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
-    let mut cfg = sc.stride_config()?;
-    // The RDMA baselines recover as RoCE NICs do, by go-back-N, whatever STRIDE's default is,
-    // and advertise their whole free buffer (STRIDE's receive share is STRIDE's mechanism).
-    cfg.recovery = stride_proto::Recovery::GoBackN;
-    cfg.rx_share = 0;
-    let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
-    cfg.cc = controller(sc, cc, line)?;
+    cfg: stride_proto::Config,
+    with: impl Fn(StrideHost) -> StrideHost,
+) -> Vec<Box<dyn HostStack>> {
     let reg = Rc::new(RefCell::new(HashMap::new()));
-    Ok((0..n)
+    (0..n)
         .map(|i| {
-            Box::new(
-                StrideHost::new(i, cfg.clone(), sc.seed, reg.clone())
-                    .with_ect(ect)
-                    .with_path_hops(path_hops),
-            ) as Box<dyn HostStack>
+            Box::new(with(StrideHost::new(i, cfg.clone(), sc.seed, reg.clone())))
+                as Box<dyn HostStack>
         })
-        .collect())
+        .collect()
 }
 
-/// The registered controller `cc` at line rate `line` with the scenario's `[cc.NAME]`
-/// parameters, as the simulated hosts run it: QCN's byte counter counts frames as this
-/// simulator puts them on the wire (the STRIDE header plus [`WIRE_OVERHEAD`] around each
-/// payload) unless the scenario sets `frame_overhead` itself.
-fn controller(
+/// A controller of `stride_proto::cc`'s registry on STRIDE's connection, as its entry says:
+/// - the signals it needs must be in the scenario (ECN-capable packets and CNPs for `ecn`,
+///   an `[int]` section for `int`, a `[qcn]` section for `qcn`);
+/// - `rdma_nic`: go-back-N recovery and the whole free buffer advertised, as RoCE NICs do
+///   (STRIDE's receive share is STRIDE's mechanism);
+/// - `int`: an ACK per packet unless `[stride] ack_interval` says otherwise (each ACK echoes
+///   its packet's records; with STRIDE's 64 KB interval a window of one base-RTT BDP stalls
+///   between ACKs), and strict per-packet pacing (the authors' NIC model schedules the next
+///   packet one packet time at the current rate later, `rdma-hw.cc`:591-598);
+/// - parameters: its defaults at the hosts' line rate, then its `fit` to this fabric (the
+///   largest base RTT, the frame overhead of this simulator's wire), then `[stride]`'s
+///   controller keys when it extends STRIDE's parameters, then `[cc.NAME]`.
+///
+/// The hosts learn their paths' switch counts (Swift's topology scaling; a no-op for the
+/// others).
+fn registered(
     sc: &Scenario,
-    cc: &str,
-    line: u32,
-) -> Result<stride_proto::cc::CcConfig, ScenarioError> {
-    let mut c = sc.controller(cc, line)?;
-    let set = |k: &str| sc.cc.get(cc).is_some_and(|t| t.contains_key(k));
-    if let Some(q) = c.params_mut::<stride_proto::cc::qcn::QcnParams>() {
-        if !set("frame_overhead") {
-            q.frame_overhead = stride_proto::wire::HEADER_LEN as u32 + WIRE_OVERHEAD;
-        }
+    n: u32,
+    r: &'static Registered,
+) -> Result<Vec<Box<dyn HostStack>>, ScenarioError> {
+    if r.needs.int && !sc.int.as_ref().is_some_and(|i| i.enabled) {
+        // Without INT no record ever comes: a line-rate sender.
+        return Err(ScenarioError(format!(
+            "field `transports`: {} needs an [int] section with enabled = true",
+            r.name
+        )));
     }
-    Ok(c)
-}
-
-/// TIMELY (Mittal et al. 2015) on STRIDE's connection: RTT-gradient rate control.
-pub const TIMELY: Transport = Transport {
-    name: "timely",
-    about: "TIMELY (RTT gradient) on STRIDE's go-back-N connection",
-    build: |sc, n| stride_family(sc, n, "timely", false, false),
-};
-
-/// DCQCN's reaction point (Zhu et al. 2015) on STRIDE's connection: ECN marks at the switches,
-/// CNPs from the receiver (needs `[queue] ecn_k_packets` or RED marking).
-pub const DCQCN: Transport = Transport {
-    name: "dcqcn",
-    about: "DCQCN reaction point (ECN -> CNP) on STRIDE's go-back-N connection",
-    build: |sc, n| stride_family(sc, n, "dcqcn", true, false),
-};
-
-/// Swift (Kumar et al. 2020) on STRIDE's connection: delay target, window and pacing.
-pub const SWIFT: Transport = Transport {
-    name: "swift",
-    about: "Swift (delay target, window + pacing) on STRIDE's go-back-N connection",
-    build: |sc, n| stride_family(sc, n, "swift", false, true),
-};
-
-/// HPCC (Li et al. 2019) on STRIDE's connection: the switches stamp INT records on data
-/// packets, the receiver echoes them on its ACKs (needs `[int] enabled = true`); an ACK per
-/// packet unless `[stride] ack_interval` says otherwise. HPCC's T is the fabric's largest base
-/// RTT (a full data packet out, its ACK back, serialisation included), as the authors'
-/// simulator sets it from the topology; the start window is one line-rate BDP of that T.
-pub const HPCC: Transport = Transport {
-    name: "hpcc",
-    about: "HPCC (INT records echoed on ACKs; needs [int]) on STRIDE's go-back-N connection",
-    build: |sc, n| {
-        if !sc.int.as_ref().is_some_and(|i| i.enabled) {
-            // Without INT no record ever comes: a line-rate sender.
-            return Err(ScenarioError(
-                "field `transports`: hpcc needs an [int] section with enabled = true".into(),
-            ));
-        }
-        let mut hosts = Vec::new();
-        let mut cfg = sc.stride_config()?;
+    if r.needs.qcn && sc.qcn.is_none() {
+        // Without congestion points no feedback ever comes: a line-rate sender.
+        return Err(ScenarioError(format!(
+            "field `transports`: {} needs a [qcn] section (switch congestion points)",
+            r.name
+        )));
+    }
+    let mut cfg = sc.stride_config()?;
+    if r.rdma_nic {
         cfg.recovery = stride_proto::Recovery::GoBackN;
         cfg.rx_share = 0;
+    }
+    if r.needs.int {
         if sc.stride.ack_interval.is_none() {
-            // HPCC acknowledges every packet (each ACK echoing its packet's records); with
-            // STRIDE's 64 KB ACK interval a window of one base-RTT BDP stalls between ACKs.
             cfg.ack_interval = 1;
         }
-        // The RDMA NIC paces every packet at the current rate, W/T (the authors' NIC model
-        // schedules the next packet one packet time at that rate later, `rdma-hw.cc`:591-598):
-        // no burst after idle.
         cfg.burst_bytes = 0;
-        let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
-        cfg.cc = sc.controller("hpcc", line)?;
-        if n > 0 {
-            let hdr = stride_proto::wire::HEADER_LEN as u32 + crate::net::WIRE_OVERHEAD;
-            let t = sc
-                .topology()
-                .max_base_rtt(hdr + u32::from(cfg.max_payload), hdr)
-                .max(1);
-            if let Some(p) = cfg.cc.params_mut::<stride_proto::cc::hpcc::HpccParams>() {
-                *p = stride_proto::cc::hpcc::HpccParams::for_fabric(line, t);
-            }
-            // The scenario's `[cc.hpcc]` still has the last word.
-            sc.apply_cc("hpcc", &mut cfg.cc)?;
-        }
-        let reg = Rc::new(RefCell::new(HashMap::new()));
-        for i in 0..n {
-            hosts.push(Box::new(
-                StrideHost::new(i, cfg.clone(), sc.seed, reg.clone()).with_int(true),
-            ) as Box<dyn HostStack>);
-        }
-        Ok(hosts)
-    },
-};
+    }
+    let line = stride_proto::cc::rate_from_gbps(sc.host_bps() as f64 / 1e9);
+    cfg.cc = controller(sc, r, line, u32::from(cfg.max_payload), n > 0)?;
+    Ok(hosts(sc, n, cfg, |h| {
+        h.with_ect(r.needs.ecn)
+            .with_int(r.needs.int)
+            .with_path_hops(true)
+    }))
+}
 
-/// The QCN reaction point (IEEE 802.1Qau, seed 004's values) on STRIDE's connection: fed by
-/// the feedback frames of the switches' congestion points (needs a `[qcn]` section).
-pub const QCN: Transport = Transport {
-    name: "qcn",
-    about: "QCN reaction point (802.1Qau feedback frames; needs [qcn]) on STRIDE's connection",
-    build: |sc, n| {
-        if sc.qcn.is_none() {
-            // Without congestion points no feedback ever comes: a line-rate sender.
-            return Err(ScenarioError(
-                "field `transports`: qcn needs a [qcn] section (switch congestion points)".into(),
-            ));
-        }
-        stride_family(sc, n, "qcn", false, false)
-    },
-};
+/// The registered controller `r` at line rate `line` as the simulated hosts run it (see
+/// [`registered`]); `fit`: apply the registry's fit to this fabric (skipped when only
+/// validating, where the topology is not built).
+fn controller(
+    sc: &Scenario,
+    r: &Registered,
+    line: u32,
+    max_payload: u32,
+    fit: bool,
+) -> Result<stride_proto::cc::CcConfig, ScenarioError> {
+    let mut c = (r.make)(line);
+    if let (Some(f), true) = (r.fit, fit) {
+        let hdr = stride_proto::wire::HEADER_LEN as u32 + WIRE_OVERHEAD;
+        let fabric = Fabric {
+            line,
+            base_rtt_ns: sc.topology().max_base_rtt(hdr + max_payload, hdr),
+            frame_overhead: hdr,
+        };
+        f(&mut c, &fabric);
+    }
+    let specs = c.specs();
+    if StrideParams::PARAMS
+        .iter()
+        .all(|p| specs.iter().any(|q| q.name == p.name))
+    {
+        sc.apply_stride_params(&mut c)?;
+    }
+    sc.apply_cc(r.name, &mut c)?;
+    Ok(c)
+}
 
 #[cfg(test)]
 mod tests {
@@ -234,7 +219,8 @@ mod tests {
              [workload]\nkind = \"incast\"\nsenders = 1\nbytes = 1\n",
         )
         .unwrap();
-        let mut cc = controller(&sc, "qcn", line).unwrap();
+        let r = stride_proto::cc::find("qcn").unwrap();
+        let mut cc = controller(&sc, r, line, 1000, true).unwrap();
         cc.set("jitter_pct", "0").unwrap();
         let mut c = cc.build(0);
         c.on_qcn_feedback(0, 32);

@@ -38,10 +38,6 @@ const KEYS: &[(&str, &str, &str, Store)] = &[
         Store::Gbps,
     ),
     ("topology", "link_delay", "link_delay_ns", Store::Ns),
-    ("stride", "beta", "beta_mbps", Store::Mbps),
-    ("stride", "wbeta", "wbeta_mbps", Store::Mbps),
-    ("stride", "t_low", "t_low_ns", Store::Ns),
-    ("stride", "t_high", "t_high_ns", Store::Ns),
     ("stride", "min_rto", "min_rto_us", Store::Us),
     ("tcp", "min_rto", "min_rto_us", Store::Us),
     ("watch", "every", "every_ns", Store::Ns),
@@ -55,8 +51,16 @@ const KEYS: &[(&str, &str, &str, Store)] = &[
     ("stride", "delayed_ack", "delayed_ack_ns", Store::Ns),
     ("stride", "ack_ride", "ack_ride_ns", Store::Ns),
     ("stride", "send_batch", "send_batch", Store::Bytes),
-    ("stride", "grad_dead", "grad_dead_ns", Store::Ns),
-    ("stride", "cut_floor", "cut_floor_ns", Store::Ns),
+];
+
+/// Controller parameters whose older key carried its unit: (section, new key, older key,
+/// storage of the older value). The controller reads the new key itself, in the grammar; an
+/// older key is rewritten to the new one with a note.
+const RENAMED: &[(&str, &str, &str, Store)] = &[
+    ("stride", "beta", "beta_mbps", Store::Mbps),
+    ("stride", "wbeta", "wbeta_mbps", Store::Mbps),
+    ("stride", "t_low", "t_low_ns", Store::Ns),
+    ("stride", "t_high", "t_high_ns", Store::Ns),
 ];
 
 /// The same for arrays of tables (`[[section]]`): each entry's keys.
@@ -214,6 +218,38 @@ pub fn normalize(table: &mut toml::Table) -> Result<Vec<String>, ScenarioError> 
         };
         rewrite(t, section, (new, old, store), &mut notes)?;
     }
+    for &(section, new, old, store) in RENAMED {
+        let Some(toml::Value::Table(t)) = table.get_mut(section) else {
+            continue;
+        };
+        let Some(v) = t.remove(old) else { continue };
+        if t.contains_key(new) {
+            return Err(ScenarioError(format!(
+                "field `{}`: give either `{new}` or the deprecated `{old}`, not both",
+                dotted(section, new)
+            )));
+        }
+        let number = match &v {
+            toml::Value::Integer(i) => *i as f64,
+            toml::Value::Float(f) => *f,
+            other => {
+                return Err(ScenarioError(format!(
+                    "field `{}`: {other} is not a number",
+                    dotted(section, old)
+                )))
+            }
+        };
+        let text = match store {
+            Store::Mbps => format!("{number}mbit"),
+            _ => format!("{number}ns"),
+        };
+        notes.push(format!(
+            "`{}` is deprecated: write `{new} = {}`",
+            dotted(section, old),
+            in_grammar(&v, store)
+        ));
+        t.insert(new.to_string(), toml::Value::String(text));
+    }
     // Arrays of tables: every entry of `[[rate_change]]`.
     for &(section, new, old, store) in ARRAY_KEYS {
         if let Some(toml::Value::Array(entries)) = table.get_mut(section) {
@@ -266,8 +302,9 @@ mod tests {
         assert_eq!(t["limit_ms"].as_float(), Some(5.0));
         assert_eq!(t["topology"]["host_gbps"].as_float(), Some(100.0));
         assert_eq!(t["topology"]["link_delay_ns"].as_integer(), Some(1000));
-        assert_eq!(t["stride"]["t_high_ns"].as_integer(), Some(20_000));
-        assert_eq!(t["stride"]["beta_mbps"].as_float(), Some(50.0));
+        // STRIDE's controller reads its own parameters in the grammar.
+        assert_eq!(t["stride"]["t_high"].as_str(), Some("20us"));
+        assert_eq!(t["stride"]["beta"].as_str(), Some("50mbit"));
         assert_eq!(t["stride"]["min_rto_us"].as_integer(), Some(1000));
         assert_eq!(t["workload"]["bytes"].as_integer(), Some(1_000_000));
         assert!(t["topology"].get("link_delay").is_none());
@@ -339,7 +376,10 @@ mod tests {
                 "[watch]\nevery = \"10 parsecs\"\n",
                 "`watch.every`: unknown time unit",
             ),
-            ("[stride]\nt_low = \"-1us\"\n", "negative"),
+            (
+                "[stride]\nt_low = \"1us\"\nt_low_ns = 1000\n",
+                "give either `t_low` or the deprecated `t_low_ns`",
+            ),
         ] {
             let e = norm(text).unwrap_err();
             assert!(e.contains(want), "{text:?}: {e}");

@@ -128,7 +128,7 @@ fn swift_holds_the_fabric_delay_near_its_target() {
     // The dumbbell's paths cross 2 switches, which the senders learn from their ACKs: the
     // target without flow scaling is the base target plus 2 hop terms.
     let r = run("swift", false, |_| {});
-    let target_ns = u64::from(p.base_target_ns + 2 * p.hop_scale_ns);
+    let target_ns = u64::from(p.base_target + 2 * p.hop_scale);
     let p50_ns = r.q_p50 * 8 * 1_000_000_000 / G10;
     let p99_ns = r.q_p99 * 8 * 1_000_000_000 / G10;
     println!("swift: queueing delay p50 {p50_ns} ns p99 {p99_ns} ns, target {target_ns} ns");
@@ -138,14 +138,12 @@ fn swift_holds_the_fabric_delay_near_its_target() {
         "median queueing {p50_ns} ns above the target"
     );
     assert!(
-        p99_ns <= target_ns + u64::from(p.fs_range_mult * p.base_target_ns),
+        p99_ns <= target_ns + u64::from(p.fs_range_mult * p.base_target),
         "p99 {p99_ns} ns"
     );
     assert!(r.util > 0.85, "goodput {:.2} of the line", r.util);
     // A larger target lets the queue grow: the target is what holds it.
-    let big = run("swift", false, |c| {
-        c.set("base_target_ns", "100000").unwrap()
-    });
+    let big = run("swift", false, |c| c.set("base_target", "100us").unwrap());
     assert!(
         big.q_p50 > 2 * r.q_p50.max(MTU),
         "{} vs {}",
@@ -154,7 +152,7 @@ fn swift_holds_the_fabric_delay_near_its_target() {
     );
     // So does a larger per-switch term: the senders learned that their path crosses
     // switches (without the count the hop term is zero and nothing changes).
-    let hops = run("swift", false, |c| c.set("hop_scale_ns", "40000").unwrap());
+    let hops = run("swift", false, |c| c.set("hop_scale", "40us").unwrap());
     assert!(
         hops.q_p50 > 2 * r.q_p50.max(MTU),
         "{} vs {}",
@@ -169,8 +167,8 @@ fn swift_holds_the_fabric_delay_near_its_target() {
 #[test]
 fn swift_flow_scaling_raises_the_target_with_many_flows() {
     let p = SwiftParams::for_line_rate(rate_from_gbps(10.0));
-    let plain_ns = u64::from(p.base_target_ns + 2 * p.hop_scale_ns);
-    let range_ns = u64::from(p.fs_range_mult * p.base_target_ns);
+    let plain_ns = u64::from(p.base_target + 2 * p.hop_scale);
+    let range_ns = u64::from(p.fs_range_mult * p.base_target);
     let to_ns = |b: u64| b * 8 * 1_000_000_000 / G10;
     let many = run_n("swift", false, 32, 4_000_000, |_| {});
     let flat = run_n("swift", false, 32, 4_000_000, |c| {

@@ -217,6 +217,40 @@ fn shared_buffer_limits_a_switch_across_its_ports() {
     assert!(e.contains("queue.shared_buffer_packets"), "{e}");
 }
 
+/// A controller registered from outside `stride_proto` (one registry line) runs in a scenario by
+/// name, on STRIDE's connection, with its `[cc.NAME]` parameters, and `all` leaves out an
+/// unlisted one.
+#[test]
+fn a_controller_registered_outside_the_core_runs_by_name() {
+    use stride_proto::cc::{CcConfig, Registered, Signals};
+    static HALF: Registered = Registered {
+        name: "half-line",
+        about: "a fixed rate at half the line",
+        needs: Signals {
+            ecn: false,
+            int: false,
+            qcn: false,
+        },
+        rdma_nic: false,
+        listed: false,
+        make: |line| CcConfig::fixed(line >> 1),
+        fit: None,
+    };
+    stride_proto::cc::register(&HALF).unwrap();
+    assert!(stride_sim::transport::names().contains(&"half-line"));
+    let text = format!("transports = [\"half-line\"]\n{TINY}[cc.half-line]\nrate = \"2gbit\"\n");
+    let l = Scenario::load(&write("half-line.toml", &text)).unwrap();
+    let mut sim = l.sc.sim("half-line", &l.flows).unwrap();
+    assert!(sim.run(10_000_000_000, |_, _| {}), "unfinished");
+    let bytes: u64 = l.flows.iter().map(|f| f.bytes).sum();
+    assert_eq!(sim.stats.bytes_delivered, bytes);
+    let e = err(
+        "half-line-bad.toml",
+        &format!("transports = [\"half-line\"]\n{TINY}[cc.half-line]\nrate = \"fast\"\n"),
+    );
+    assert!(e.contains("cc.half-line.rate"), "{e}");
+}
+
 /// The transport registry is the one list: every name in it validates, builds and completes
 /// a small scenario; a name outside it, or a bad parameter of a registered one, is an error
 /// naming the field.
@@ -466,17 +500,21 @@ p = 0.01
     assert!(e.contains("stride.recovery"), "{e}");
 }
 
-/// The dead band, cut floor and delivery floor of `[stride]` (off by default) reach the
-/// controller: the two thresholds in the duration grammar, the delivery-floor window as a shift.
+/// `[stride]` takes every declared parameter of STRIDE's controller by its name, in the unit
+/// grammar (a rate, a duration, a switch); an older key with its unit in the name is read with a
+/// note; an unknown key, a bad value or a failed check names the field.
 #[test]
-fn dead_band_cut_floor_and_delivery_floor_reach_the_controller() {
-    let p = |extra: &str| {
-        let l = Scenario::load(&write(
+fn stride_section_takes_the_controller_parameters_as_declared() {
+    let load = |extra: &str| {
+        Scenario::load(&write(
             "s8.toml",
             &(TINY.to_string() + "[stride]\n" + extra),
         ))
-        .unwrap();
-        *l.sc
+        .unwrap()
+    };
+    let p = |extra: &str| {
+        *load(extra)
+            .sc
             .stride_config()
             .unwrap()
             .cc
@@ -484,15 +522,42 @@ fn dead_band_cut_floor_and_delivery_floor_reach_the_controller() {
             .unwrap()
     };
     let d = p("");
-    assert_eq!((d.grad_dead, d.cut_floor, d.dr_shift), (0, 0, 0));
-    let s = p("grad_dead = \"1us\"\ncut_floor = \"16us\"\ndr_shift = 16\n");
-    assert_eq!((s.grad_dead, s.cut_floor, s.dr_shift), (1_000, 16_000, 16));
-    assert!(!d.gate_high && p("gate_high = true\n").gate_high);
-    let e = err(
-        "s8bad.toml",
-        &(TINY.to_string() + "[stride]\ndr_shift = 5\n"),
+    let s = p(
+        "beta = \"156mbit\"\nt_high = \"20us\"\nt_low = 3000\ngate_high = true\nmin_window = 64\n",
     );
-    assert!(e.contains("stride.dr_shift"), "{e}");
+    assert_eq!(s.beta, stride_proto::cc::rate_from_gbps(0.156));
+    assert_eq!((s.t_high, s.t_low, s.min_window), (20_000, 3_000, 64));
+    assert!(!d.gate_high && s.gate_high);
+    // Older keys: the same values, with a note naming the new key.
+    let old = load("beta_mbps = 156\nt_high_ns = 20000\n");
+    let o = *old
+        .sc
+        .stride_config()
+        .unwrap()
+        .cc
+        .params_ref::<stride_proto::cc::StrideParams>()
+        .unwrap();
+    assert_eq!((o.beta, o.t_high), (s.beta, s.t_high));
+    let stride_notes = old
+        .deprecations
+        .iter()
+        .filter(|n| n.contains("`stride."))
+        .count();
+    assert_eq!(stride_notes, 2, "{:?}", old.deprecations);
+    assert!(
+        old.deprecations
+            .iter()
+            .any(|n| n.contains("t_high = \"20us\"")),
+        "{:?}",
+        old.deprecations
+    );
+    let bad = |extra: &str| err("s8bad.toml", &(TINY.to_string() + "[stride]\n" + extra));
+    let e = bad("t_hihg = \"20us\"\n");
+    assert!(e.contains("stride.t_hihg") && e.contains("t_high"), "{e}");
+    let e = bad("beta = \"fast\"\n");
+    assert!(e.contains("stride.beta"), "{e}");
+    let e = bad("t_low = \"90us\"\n");
+    assert!(e.contains("stride.t_low") && e.contains("t_high"), "{e}");
 }
 
 /// `[stride] ack_ride` (a duration) and `send_batch` (bytes) reach the core's configuration,

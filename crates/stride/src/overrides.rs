@@ -8,8 +8,17 @@
 //! assert_eq!(cfg.min_rto_ns, stride::HOST_MIN_RTO_NS);
 //! ```
 
-use stride_proto::cc::{rate_from_gbps, CcConfig};
+use stride_proto::cc::{rate_from_gbps, CcConfig, Signals};
 use stride_proto::Config;
+
+/// The signals a UDP host delivers to its controller beyond STT samples, NACKs and timeouts:
+/// none (it reads no ECN marks from its socket, and no switch sends it INT records or QCN
+/// feedback). A controller that needs one is refused.
+pub const HOST_SIGNALS: Signals = Signals {
+    ecn: false,
+    int: false,
+    qcn: false,
+};
 
 /// Changes to the host profile; `None` keeps the profile's value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -80,6 +89,18 @@ impl ControllerOverrides {
                     .map_err(|why| OverrideError { field: "cc", why })?;
             }
         }
+        let missing = c.cc.needs().missing(HOST_SIGNALS);
+        if !missing.is_empty() {
+            return Err(OverrideError {
+                field: "cc",
+                why: format!(
+                    "{} needs {}, which a UDP host does not deliver (run it in the simulator: \
+                     stride sim)",
+                    c.cc.name(),
+                    missing.join(" and ")
+                ),
+            });
+        }
         // The threshold overrides are by-name parameters like any other.
         let named = [
             ("t_low_ns", "t_low", self.t_low_ns),
@@ -120,6 +141,33 @@ impl ControllerOverrides {
 mod tests {
     use super::*;
     use stride_proto::cc::StrideParams;
+
+    #[test]
+    fn a_controller_needing_a_signal_the_host_lacks_is_refused() {
+        for (cc, signal) in [("hpcc", "INT"), ("qcn", "QCN"), ("dcqcn", "ECN")] {
+            let o = ControllerOverrides {
+                cc: Some(cc.into()),
+                ..Default::default()
+            };
+            let e = o.config(1_000_000_000).unwrap_err();
+            assert_eq!(e.field, "cc");
+            assert!(e.why.contains(cc) && e.why.contains(signal), "{e}");
+        }
+        for cc in [
+            "stride",
+            "stride-paper",
+            "stride-ext",
+            "timely",
+            "swift",
+            "fixed",
+        ] {
+            let o = ControllerOverrides {
+                cc: Some(cc.into()),
+                ..Default::default()
+            };
+            assert_eq!(o.config(1_000_000_000).unwrap().cc.name(), cc);
+        }
+    }
 
     #[test]
     fn overrides_change_only_what_they_name() {

@@ -43,7 +43,7 @@ impl Congestion for Aimd {
 pub const TRANSPORT: crate::transport::Transport = crate::transport::Transport {
     name: "aimd",
     about: "the minimal AIMD window of seed 003 (linear increase, halve on timeout, fixed RTO)",
-    build: |sc, n| {
+    build: crate::transport::Build::Fn(|sc, n| {
         let t = &sc.tcp;
         if !(t.aimd_step > 0.0 && t.aimd_step.is_finite()) {
             return Err(ScenarioError::field("tcp.aimd_step", "must be positive"));
@@ -59,5 +59,5 @@ pub const TRANSPORT: crate::transport::Transport = crate::transport::Transport {
                 rto_ns: t.aimd_rto_us * 1000,
             },
         )
-    },
+    }),
 };

@@ -74,7 +74,7 @@ impl Congestion for Dctcp {
 pub const TRANSPORT: crate::transport::Transport = crate::transport::Transport {
     name: "dctcp",
     about: "DCTCP (Alizadeh et al. 2010)",
-    build: |sc, n| {
+    build: crate::transport::Build::Fn(|sc, n| {
         let t = &sc.tcp;
         if !(t.dctcp_g > 0.0 && t.dctcp_g <= 1.0) {
             return Err(ScenarioError::field("tcp.dctcp_g", "must be in (0, 1]"));
@@ -86,5 +86,5 @@ pub const TRANSPORT: crate::transport::Transport = crate::transport::Transport {
             ));
         }
         super::hosts(sc, n, Dctcp::new(t.dctcp_g, t.dctcp_alpha_init))
-    },
+    }),
 };

@@ -19,5 +19,5 @@ impl Congestion for NewReno {
 pub const TRANSPORT: crate::transport::Transport = crate::transport::Transport {
     name: "newreno",
     about: "TCP NewReno (RFC 5681 growth, RFC 6582 recovery)",
-    build: |sc, n| super::hosts(sc, n, NewReno),
+    build: crate::transport::Build::Fn(|sc, n| super::hosts(sc, n, NewReno)),
 };

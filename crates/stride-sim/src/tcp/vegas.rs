@@ -69,7 +69,7 @@ impl Congestion for Vegas {
 pub const TRANSPORT: crate::transport::Transport = crate::transport::Transport {
     name: "vegas",
     about: "TCP Vegas (Brakmo and Peterson 1995)",
-    build: |sc, n| {
+    build: crate::transport::Build::Fn(|sc, n| {
         let t = &sc.tcp;
         if !(t.vegas_alpha >= 0.0 && t.vegas_alpha < t.vegas_beta && t.vegas_beta.is_finite()) {
             return Err(ScenarioError::field(
@@ -78,5 +78,5 @@ pub const TRANSPORT: crate::transport::Transport = crate::transport::Transport {
             ));
         }
         super::hosts(sc, n, Vegas::new(t.vegas_alpha, t.vegas_beta))
-    },
+    }),
 };
