@@ -396,20 +396,20 @@ pub struct StrideParams {
     /// Gradient dead band (ns): a smoothed gradient `0 < d < grad_dead` counts as zero (the
     /// `grad_inc` branch), so the jitter of one or two packets of another flow does not cut
     /// (0: off). A compare on the per-sample path; not in `hw/rtl/stride_cc.v`, off by default:
-    /// it lost on the paper FatTree (docs/results.md, large flows and short-flow tails).
+    /// it lost on the paper FatTree (docs/results.md, "Ablation of the STRIDE mechanisms").
     #[cfg_attr(feature = "serde", serde(default))]
     pub grad_dead: u32,
     /// Cut floor (ns): between `t_low` and `t_high` a positive gradient cuts only while the
     /// queueing delay is at least `cut_floor`; below it the rate is held (branch `grad_hold`)
     /// (0: off). A compare on the per-sample path; not in the RTL, off by default (no gain on
-    /// the paper FatTree, docs/results.md, large flows and short-flow tails).
+    /// the paper FatTree, docs/results.md, "Ablation of the STRIDE mechanisms").
     #[cfg_attr(feature = "serde", serde(default))]
     pub cut_floor: u32,
     /// Delivery floor: a gradient cut never takes the rate below `delivered - (delivered >>
     /// md_shift)`, `delivered` being the bytes acknowledged in the last whole window of
     /// 2^dr_shift ns, shifted to rate units (0: off; else 10..=20). Per-ACK bookkeeping and a
     /// compare; not in the RTL, off by default (it lost on the paper FatTree, docs/results.md,
-    /// large flows and short-flow tails).
+    /// "Ablation of the STRIDE mechanisms").
     #[cfg_attr(feature = "serde", serde(default))]
     pub dr_shift: u8,
 }
