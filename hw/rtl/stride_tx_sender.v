@@ -332,7 +332,8 @@ module stride_tx_sender #(
         .pop(cc_take), .out_valid(ce_v), .out_data(ce_q));
     /* verilator lint_off PINCONNECTEMPTY */
     // NACK_GATE(0): this engine recovers by go-back-N, and with go-back-N an ungated rate is
-    // spent on resending whole windows (spec §8.6 nack_gate; docs/results.md, recovery x gate)
+    // spent on resending whole windows (spec §8.6 nack_gate; docs/results.md, "Loss recovery
+    // and the NACK gate")
     stride_cc_table #(.N(N), .ALPHA_SHIFT(ALPHA_SHIFT), .MD_SHIFT(MD_SHIFT),
                       .NORM_SHIFT(NORM_SHIFT), .NACK_GATE(0)) cc (
         .clk(clk), .rst(rst),

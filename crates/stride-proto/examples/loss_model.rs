@@ -2,7 +2,8 @@
 //! go-back-N at 5 % and 1 % loss and 5 % reordering, 1 ms one way, a 1 Gbit/s sender (no
 //! bottleneck: the controller's rate is the only limit), 20 MB, three seeds, medians.
 //! Impairments apply to both directions (ACKs and NACKs are lost too). Virtual time, so the
-//! figures do not depend on the machine's load (docs/results.md, loss recovery in the model).
+//! figures do not depend on the machine's load (docs/results.md, "Loss recovery and the NACK
+//! gate").
 //!
 //!   cargo run --release -p stride-proto --example loss_model
 //!

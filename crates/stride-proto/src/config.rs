@@ -174,8 +174,7 @@ impl Config {
             rst_per_sec: 1_000,
             handshake_rtt: true,
             // 52 µs at the line rate (64 KiB at 10 Gbit/s): above a fat tree's base BDP (~34 KB
-            // at 10 Gbit/s), below t_high of queue (docs/results.md, incast with the receive
-            // share).
+            // at 10 Gbit/s), below t_high of queue (docs/results.md, "Incast").
             rx_share: (((gbps * 6553.6) as u32) >> 10 << 10).max(4096),
             ack_ride_ns: 0,
             send_batch_bytes: 0,

@@ -21,8 +21,8 @@ pub struct ConnHandle(pub u32);
 /// bits the table probes with. The endpoint draws its identifiers at random and never takes one
 /// from a peer, so a peer cannot fill a table with colliding keys and a keyed hash buys nothing;
 /// an identifier a peer invents only misses. The default SipHash was about a tenth of a bulk
-/// receiver's CPU (`perf record`, docs/results.md, receive-path costs). Other keys (bytes) fall
-/// back to FNV-1a.
+/// receiver's CPU (`perf record`; docs/results.md, "What the host settings buy"). Other keys
+/// (bytes) fall back to FNV-1a.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CidHasher(u64);
 

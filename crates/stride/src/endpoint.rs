@@ -492,10 +492,11 @@ pub const HOST_ACK_RIDE_NS: u64 = 1_000_000;
 /// one GSO message, within the room the pacing bucket leaves. Where 64 KiB last at least two
 /// pacing quanta (rates up to ~5 Gbit/s), the bucket holds a batch plus a quantum (spec §9), so
 /// the sender sleeps a batch at a time: pinned at 1 Gbit/s it uses 0.30 cores instead of 0.99,
-/// at 100 Mbit/s 0.04 instead of 0.27, at the same goodput (docs/results.md, pinned senders).
+/// at 100 Mbit/s 0.04 instead of 0.27, at the same goodput (docs/results.md, "What the host
+/// settings buy").
 /// Not under a controller that reads delay: a batch reaches the bottleneck as a burst whose
 /// queueing is in every STT sample of its packets (`stride demo` fell from 0.64 to 0.48 of the
-/// bottleneck with batches; docs/results.md, batches for pinned senders).
+/// bottleneck with batches; docs/results.md, "What the host settings buy").
 pub const HOST_SEND_BATCH_BYTES: u32 = 64 * 1024;
 
 /// The host profile's receive share (spec §8.6 `rx_share`, §11.1): with two or more peers
@@ -508,7 +509,7 @@ pub const HOST_SEND_BATCH_BYTES: u32 = 64 * 1024;
 /// socket, and every overflow costs a timeout and a go-back-N resend that lands in the same
 /// full queue: 8 loopback connections into a 2-socket server on 2 cores moved 3–5 Gbit/s with
 /// 0.3–1 million resends and 300–800 timeouts per GB; with the share 10.7–13 Gbit/s and under
-/// 1 400 resends (docs/results.md, a receive share for software hosts).
+/// 1 400 resends (docs/results.md, "What the host settings buy").
 /// [`Endpoint::bind_with`] lowers the share further to a quarter of the socket buffer the
 /// kernel granted, so a datagram's kernel overhead (about 1.6x its payload) and a resend of
 /// what is still queued both fit.

@@ -856,9 +856,9 @@ pub const HEAP_KEEP: usize = 64 << 20;
 /// the connections without a copy and takes fresh ones; the reader frees them on another
 /// thread, glibc trims the freed top of its heap, and the next buffers fault their pages back
 /// in: 43 000 page faults (a tenth of the receiving thread's time in `clear_page` and
-/// `exc_page_fault`) per 2 GB received on loopback, 1 800 to 3 200 with this
-/// (docs/results.md, receive-path costs). Process-wide, so it is the program's choice: the
-/// `stride` command calls it first thing; a library user may too. Returns false where it does
+/// `exc_page_fault`) per 2 GB received on loopback, 1 800 to 3 200 with this (docs/results.md,
+/// "What the host settings buy"). Process-wide, so it is the program's choice: the `stride`
+/// command calls it first thing; a library user may too. Returns false where it does
 /// not apply (not glibc) or glibc refused.
 pub fn keep_freed_memory() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
