@@ -49,8 +49,9 @@ enum SimCmd {
     Compare {
         /// Scenario file (TOML).
         scenario: PathBuf,
-        /// Comma-separated transports (the simulator's registry): stride, stride-paper, dctcp,
-        /// vegas, newreno, aimd, timely, dcqcn, swift; `all` for every one.
+        /// Comma-separated transports by name: STRIDE's profiles, the TCP models (dctcp, vegas,
+        /// newreno, aimd) and every registered controller (timely, dcqcn, swift, qcn, hpcc, ...;
+        /// an unknown name lists them all); `all` for every listed one the scenario can run.
         #[arg(long, value_delimiter = ',', default_value = "stride,dctcp,vegas")]
         cc: Vec<String>,
         /// Output directory.
