@@ -1,0 +1,141 @@
+//! Scenario files (TOML): topology, queues, workload, transports and their parameters, seed.
+//! Unknown fields are errors; every semantic error names its field.
+//!
+//! One module per concern: `sections` (the section structs), `load` (reading a file with its
+//! overrides), `validate` (the checks, one function per section), `build` (the topology, the
+//! flows and the simulator a scenario describes) and `hosts` (STRIDE's configuration, the
+//! controllers' parameters and the host stacks of a transport).
+
+mod build;
+mod hosts;
+mod load;
+mod sections;
+mod validate;
+
+pub use load::apply_set;
+pub use sections::{
+    LossCfg, QueueCfg, RateChangeCfg, StrideCfg, TcpCfg, TopologyKind, TopologySpec, TraceCfg,
+    WatchCfg, WorkloadKind, WorkloadSpec,
+};
+
+use crate::engine::Flow;
+use serde::Deserialize;
+
+/// A whole scenario file.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name used in reports.
+    pub name: String,
+    /// Seed of the workload and of every random choice.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Stop after this much simulated time even if flows are unfinished, ms.
+    #[serde(default = "default_limit")]
+    pub limit_ms: f64,
+    /// Transports `stride sim run` simulates (each on identical flows).
+    #[serde(default = "default_transports")]
+    pub transports: Vec<String>,
+    /// The network.
+    pub topology: TopologySpec,
+    /// Switch queues.
+    #[serde(default)]
+    pub queue: QueueCfg,
+    /// Traffic.
+    pub workload: WorkloadSpec,
+    /// STRIDE parameters.
+    #[serde(default)]
+    pub stride: StrideCfg,
+    /// TCP model parameters.
+    #[serde(default)]
+    pub tcp: TcpCfg,
+    /// Ports (by `switch-name:port-number-in-switch`) whose queue is sampled, and how often.
+    #[serde(default)]
+    pub watch: WatchCfg,
+    /// Random link loss (absent: none).
+    pub loss: Option<LossCfg>,
+    /// Sender-state time series of chosen flows, and Jain's index over time (absent: none).
+    pub trace: Option<TraceCfg>,
+    /// Where ECN step marking happens (see `switchcfg`).
+    pub ecn: Option<crate::switchcfg::EcnCfg>,
+    /// RED-style ECN in bytes.
+    pub red: Option<crate::switchcfg::RedCfg>,
+    /// QCN congestion points.
+    pub qcn: Option<crate::switchcfg::QcnCfg>,
+    /// Priority flow control.
+    pub pfc: Option<crate::switchcfg::PfcCfg>,
+    /// INT stamping.
+    pub int: Option<crate::switchcfg::IntCfg>,
+    /// `[[rate_change]]`: switch ports whose link rate changes at given times (a hotspot).
+    #[serde(default)]
+    pub rate_change: Vec<RateChangeCfg>,
+    /// `[cc.NAME]`: parameters of the registry's host controllers (`timely`, `dcqcn`, `swift`,
+    /// `qcn`, `hpcc`, ...) by their names in `stride_proto::cc`, over the defaults at the hosts'
+    /// line rate (STRIDE's own are `[stride]`).
+    #[serde(default)]
+    pub cc: std::collections::BTreeMap<String, toml::Table>,
+}
+
+fn one() -> u64 {
+    1
+}
+fn default_limit() -> f64 {
+    10_000.0
+}
+fn default_transports() -> Vec<String> {
+    vec!["stride".into(), "dctcp".into(), "vegas".into()]
+}
+
+/// A scenario error: the field and the reason.
+#[derive(Debug)]
+pub struct ScenarioError(pub String);
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for ScenarioError {}
+
+impl ScenarioError {
+    /// An error about one field: ``field `tcp.mss`: must be at least 1``.
+    pub fn field(field: &str, why: impl std::fmt::Display) -> Self {
+        bad(field, why)
+    }
+}
+
+fn bad(field: &str, why: impl std::fmt::Display) -> ScenarioError {
+    ScenarioError(format!("field `{field}`: {why}"))
+}
+
+fn need<T>(v: Option<T>, field: &str, kind: &str) -> Result<T, ScenarioError> {
+    v.ok_or_else(|| bad(field, format!("required when kind = \"{kind}\"")))
+}
+
+/// A scenario ready to run: topology builder inputs, flows and the file's directory.
+pub struct Loaded {
+    /// The parsed file.
+    pub sc: Scenario,
+    /// Flows (identical for every transport).
+    pub flows: Vec<Flow>,
+    /// One note per deprecated key the file or an override used (see [`crate::units`]).
+    pub deprecations: Vec<String>,
+}
+
+impl Scenario {
+    /// Number of hosts of the topology (after validation).
+    pub fn hosts(&self) -> u32 {
+        let t = &self.topology;
+        let g = |v: Option<u32>| v.unwrap_or(0);
+        match t.kind {
+            TopologyKind::Dumbbell => g(t.senders) + g(t.receivers),
+            TopologyKind::LeafSpine => g(t.leaves) * g(t.hosts_per_leaf),
+            TopologyKind::FatTree => g(t.k) * (g(t.k) / 2) * g(t.hosts_per_edge),
+        }
+    }
+
+    /// Host NIC rate, bit/s.
+    pub fn host_bps(&self) -> u64 {
+        (self.topology.host_gbps * 1e9) as u64
+    }
+}
