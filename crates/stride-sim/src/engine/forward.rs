@@ -1,0 +1,244 @@
+//! The per-hop forwarding path: ECMP, admission to an output queue (buffers, PFC headroom,
+//! the queue discipline), the schedule of a port and the start of each transmission.
+
+use super::{mix, Ev, Sim, LOCAL};
+use crate::net::{IntHop, Packet, Payload, Topology};
+
+/// The switches' ECMP sets, compacted for the forwarding hot path: each switch has only a few
+/// distinct candidate sets (in a FatTree: its up-links, or one down-link), so a (switch,
+/// destination) pair maps to a small id of a shared list. `perf` showed 37 % of the DCTCP
+/// permutation's time in `forward`, nearly all of it cache misses on the per-destination
+/// `Vec`s of `Switch::routes`; the id table is 4 bytes per pair and the lists stay in cache.
+/// Same sets, same order, same hash: the same port as `Switch::routes` gives.
+#[derive(Debug, Default)]
+pub(super) struct RouteTable {
+    hosts: usize,
+    /// `ids[switch * hosts + dst]`: index into `lists`.
+    ids: Vec<u32>,
+    /// (start, len) in `ports`.
+    lists: Vec<(u32, u32)>,
+    ports: Vec<u32>,
+}
+
+impl RouteTable {
+    pub(super) fn new(topo: &Topology) -> Self {
+        let hosts = topo.hosts as usize;
+        let mut t = RouteTable {
+            hosts,
+            ids: Vec::with_capacity(topo.switches.len() * hosts),
+            ..RouteTable::default()
+        };
+        for sw in &topo.switches {
+            let mut seen: std::collections::HashMap<&[usize], u32> =
+                std::collections::HashMap::new();
+            for dst in 0..hosts {
+                let cands: &[usize] = sw.routes.get(dst).map_or(&[], |v| v.as_slice());
+                let id = *seen.entry(cands).or_insert_with(|| {
+                    t.lists.push((t.ports.len() as u32, cands.len() as u32));
+                    t.ports.extend(cands.iter().map(|&p| p as u32));
+                    (t.lists.len() - 1) as u32
+                });
+                t.ids.push(id);
+            }
+        }
+        t
+    }
+}
+
+impl Sim {
+    pub(super) fn forward(&mut self, node: u32, mut p: Packet, via: u32) {
+        p.hops = p.hops.saturating_add(1);
+        let rt = &self.routes;
+        let sw = (node - self.topo.hosts) as usize;
+        let (start, len) = rt.lists[rt.ids[sw * rt.hosts + p.dst as usize] as usize];
+        let pick = (mix(p.hash ^ u64::from(node)) % u64::from(len)) as usize;
+        let port = rt.ports[start as usize + pick] as usize;
+        self.enqueue(port, p, via);
+    }
+
+    /// Offers `p` to output `port`; `via` is the link it arrived by (`LOCAL` if none).
+    pub(super) fn enqueue(&mut self, port: usize, mut p: Packet, via: u32) {
+        let now = self.now;
+        self.topo.ports[port].advance(now);
+        let from = self.topo.ports[port].from;
+        let shared_full = self.topo.shared_cap_bytes > 0
+            && from >= self.topo.hosts
+            && self.switch_queued(from, now) + u64::from(p.wire) > self.topo.shared_cap_bytes;
+        let pfc_in = self.topo.pfc.is_some() && via != LOCAL && from >= self.topo.hosts;
+        if pfc_in {
+            // Lossless class: the ingress headroom, not the egress buffer, decides.
+            let ing = &self.topo.ports[via as usize];
+            if shared_full
+                || ing.in_bytes + u64::from(p.wire)
+                    > ing.xoff_bytes.saturating_add(ing.headroom_bytes)
+            {
+                self.topo.ports[port].drops += 1;
+                self.stats.headroom_drops += u64::from(!shared_full);
+                return;
+            }
+        }
+        let pt = &mut self.topo.ports[port];
+        let q = pt.qbytes;
+        if !pfc_in && (shared_full || q + u64::from(p.wire) > pt.cap_bytes) {
+            pt.drops += 1;
+            return;
+        }
+        let verdict = pt.qdisc.enqueue(q, p.wire, p.ect, &mut self.rng);
+        if verdict.mark && p.ect {
+            p.ce = true;
+            pt.marks += 1;
+            pt.first_mark_ns = pt.first_mark_ns.min(now);
+        }
+        let notify = verdict.feedback.map(|f| (f, p.src, p.dst, p.hash));
+        if let Some((_, f)) = self.tap.as_mut().filter(|(tp, _)| *tp == port) {
+            f(now, &p);
+        }
+        if pt.from >= self.topo.hosts && !pt.per_packet {
+            // Switch port: FIFO and work-conserving, so the packet's start is known now.
+            let wire = p.wire;
+            let start = pt.free_at.max(now);
+            let ser = pt.ser_ns(wire);
+            pt.free_at = start + ser;
+            if start > now {
+                pt.sched.push_back((start, wire));
+                pt.qbytes += u64::from(wire);
+                pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
+            }
+            pt.busy_ns += ser;
+            pt.tx_bytes += u64::from(wire);
+            let (to, delay) = (pt.to, pt.delay_ns);
+            self.stats.packet_hops += 1;
+            if !self.lost(port) {
+                let id = self.store(p);
+                self.push(start + ser + delay, Ev::Arrive { node: to, pkt: id });
+            }
+        } else {
+            pt.qbytes += u64::from(p.wire);
+            pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
+            let wire = p.wire;
+            let id = self.store(p);
+            self.topo.ports[port].queue.push_back(id as usize);
+            if pfc_in {
+                self.via[id as usize] = via;
+                let ing = &mut self.topo.ports[via as usize];
+                ing.in_bytes += u64::from(wire);
+                if !ing.xoff_sent && ing.in_bytes >= ing.xoff_bytes {
+                    ing.xoff_sent = true;
+                    self.send_pause(via as usize, u64::MAX);
+                }
+            }
+            self.start_tx(port);
+        }
+        if let Some(n) = notify {
+            self.congestion_notification(from, port, n);
+        }
+    }
+
+    /// A congestion point at `port` of switch `node` sends the source of a sampled packet a
+    /// QCN feedback frame (a minimum-size Ethernet frame), routed like any packet.
+    fn congestion_notification(
+        &mut self,
+        node: u32,
+        port: usize,
+        (f, src, dst, hash): (crate::qdisc::Feedback, u32, u32, u64),
+    ) {
+        // Frames from switches (feedback itself) are never the subject of feedback.
+        if src >= self.topo.hosts {
+            return;
+        }
+        self.stats.qcn_feedback += 1;
+        let frame = Packet {
+            src: node,
+            dst: src,
+            wire: 64 + 20,
+            hash,
+            ect: false,
+            ce: false,
+            payload: Payload::QcnFeedback {
+                fb: f.fb,
+                cpid: port as u32,
+                flow_src: src,
+                flow_dst: dst,
+                hash,
+                qoff: f.qoff,
+                qdelta: f.qdelta,
+            },
+            int: None,
+            hops: 0,
+        };
+        self.forward(node, frame, LOCAL);
+    }
+
+    /// Bytes queued over every output port of switch node `node` at `now`.
+    fn switch_queued(&mut self, node: u32, now: u64) -> u64 {
+        let sw = (node - self.topo.hosts) as usize;
+        let mut total = 0;
+        for &i in &self.topo.switches[sw].ports {
+            let pt = &mut self.topo.ports[i];
+            pt.advance(now);
+            total += pt.qbytes;
+        }
+        total
+    }
+
+    /// Starts serializing the head of a per-packet port's queue (host NICs, and switch ports
+    /// whose discipline acts at dequeue): the dequeue hooks run here.
+    pub(super) fn start_tx(&mut self, port: usize) {
+        let now = self.now;
+        let pt = &mut self.topo.ports[port];
+        if pt.busy || pt.paused(now) {
+            return;
+        }
+        let Some(id) = pt.queue.pop_front() else {
+            return;
+        };
+        let p = self.packets[id].as_mut().expect("queued packet");
+        let wire = p.wire;
+        pt.qbytes -= u64::from(wire);
+        if pt.qdisc.dequeue(pt.qbytes, p.ect) && p.ect {
+            p.ce = true;
+            pt.marks += 1;
+            pt.first_mark_ns = pt.first_mark_ns.min(now);
+        }
+        pt.busy = true;
+        let ser = pt.ser_ns(wire);
+        pt.busy_ns += ser;
+        pt.tx_bytes += u64::from(wire);
+        if pt.int {
+            if let Some(stack) = p.int.as_mut().filter(|s| !s.echo) {
+                // The byte count includes this packet, so the time is its last bit's: two
+                // records then give the port's exact rate between them.
+                stack.push(IntHop {
+                    qlen_bytes: pt.qbytes,
+                    tx_bytes: pt.tx_bytes,
+                    ts_ns: now + ser,
+                    rate_bps: pt.rate_bps,
+                });
+            }
+        }
+        let ing = std::mem::replace(&mut self.via[id], port as u32);
+        if ing != LOCAL && self.topo.pfc.is_some() && pt.from >= self.topo.hosts {
+            let ip = &mut self.topo.ports[ing as usize];
+            ip.in_bytes -= u64::from(wire);
+            if ip.xoff_sent && ip.in_bytes <= ip.xon_bytes {
+                ip.xoff_sent = false;
+                self.send_pause(ing as usize, 0);
+            }
+        }
+        let pt = &self.topo.ports[port];
+        let (to, delay) = (pt.to, pt.delay_ns);
+        self.stats.packet_hops += 1;
+        self.push(now + ser, Ev::PortFree { port: port as u32 });
+        if self.lost(port) {
+            self.take(id as u32);
+            return;
+        }
+        self.push(
+            now + ser + delay,
+            Ev::Arrive {
+                node: to,
+                pkt: id as u32,
+            },
+        );
+    }
+}
