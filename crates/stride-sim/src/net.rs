@@ -1,6 +1,7 @@
 //! Network elements: packets, unidirectional ports (queue + link), switches with ECMP routing,
 //! and the topology graph they form.
 
+use crate::control::ControlFrame;
 use crate::qdisc::QueueDiscipline;
 use std::collections::VecDeque;
 
@@ -28,34 +29,20 @@ pub enum Payload {
     },
     /// A TCP segment of the packet-level TCP models.
     Tcp(crate::tcp::Segment),
-    /// An IEEE 802.1Qau congestion-notification message: a switch congestion point sampled a
-    /// packet of the flow `(flow_src, flow_dst, hash)` and sends this frame to `flow_src` (the
-    /// packet's `src` is the switch's node id, its `dst` the flow's source host). Delivered to
-    /// the source host's transport like any packet.
-    QcnFeedback {
-        /// Quantized |Fb|, 6 bits (1..=63; a congestion point sends nothing when Fb >= 0).
-        fb: u8,
-        /// Congestion point id: the index of the switch port (in `Topology::ports`).
-        cpid: u32,
-        /// Source host of the sampled packet (the reaction point).
-        flow_src: u32,
-        /// Destination host of the sampled packet.
-        flow_dst: u32,
-        /// ECMP hash of the sampled packet (identifies the connection).
-        hash: u64,
-        /// Queue offset Q - Q_eq at sampling, bytes (positive: above the equilibrium).
-        qoff: i64,
-        /// Queue growth since the previous sample at this congestion point, bytes.
-        qdelta: i64,
-    },
-    /// An IEEE 802.1Qbb (PFC) pause frame, hop by hop: it crosses one link and is consumed by
-    /// the engine at the far end, which stops (or restarts) the port that feeds the sender of
-    /// the frame. Never delivered to a transport.
-    Pause {
-        /// How long the upstream port stays paused, ns: 0 resumes it at once (XON); `u64::MAX`
-        /// pauses until an XON arrives (what the simulated switches send).
-        pause_ns: u64,
-    },
+    /// A control frame the network makes (QCN feedback, a PFC pause, ...): one variant for
+    /// every type, handled on one path (see [`crate::control`]). Boxed, so only control
+    /// frames allocate.
+    Control(Box<dyn ControlFrame>),
+}
+
+impl Payload {
+    /// The control frame of type `T` this payload carries, if it is one.
+    pub fn control<T: ControlFrame>(&self) -> Option<&T> {
+        match self {
+            Payload::Control(f) => f.as_any().downcast_ref(),
+            _ => None,
+        }
+    }
 }
 
 /// One in-band network telemetry record, pushed by each switch egress port a packet leaves
@@ -129,6 +116,23 @@ pub struct Packet {
     pub int: Option<Box<IntStack>>,
     /// Switches the packet has crossed (what a receiver reads from the IP TTL).
     pub hops: u8,
+}
+
+impl Packet {
+    /// A control frame from node `src` to node `dst` (ECMP hash `hash`), of the frame's size.
+    pub fn control(src: NodeId, dst: NodeId, hash: u64, frame: Box<dyn ControlFrame>) -> Packet {
+        Packet {
+            src,
+            dst,
+            wire: frame.wire(),
+            hash,
+            ect: false,
+            ce: false,
+            payload: Payload::Control(frame),
+            int: None,
+            hops: 0,
+        }
+    }
 }
 
 /// Node identifier: hosts are `0..hosts`, switches follow.

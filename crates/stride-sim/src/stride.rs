@@ -1,6 +1,7 @@
 //! STRIDE in the simulator: each host runs one unmodified `stride_proto::Endpoint`. The engine
 //! supplies the time (exact, as hardware timestamps would be) and carries the datagrams.
 
+use crate::control::QcnFeedback;
 use crate::engine::{flow_hash, Ctx, FlowTrace, HostStack};
 use crate::net::{IntStack, Packet, Payload, WIRE_OVERHEAD};
 use std::collections::HashMap;
@@ -255,11 +256,11 @@ impl HostStack for StrideHost {
                 self.rx[HEADER_LEN..len].fill(0);
             }
             self.events(ctx);
-        } else if let Payload::QcnFeedback { fb, flow_dst, .. } = &pkt.payload {
+        } else if let Some(q) = pkt.payload.control::<QcnFeedback>() {
             // The reaction point: this host's connections sending to the sampled packet's
             // destination (one per flow pair in the simulated workloads).
-            for h in self.senders_to(*flow_dst) {
-                let _ = self.ep.congestion_signal(ctx.now, h, Some(*fb), &[]);
+            for h in self.senders_to(q.flow_dst) {
+                let _ = self.ep.congestion_signal(ctx.now, h, Some(q.fb), &[]);
             }
             self.events(ctx);
         }

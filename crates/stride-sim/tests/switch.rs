@@ -1,6 +1,7 @@
 //! Switch features: PFC (lossless incast, resume below XON, pause propagation through a
 //! tree), the per-packet port path, INT stamping and the QCN congestion point. Each test can
 //! fail.
+use stride_sim::control::{Pause, QcnFeedback};
 use stride_sim::engine::{Ctx, Flow, HostStack, PfcEvent, Sim};
 use stride_sim::net::{
     LinkSpec, Packet, Payload, PfcSpec, QueueSpec, Topology, CONTROL_FRAME_WIRE,
@@ -405,15 +406,9 @@ fn qcn_cp_sends_feedback_to_the_sources_of_a_congested_port() {
     for (h, rx) in got.iter().enumerate().take(2) {
         let fbs: Vec<_> = rx
             .iter()
-            .filter_map(|p| match p.payload {
-                Payload::QcnFeedback {
-                    fb,
-                    cpid,
-                    flow_src,
-                    flow_dst,
-                    ..
-                } => Some((fb, cpid, flow_src, flow_dst)),
-                _ => None,
+            .filter_map(|p| {
+                let q = p.payload.control::<QcnFeedback>()?;
+                Some((q.fb, q.cpid, q.flow_src, q.flow_dst))
             })
             .collect();
         assert!(!fbs.is_empty(), "host {h} got no feedback");
@@ -603,19 +598,10 @@ impl HostStack for Pauser {
             return None;
         }
         self.sent = true;
-        Some(Packet {
-            src: 1,
-            dst: 0,
-            wire: CONTROL_FRAME_WIRE,
-            hash: 0,
-            ect: false,
-            ce: false,
-            payload: Payload::Pause {
-                pause_ns: self.pause_ns,
-            },
-            int: None,
-            hops: 0,
-        })
+        let pause = Pause {
+            pause_ns: self.pause_ns,
+        };
+        Some(Packet::control(1, 0, 0, Box::new(pause)))
     }
     fn next_wake(&mut self) -> Option<u64> {
         None

@@ -2,7 +2,8 @@
 //! the queue discipline), the schedule of a port and the start of each transmission.
 
 use super::{mix, Ev, Sim, LOCAL};
-use crate::net::{IntHop, Packet, Payload, Topology};
+use crate::control::QcnFeedback;
+use crate::net::{IntHop, Packet, Topology};
 
 /// The switches' ECMP sets, compacted for the forwarding hot path: each switch has only a few
 /// distinct candidate sets (in a FatTree: its up-links, or one down-link), so a (switch,
@@ -135,7 +136,7 @@ impl Sim {
     }
 
     /// A congestion point at `port` of switch `node` sends the source of a sampled packet a
-    /// QCN feedback frame (a minimum-size Ethernet frame), routed like any packet.
+    /// QCN feedback frame, routed like any packet.
     fn congestion_notification(
         &mut self,
         node: u32,
@@ -147,26 +148,16 @@ impl Sim {
             return;
         }
         self.stats.qcn_feedback += 1;
-        let frame = Packet {
-            src: node,
-            dst: src,
-            wire: 64 + 20,
+        let frame = QcnFeedback {
+            fb: f.fb,
+            cpid: port as u32,
+            flow_src: src,
+            flow_dst: dst,
             hash,
-            ect: false,
-            ce: false,
-            payload: Payload::QcnFeedback {
-                fb: f.fb,
-                cpid: port as u32,
-                flow_src: src,
-                flow_dst: dst,
-                hash,
-                qoff: f.qoff,
-                qdelta: f.qdelta,
-            },
-            int: None,
-            hops: 0,
+            qoff: f.qoff,
+            qdelta: f.qdelta,
         };
-        self.forward(node, frame, LOCAL);
+        self.send_routed(node, src, hash, Box::new(frame));
     }
 
     /// Bytes queued over every output port of switch node `node` at `now`.

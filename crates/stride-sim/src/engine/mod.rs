@@ -2,10 +2,12 @@
 //! equal-time events run in the order they were scheduled (deterministic for a seed).
 //!
 //! `run` is the event loop and the counters of a run, `forward` the per-hop path of a packet
-//! (ECMP, admission to a queue, transmission), `host` the transports' side (the [`HostStack`]
+//! (ECMP, admission to a queue, transmission), `control` the one path of control frames,
+//! `host` the transports' side (the [`HostStack`]
 //! trait, NIC polling, traces), `pfc` pause frames and the ports they stop, `loss` random loss
 //! on links.
 
+mod control;
 mod forward;
 mod host;
 mod loss;
@@ -213,6 +215,6 @@ pub fn payload_len(p: &Packet) -> u32 {
     match &p.payload {
         Payload::Stride { payload_len, .. } => u32::from(*payload_len),
         Payload::Tcp(s) => s.len,
-        Payload::QcnFeedback { .. } | Payload::Pause { .. } => 0,
+        Payload::Control(_) => 0,
     }
 }

@@ -2,7 +2,7 @@
 //! end, and the ports they stop and restart.
 
 use super::{Ev, Sim};
-use crate::net::{Packet, Payload, CONTROL_FRAME_WIRE};
+use crate::control::Pause;
 
 /// A PFC event, recorded when [`Sim::pfc_trace`] is `Some`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,12 +55,9 @@ impl Sim {
     }
 
     /// The switch at the far end of link `link` sends a PFC frame back over it to the node
-    /// feeding the link. Control frames skip the data queue; the frame pays its own
-    /// serialization and the link's propagation delay.
+    /// feeding the link (XOFF for `u64::MAX`, XON for 0).
     pub(super) fn send_pause(&mut self, link: usize, pause_ns: u64) {
         let l = &self.topo.ports[link];
-        let (sw, up) = (l.to, l.from);
-        let at = self.now + l.ser_ns(CONTROL_FRAME_WIRE) + l.delay_ns;
         if let Some(tr) = self.pfc_trace.as_mut() {
             tr.push(PfcEvent::Sent {
                 t: self.now,
@@ -74,23 +71,12 @@ impl Sim {
             let l = &mut self.topo.ports[link];
             l.first_xoff_ns = l.first_xoff_ns.min(self.now);
         }
-        let frame = Packet {
-            src: sw,
-            dst: up,
-            wire: CONTROL_FRAME_WIRE,
-            hash: 0,
-            ect: false,
-            ce: false,
-            payload: Payload::Pause { pause_ns },
-            int: None,
-            hops: 0,
-        };
-        let id = self.store(frame);
-        self.push(at, Ev::Arrive { node: up, pkt: id });
+        self.send_back(link, Box::new(Pause { pause_ns }));
     }
 
-    /// A PFC frame from neighbour `from` arrived at `node`: pause or resume the port to it.
-    pub(super) fn on_pause(&mut self, node: u32, from: u32, pause_ns: u64) {
+    /// A PFC frame from neighbour `from` arrived at `node`: pause the port to it for
+    /// `pause_ns` (until an XON for `u64::MAX`), or resume it (0).
+    pub fn obey_pause(&mut self, node: u32, from: u32, pause_ns: u64) {
         let Some(port) = self.topo.port_between(node, from) else {
             return;
         };

@@ -130,9 +130,14 @@ impl Sim {
             Ev::Arrive { node, pkt } => {
                 let via = self.via[pkt as usize];
                 let p = self.take(pkt);
-                if let Payload::Pause { pause_ns } = p.payload {
-                    self.on_pause(node, p.src, pause_ns);
-                } else if node < self.topo.hosts {
+                if let Payload::Control(f) = &p.payload {
+                    if f.hop_by_hop() {
+                        // The node at this end of the link consumes it.
+                        f.arrive(self, node, p.src);
+                        return;
+                    }
+                }
+                if node < self.topo.hosts {
                     self.stats.packets_delivered += 1;
                     self.with_host(node, |h, ctx| h.receive(ctx, p));
                     self.kick(node);
