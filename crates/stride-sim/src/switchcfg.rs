@@ -1,64 +1,16 @@
-//! Scenario sections of the switch features: `[ecn]`, `[red]`, `[qcn]`, `[pfc]`, `[int]`.
-//! Each is optional; unknown fields are errors and every semantic error names its field.
+//! Scenario sections of the switch features: the queue discipline (picked by name from
+//! `crate::qdisc::REGISTRY`, whose modules define `[ecn]`, `[red]` and `[qcn]`), `[pfc]`,
+//! `[int]`. Each is optional; unknown fields are errors and every semantic error names its
+//! field.
 
-use crate::net::{PfcSpec, Topology};
-use crate::qdisc::{EcnStep, QcnCp, QcnParams, Red};
+use crate::net::{PfcSpec, QueueSpec, Topology};
+use crate::qdisc::{self, Discipline, Settings};
 use crate::scenario::{Scenario, ScenarioError};
 use serde::Deserialize;
 
-/// `[ecn]`: where the step marking of `queue.ecn_k_packets` happens.
-#[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct EcnCfg {
-    /// `"enqueue"` (default; the queue ahead of an arriving packet) or `"dequeue"` (the queue
-    /// a departing packet leaves behind; switch ports then run per packet).
-    pub mark_at: String,
-}
-
-/// `[red]`: RED-style probabilistic ECN in bytes (DCQCN's switch setting), replacing the
-/// step of `queue.ecn_k_packets`.
-#[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct RedCfg {
-    /// No marking at or below this queue, bytes.
-    pub kmin_bytes: u64,
-    /// Every ECT packet marked at or above this queue, bytes.
-    pub kmax_bytes: u64,
-    /// Marking probability just below `kmax_bytes`, in [0, 1].
-    pub pmax: f64,
-}
-
-/// `[qcn]`: a QCN congestion point on every switch port (no ECN marking); absent fields
-/// take seed 004's values.
-#[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct QcnCfg {
-    /// Q_eq, bytes (33 000).
-    #[serde(default = "q_eq")]
-    pub q_eq_bytes: u64,
-    /// W (2).
-    #[serde(default = "w")]
-    pub w: f64,
-    /// Base sampling interval, bytes (150 000).
-    #[serde(default = "sample")]
-    pub sample_bytes: u64,
-    /// Sampling jitter, fraction (0.3).
-    #[serde(default = "jitter")]
-    pub jitter: f64,
-}
-
-fn q_eq() -> u64 {
-    QcnParams::default().q_eq_bytes
-}
-fn w() -> f64 {
-    QcnParams::default().w
-}
-fn sample() -> u64 {
-    QcnParams::default().sample_bytes
-}
-fn jitter() -> f64 {
-    QcnParams::default().jitter
-}
+pub use crate::qdisc::ecn::EcnCfg;
+pub use crate::qdisc::qcn::QcnCfg;
+pub use crate::qdisc::red::RedCfg;
 
 /// `[pfc]`: priority flow control on every link into a switch.
 #[derive(Debug, Deserialize, Clone)]
@@ -86,67 +38,34 @@ fn bad(field: &str, why: impl std::fmt::Display) -> ScenarioError {
 }
 
 impl Scenario {
+    /// The switch queues' settings in bytes.
+    pub fn queue_spec(&self) -> QueueSpec {
+        let mtu = self.queue.mtu_bytes;
+        QueueSpec {
+            cap_bytes: self.queue.buffer_packets * mtu,
+            ecn_k_bytes: self.queue.ecn_k_packets * mtu,
+            red: self.queue.red.map(|(a, b, p)| (a * mtu, b * mtu, p)),
+        }
+    }
+
+    /// What the queue disciplines are configured from.
+    pub fn qdisc_settings(&self) -> Settings<'_> {
+        Settings {
+            queue: self.queue_spec(),
+            sections: &self.qdisc,
+            named: self.queue.discipline.as_deref(),
+        }
+    }
+
+    /// The discipline of every switch port: the one `queue.discipline` names, else the one
+    /// the settings imply (see `crate::qdisc::choose`).
+    pub fn discipline(&self) -> &'static Discipline {
+        qdisc::choose(&self.qdisc_settings())
+    }
+
     /// Checks the switch sections.
     pub(crate) fn validate_switch(&self) -> Result<(), ScenarioError> {
-        if let Some(e) = &self.ecn {
-            match e.mark_at.as_str() {
-                "enqueue" => {}
-                "dequeue" => {
-                    if self.queue.ecn_k_packets == 0 {
-                        return Err(bad(
-                            "ecn.mark_at",
-                            "marks at `queue.ecn_k_packets`, which is 0 (off)",
-                        ));
-                    }
-                    if self.red.is_some() || self.qcn.is_some() || self.queue.red.is_some() {
-                        return Err(bad(
-                            "ecn.mark_at",
-                            "applies to the ECN step; [red], queue.red and [qcn] replace it",
-                        ));
-                    }
-                }
-                other => {
-                    return Err(bad(
-                        "ecn.mark_at",
-                        format!("{other:?}: use \"enqueue\" or \"dequeue\""),
-                    ))
-                }
-            }
-        }
-        if let Some(r) = &self.red {
-            if self.queue.red.is_some() {
-                return Err(bad(
-                    "red",
-                    "give either [red] (bytes) or queue.red (packets)",
-                ));
-            }
-            if r.kmin_bytes >= r.kmax_bytes {
-                return Err(bad("red.kmax_bytes", "must be above red.kmin_bytes"));
-            }
-            if !(0.0..=1.0).contains(&r.pmax) {
-                return Err(bad("red.pmax", "must be in [0, 1]"));
-            }
-        }
-        if let Some(q) = &self.qcn {
-            if self.red.is_some() || self.queue.red.is_some() {
-                return Err(bad(
-                    "qcn",
-                    "a port runs one discipline: drop [red]/queue.red",
-                ));
-            }
-            if q.q_eq_bytes == 0 {
-                return Err(bad("qcn.q_eq_bytes", "must be at least 1"));
-            }
-            if !(q.w >= 0.0 && q.w.is_finite()) {
-                return Err(bad("qcn.w", "must be a finite number >= 0"));
-            }
-            if q.sample_bytes == 0 {
-                return Err(bad("qcn.sample_bytes", "must be at least 1"));
-            }
-            if !(0.0..1.0).contains(&q.jitter) {
-                return Err(bad("qcn.jitter", "must be in [0, 1)"));
-            }
-        }
+        qdisc::check(&self.qdisc_settings())?;
         if let Some(p) = &self.pfc {
             if p.xoff_bytes == 0 {
                 return Err(bad("pfc.xoff_bytes", "must be at least 1"));
@@ -160,28 +79,15 @@ impl Scenario {
 
     /// Applies the switch sections to a freshly built topology.
     pub(crate) fn apply_switch(&self, topo: &mut Topology) {
-        let mtu = self.queue.mtu_bytes;
-        let k = self.queue.ecn_k_packets * mtu;
-        if let Some(q) = &self.qcn {
-            let p = QcnParams {
-                q_eq_bytes: q.q_eq_bytes,
-                w: q.w,
-                sample_bytes: q.sample_bytes,
-                jitter: q.jitter,
-            };
-            topo.set_qdisc(|_| Box::new(QcnCp::new(p)));
-        } else if let Some(r) = &self.red {
-            let (a, b, p) = (r.kmin_bytes, r.kmax_bytes, r.pmax);
-            topo.set_qdisc(|_| Box::new(Red::new(a, b, p)));
-        } else if self.ecn.as_ref().is_some_and(|e| e.mark_at == "dequeue") {
-            topo.set_qdisc(|_| Box::new(EcnStep::new(k, true)));
-        }
+        let s = self.qdisc_settings();
+        let d = qdisc::choose(&s);
+        topo.set_qdisc(|_| (d.build)(&s));
         if let Some(p) = &self.pfc {
             topo.enable_pfc(PfcSpec {
                 xoff_bytes: p.xoff_bytes,
                 xon_bytes: p.xon_bytes,
                 headroom_bytes: p.headroom_bytes,
-                mtu_bytes: mtu,
+                mtu_bytes: self.queue.mtu_bytes,
             });
         }
         if self.int.as_ref().is_some_and(|i| i.enabled) {

@@ -148,7 +148,7 @@ fn registered(
             r.name
         )));
     }
-    if r.needs.qcn && sc.qcn.is_none() {
+    if r.needs.qcn && !sc.discipline().feedback {
         // Without congestion points no feedback ever comes: a line-rate sender.
         return Err(ScenarioError(format!(
             "field `transports`: {} needs a [qcn] section (switch congestion points)",

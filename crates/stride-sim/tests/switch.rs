@@ -580,6 +580,45 @@ fn scenario_sections_reach_the_switches() {
     assert!(int.topo.ports.iter().any(|p| p.int));
 }
 
+/// `queue.discipline` picks a discipline by name: naming the one the settings imply changes
+/// nothing, naming another runs it, and an unknown name or another discipline's section is
+/// an error naming its field.
+#[test]
+fn queue_discipline_picks_by_name() {
+    let named = |name: &str, extra: &str| {
+        let q = format!("mtu_bytes = 1538\ndiscipline = \"{name}\"\n");
+        scenario(name, &(SCN.replace("mtu_bytes = 1538\n", &q) + extra))
+    };
+    let run = |l: stride_sim::scenario::Loaded| {
+        let mut sim = l.sc.sim("dctcp", &l.flows).unwrap();
+        assert!(sim.run(2_000_000_000, |_, _| {}));
+        let names: Vec<&str> = sim.topo.ports.iter().map(|p| p.qdisc.name()).collect();
+        (sim.stats.clone(), names.join(","))
+    };
+    let implied = run(scenario("implied", SCN).unwrap());
+    let ecn = run(named("ecn", "").unwrap());
+    assert_eq!(format!("{:?}", implied.0), format!("{:?}", ecn.0));
+    assert_eq!(implied.1, ecn.1);
+    assert!(ecn.0.ecn_marks > 0);
+    let tail = run(named("droptail", "").unwrap());
+    assert_eq!(tail.0.ecn_marks, 0);
+    assert!(!tail.1.contains("ecn"));
+    let qcn = run(named("qcn", "").unwrap());
+    assert!(qcn.0.qcn_feedback > 0);
+    let qcn_section = run(scenario("qcn-section", &format!("{SCN}[qcn]\n")).unwrap());
+    assert_eq!(format!("{:?}", qcn.0), format!("{:?}", qcn_section.0));
+    for (name, extra, field) in [
+        ("pie", "", "queue.discipline"),
+        ("red", "", "queue.discipline"),
+        ("droptail", "[qcn]\n", "`qcn`"),
+    ] {
+        match named(name, extra) {
+            Ok(_) => panic!("{name}: accepted"),
+            Err(e) => assert!(e.contains(field), "{name}: {e}"),
+        }
+    }
+}
+
 /// Host 1 of a one-to-one dumbbell: sends its switch one timed pause frame, and records when
 /// each packet arrives.
 struct Pauser {

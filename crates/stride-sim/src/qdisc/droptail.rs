@@ -1,6 +1,6 @@
 //! Drop-tail: no active queue management; the buffer limit the engine enforces is all.
 
-use super::{QueueDiscipline, SimRng, Verdict};
+use super::{Discipline, QueueDiscipline, SimRng, Verdict};
 
 /// Drop-tail (the engine drops a packet that does not fit the buffer; nothing else happens).
 #[derive(Clone, Copy, Debug, Default)]
@@ -14,3 +14,14 @@ impl QueueDiscipline for DropTail {
         Verdict::default()
     }
 }
+
+/// `droptail`: chosen when nothing else is.
+pub const DISCIPLINE: Discipline = Discipline {
+    name: "droptail",
+    about: "drop-tail, no marking",
+    section: None,
+    implied: |_| true,
+    check: |_| Ok(()),
+    build: |_| Box::new(DropTail),
+    feedback: false,
+};

@@ -3,7 +3,9 @@
 //! simulator's default; marking at dequeue (the queue a packet leaves behind it) signals one
 //! queueing delay earlier and is the option many switch ASICs offer.
 
-use super::{QueueDiscipline, SimRng, Verdict};
+use super::{Discipline, QueueDiscipline, Section, Settings, SimRng, Verdict};
+use crate::scenario::ScenarioError;
+use serde::Deserialize;
 
 /// Step marking at `k_bytes`.
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +43,66 @@ impl QueueDiscipline for EcnStep {
     }
     fn dequeue(&mut self, q: u64, ect: bool) -> bool {
         self.at_dequeue && ect && q > self.k_bytes
+    }
+}
+
+/// `[ecn]`: where the step marking of `queue.ecn_k_packets` happens.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct EcnCfg {
+    /// `"enqueue"` (default; the queue ahead of an arriving packet) or `"dequeue"` (the queue
+    /// a departing packet leaves behind; switch ports then run per packet).
+    pub mark_at: String,
+}
+
+/// `ecn`: the step at `queue.ecn_k_packets` (when it is not 0), where `[ecn]` says.
+pub const DISCIPLINE: Discipline = Discipline {
+    name: "ecn",
+    about: "ECN step marking at queue.ecn_k_packets (DCTCP), at enqueue or dequeue ([ecn])",
+    section: Some(Section::of::<EcnCfg>("ecn")),
+    implied: |s| s.queue.ecn_k_bytes > 0,
+    check,
+    build: |s| Box::new(EcnStep::new(s.queue.ecn_k_bytes, at_dequeue(s))),
+    feedback: false,
+};
+
+/// Whether `[ecn]` moves the marking to dequeue.
+fn at_dequeue(s: &Settings) -> bool {
+    let e = s.section::<EcnCfg>("ecn").expect("checked section");
+    e.is_some_and(|e| e.mark_at == "dequeue")
+}
+
+fn check(s: &Settings) -> Result<(), ScenarioError> {
+    if s.names("ecn") && s.queue.ecn_k_bytes == 0 {
+        return Err(ScenarioError::field(
+            "queue.ecn_k_packets",
+            "is 0 (off): queue.discipline = \"ecn\" marks at it",
+        ));
+    }
+    let Some(e) = s.section::<EcnCfg>("ecn")? else {
+        return Ok(());
+    };
+    match e.mark_at.as_str() {
+        "enqueue" => Ok(()),
+        "dequeue" => {
+            if s.queue.ecn_k_bytes == 0 {
+                return Err(ScenarioError::field(
+                    "ecn.mark_at",
+                    "marks at `queue.ecn_k_packets`, which is 0 (off)",
+                ));
+            }
+            if s.has("red") || s.has("qcn") || s.queue.red.is_some() {
+                return Err(ScenarioError::field(
+                    "ecn.mark_at",
+                    "applies to the ECN step; [red], queue.red and [qcn] replace it",
+                ));
+            }
+            Ok(())
+        }
+        other => Err(ScenarioError::field(
+            "ecn.mark_at",
+            format!("{other:?}: use \"enqueue\" or \"dequeue\""),
+        )),
     }
 }
 

@@ -6,16 +6,70 @@
 //! trait object. A discipline that acts at dequeue ([`QueueDiscipline::acts_at_dequeue`])
 //! puts its port on the per-packet path (a `PortFree` event per packet); the others keep the
 //! one-event-per-hop fast path, where a packet's departure is fixed at enqueue.
+//!
+//! Scenarios and topologies pick a discipline by name from [`REGISTRY`]: `queue.discipline`
+//! names one, or the settings imply one (a `[red]` or `[qcn]` section, the step K of
+//! `[queue]`; see [`choose`]). A new discipline is one module, defining its
+//! [`QueueDiscipline`], its scenario section if it has one, and a [`Discipline`] entry, plus
+//! one line in [`REGISTRY`]:
+//!
+//! ```
+//! // qdisc/half.rs (`super::` there): marks every other ECT packet above K.
+//! use stride_sim::qdisc::{Discipline, QueueDiscipline, SimRng, Verdict};
+//!
+//! #[derive(Debug)]
+//! pub struct Half {
+//!     k: u64,
+//!     odd: bool,
+//! }
+//!
+//! impl QueueDiscipline for Half {
+//!     fn name(&self) -> &'static str {
+//!         "half"
+//!     }
+//!     fn enqueue(&mut self, q: u64, _wire: u32, ect: bool, _rng: &mut SimRng) -> Verdict {
+//!         self.odd = !self.odd;
+//!         Verdict {
+//!             mark: ect && q > self.k && self.odd,
+//!             feedback: None,
+//!         }
+//!     }
+//! }
+//!
+//! /// `half`: chosen by `queue.discipline = "half"`, marking above `queue.ecn_k_packets`.
+//! pub const DISCIPLINE: Discipline = Discipline {
+//!     name: "half",
+//!     about: "marks every other ECT packet above K",
+//!     // `Some(Section::of::<HalfCfg>("half"))` for a `[half]` section of its own
+//!     section: None,
+//!     implied: |_| false,
+//!     check: |_| Ok(()),
+//!     build: |s| {
+//!         Box::new(Half {
+//!             k: s.queue.ecn_k_bytes,
+//!             odd: false,
+//!         })
+//!     },
+//!     feedback: false,
+//! };
+//!
+//! // qdisc/mod.rs: `pub mod half;`, and in `REGISTRY`: `half::DISCIPLINE,`
+//! ```
 
 pub mod droptail;
 pub mod ecn;
 pub mod qcn;
 pub mod red;
+mod registry;
 
 pub use droptail::DropTail;
 pub use ecn::EcnStep;
 pub use qcn::{QcnCp, QcnParams};
 pub use red::Red;
+pub use registry::{
+    by_section, check, choose, find, from_spec, names, read, Discipline, Section, Sections,
+    Settings, REGISTRY,
+};
 
 /// The simulator's random stream (SplitMix64), shared by every random choice of a run so a
 /// seed gives one result.
@@ -64,17 +118,5 @@ pub trait QueueDiscipline: std::fmt::Debug {
     /// A packet starts serializing and leaves `q` bytes waiting behind it: mark it?
     fn dequeue(&mut self, _q: u64, _ect: bool) -> bool {
         false
-    }
-}
-
-/// The discipline a [`crate::net::QueueSpec`] describes: an ECN step at K when
-/// `ecn_k_bytes > 0` (marking at enqueue), else RED marking when `red` is set, else drop-tail.
-pub fn from_spec(q: &crate::net::QueueSpec) -> Box<dyn QueueDiscipline> {
-    if q.ecn_k_bytes > 0 {
-        Box::new(EcnStep::new(q.ecn_k_bytes, false))
-    } else if let Some((kmin, kmax, pmax)) = q.red {
-        Box::new(Red::new(kmin, kmax, pmax))
-    } else {
-        Box::new(DropTail)
     }
 }

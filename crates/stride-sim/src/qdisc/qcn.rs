@@ -11,7 +11,9 @@
 //! pseudo code"), each scaled by a uniform factor in [0.85, 1.15] ("30 % randomness").
 //! ECN is not marked: QCN is a layer-2 scheme (a port may still drop when its buffer is full).
 
-use super::{Feedback, QueueDiscipline, SimRng, Verdict};
+use super::{Discipline, Feedback, QueueDiscipline, Section, Settings, SimRng, Verdict};
+use crate::scenario::ScenarioError;
+use serde::Deserialize;
 
 /// Congestion-point parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -119,6 +121,93 @@ impl QueueDiscipline for QcnCp {
             feedback,
         }
     }
+}
+
+/// `[qcn]`: a QCN congestion point on every switch port (no ECN marking); absent fields
+/// take seed 004's values.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct QcnCfg {
+    /// Q_eq, bytes (33 000).
+    #[serde(default = "q_eq")]
+    pub q_eq_bytes: u64,
+    /// W (2).
+    #[serde(default = "w")]
+    pub w: f64,
+    /// Base sampling interval, bytes (150 000).
+    #[serde(default = "sample")]
+    pub sample_bytes: u64,
+    /// Sampling jitter, fraction (0.3).
+    #[serde(default = "jitter")]
+    pub jitter: f64,
+}
+
+fn q_eq() -> u64 {
+    QcnParams::default().q_eq_bytes
+}
+fn w() -> f64 {
+    QcnParams::default().w
+}
+fn sample() -> u64 {
+    QcnParams::default().sample_bytes
+}
+fn jitter() -> f64 {
+    QcnParams::default().jitter
+}
+
+/// `qcn`: congestion points with `[qcn]`'s parameters (seed 004's without the section).
+pub const DISCIPLINE: Discipline = Discipline {
+    name: "qcn",
+    about: "IEEE 802.1Qau congestion point sending QCN feedback ([qcn])",
+    section: Some(Section::of::<QcnCfg>("qcn")),
+    implied: |s| s.has("qcn"),
+    check,
+    build: |s| Box::new(QcnCp::new(params(s))),
+    feedback: true,
+};
+
+/// The congestion-point parameters of `[qcn]`, seed 004's without the section.
+fn params(s: &Settings) -> QcnParams {
+    match s.section::<QcnCfg>("qcn").expect("checked section") {
+        Some(q) => QcnParams {
+            q_eq_bytes: q.q_eq_bytes,
+            w: q.w,
+            sample_bytes: q.sample_bytes,
+            jitter: q.jitter,
+        },
+        None => QcnParams::default(),
+    }
+}
+
+fn check(s: &Settings) -> Result<(), ScenarioError> {
+    let Some(q) = s.section::<QcnCfg>("qcn")? else {
+        return Ok(());
+    };
+    if s.has("red") || s.queue.red.is_some() {
+        return Err(ScenarioError::field(
+            "qcn",
+            "a port runs one discipline: drop [red]/queue.red",
+        ));
+    }
+    if q.q_eq_bytes == 0 {
+        return Err(ScenarioError::field("qcn.q_eq_bytes", "must be at least 1"));
+    }
+    if !(q.w >= 0.0 && q.w.is_finite()) {
+        return Err(ScenarioError::field(
+            "qcn.w",
+            "must be a finite number >= 0",
+        ));
+    }
+    if q.sample_bytes == 0 {
+        return Err(ScenarioError::field(
+            "qcn.sample_bytes",
+            "must be at least 1",
+        ));
+    }
+    if !(0.0..1.0).contains(&q.jitter) {
+        return Err(ScenarioError::field("qcn.jitter", "must be in [0, 1)"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! (Zhu et al. 2015, Section 3.1 and Fig. 5: no mark below Kmin, probability rising linearly
 //! to Pmax at Kmax, every packet marked above Kmax).
 
-use super::{QueueDiscipline, SimRng, Verdict};
+use super::{Discipline, QueueDiscipline, Section, Settings, SimRng, Verdict};
+use crate::scenario::ScenarioError;
+use serde::Deserialize;
 
 /// RED marking with (Kmin, Kmax, Pmax).
 #[derive(Clone, Copy, Debug)]
@@ -51,6 +53,69 @@ impl QueueDiscipline for Red {
             feedback: None,
         }
     }
+}
+
+/// `[red]`: RED-style probabilistic ECN in bytes (DCQCN's switch setting), replacing the
+/// step of `queue.ecn_k_packets`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RedCfg {
+    /// No marking at or below this queue, bytes.
+    pub kmin_bytes: u64,
+    /// Every ECT packet marked at or above this queue, bytes.
+    pub kmax_bytes: u64,
+    /// Marking probability just below `kmax_bytes`, in [0, 1].
+    pub pmax: f64,
+}
+
+/// `red`: the thresholds of `[red]`, or of `queue.red` when the step is off.
+pub const DISCIPLINE: Discipline = Discipline {
+    name: "red",
+    about: "RED-style ECN marking, [red] in bytes or queue.red in packets (DCQCN)",
+    section: Some(Section::of::<RedCfg>("red")),
+    implied: |s| s.has("red") || (s.queue.red.is_some() && s.queue.ecn_k_bytes == 0),
+    check,
+    build: |s| {
+        let (kmin, kmax, pmax) = profile(s).expect("checked settings");
+        Box::new(Red::new(kmin, kmax, pmax))
+    },
+    feedback: false,
+};
+
+/// (Kmin, Kmax, Pmax) in bytes: `[red]`'s, else `queue.red`'s.
+fn profile(s: &Settings) -> Option<(u64, u64, f64)> {
+    match s.section::<RedCfg>("red").expect("checked section") {
+        Some(r) => Some((r.kmin_bytes, r.kmax_bytes, r.pmax)),
+        None => s.queue.red,
+    }
+}
+
+fn check(s: &Settings) -> Result<(), ScenarioError> {
+    let Some(r) = s.section::<RedCfg>("red")? else {
+        if s.names("red") && s.queue.red.is_none() {
+            return Err(ScenarioError::field(
+                "queue.discipline",
+                "\"red\" needs a [red] section or queue.red",
+            ));
+        }
+        return Ok(());
+    };
+    if s.queue.red.is_some() {
+        return Err(ScenarioError::field(
+            "red",
+            "give either [red] (bytes) or queue.red (packets)",
+        ));
+    }
+    if r.kmin_bytes >= r.kmax_bytes {
+        return Err(ScenarioError::field(
+            "red.kmax_bytes",
+            "must be above red.kmin_bytes",
+        ));
+    }
+    if !(0.0..=1.0).contains(&r.pmax) {
+        return Err(ScenarioError::field("red.pmax", "must be in [0, 1]"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -11,12 +11,7 @@ impl Scenario {
     /// Builds the topology (after validation).
     pub fn topology(&self) -> Topology {
         let mtu = self.queue.mtu_bytes;
-        let q = QueueSpec {
-            cap_bytes: self.queue.buffer_packets * mtu,
-            ecn_k_bytes: self.queue.ecn_k_packets * mtu,
-            red: self.queue.red.map(|(a, b, p)| (a * mtu, b * mtu, p)),
-        };
-        let mut topo = self.topology_without_shared_buffer(q);
+        let mut topo = self.topology_without_shared_buffer(self.queue_spec());
         topo.shared_cap_bytes = self.queue.shared_buffer_packets.unwrap_or(0) * mtu;
         self.apply_switch(&mut topo);
         topo

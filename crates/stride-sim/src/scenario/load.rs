@@ -1,6 +1,6 @@
 //! Reading a scenario file: overrides, deprecated keys, validation, flows.
 
-use super::{bad, Loaded, Scenario, ScenarioError};
+use super::{bad, Loaded, Scenario, ScenarioError, KEYS, KEYS_BEFORE_SECTIONS};
 use std::path::Path;
 
 /// Applies one `dotted.key=value` override to a parsed scenario table.
@@ -53,14 +53,16 @@ impl Scenario {
             apply_set(&mut table, s)?;
         }
         let deprecations = crate::units::normalize(&mut table)?;
-        let sc: Scenario = toml::Value::Table(table).try_into().map_err(|e| {
-            let what = if sets.is_empty() {
-                path.display().to_string()
-            } else {
-                format!("{} with {}", path.display(), sets.join(" "))
-            };
-            ScenarioError(format!("{what}: {e}"))
-        })?;
+        let what = if sets.is_empty() {
+            path.display().to_string()
+        } else {
+            format!("{} with {}", path.display(), sets.join(" "))
+        };
+        let sc: Scenario = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
+        sc.read_sections()
+            .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         sc.validate()
             .map_err(|e| ScenarioError(crate::units::user_names(&e.0)))?;
@@ -70,5 +72,31 @@ impl Scenario {
             flows,
             deprecations,
         })
+    }
+}
+
+impl Scenario {
+    /// Reads the queue disciplines' sections (their fields' names and types) and refuses any
+    /// other key the file format does not know.
+    pub fn read_sections(&self) -> Result<(), ScenarioError> {
+        for key in self.qdisc.keys() {
+            if crate::qdisc::by_section(key).is_none() {
+                let sections = crate::qdisc::REGISTRY
+                    .iter()
+                    .filter_map(|d| d.section.map(|s| s.name));
+                let keys: Vec<String> = KEYS[..KEYS_BEFORE_SECTIONS]
+                    .iter()
+                    .copied()
+                    .chain(sections)
+                    .chain(KEYS[KEYS_BEFORE_SECTIONS..].iter().copied())
+                    .map(|k| format!("`{k}`"))
+                    .collect();
+                return Err(ScenarioError(format!(
+                    "unknown field `{key}`, expected one of {}",
+                    keys.join(", ")
+                )));
+            }
+        }
+        crate::qdisc::read(&self.qdisc_settings())
     }
 }

@@ -21,9 +21,31 @@ pub use sections::{
 use crate::engine::Flow;
 use serde::Deserialize;
 
-/// A whole scenario file.
+/// The keys of a scenario file other than the queue disciplines' sections, in the order
+/// error messages list them; the sections come after `KEYS[..KEYS_BEFORE_SECTIONS]`.
+const KEYS: &[&str] = &[
+    "name",
+    "seed",
+    "limit_ms",
+    "transports",
+    "topology",
+    "queue",
+    "workload",
+    "stride",
+    "tcp",
+    "watch",
+    "loss",
+    "trace",
+    "pfc",
+    "int",
+    "rate_change",
+    "cc",
+];
+const KEYS_BEFORE_SECTIONS: usize = 12;
+
+/// A whole scenario file. Keys it does not know are caught by `qdisc` and refused by
+/// [`Scenario::load`] unless a queue discipline reads them.
 #[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Name used in reports.
     pub name: String,
@@ -56,12 +78,11 @@ pub struct Scenario {
     pub loss: Option<LossCfg>,
     /// Sender-state time series of chosen flows, and Jain's index over time (absent: none).
     pub trace: Option<TraceCfg>,
-    /// Where ECN step marking happens (see `switchcfg`).
-    pub ecn: Option<crate::switchcfg::EcnCfg>,
-    /// RED-style ECN in bytes.
-    pub red: Option<crate::switchcfg::RedCfg>,
-    /// QCN congestion points.
-    pub qcn: Option<crate::switchcfg::QcnCfg>,
+    /// The queue disciplines' sections (`[ecn]`, `[red]`, `[qcn]`, and any other a registered
+    /// discipline reads), unread: each discipline of `crate::qdisc::REGISTRY` reads its own.
+    /// Any other key left over here is refused when the file is loaded.
+    #[serde(flatten)]
+    pub qdisc: crate::qdisc::Sections,
     /// Priority flow control.
     pub pfc: Option<crate::switchcfg::PfcCfg>,
     /// INT stamping.

@@ -113,6 +113,9 @@ pub struct QueueCfg {
     pub mtu_bytes: u64,
     /// Shared buffer per switch, packets of `mtu_bytes` (absent = no shared limit).
     pub shared_buffer_packets: Option<u64>,
+    /// The queue discipline of every switch port, by its name in `crate::qdisc::REGISTRY`
+    /// (absent: the one the settings imply, see `crate::qdisc::choose`).
+    pub discipline: Option<String>,
 }
 
 impl Default for QueueCfg {
@@ -123,6 +126,7 @@ impl Default for QueueCfg {
             red: None,
             mtu_bytes: 1538,
             shared_buffer_packets: None,
+            discipline: None,
         }
     }
 }
