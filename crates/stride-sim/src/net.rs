@@ -120,7 +120,12 @@ pub struct Packet {
 
 impl Packet {
     /// A control frame from node `src` to node `dst` (ECMP hash `hash`), of the frame's size.
-    pub fn control(src: NodeId, dst: NodeId, hash: u64, frame: Box<dyn ControlFrame>) -> Packet {
+    pub fn control(
+        src: NodeId,
+        dst: NodeId,
+        hash: u64,
+        frame: impl ControlFrame,
+    ) -> Packet {
         Packet {
             src,
             dst,
@@ -128,7 +133,7 @@ impl Packet {
             hash,
             ect: false,
             ce: false,
-            payload: Payload::Control(frame),
+            payload: Payload::Control(Box::new(frame)),
             int: None,
             hops: 0,
         }

@@ -640,7 +640,7 @@ impl HostStack for Pauser {
         let pause = Pause {
             pause_ns: self.pause_ns,
         };
-        Some(Packet::control(1, 0, 0, Box::new(pause)))
+        Some(Packet::control(1, 0, 0, pause))
     }
     fn next_wake(&mut self) -> Option<u64> {
         None

@@ -9,7 +9,7 @@ impl Sim {
     /// The node at the far end of link `link` sends `frame` back over it to the node feeding
     /// the link. The frame skips the data queue: it pays its own serialization and the link's
     /// propagation delay.
-    pub fn send_back(&mut self, link: usize, frame: Box<dyn ControlFrame>) {
+    pub fn send_back(&mut self, link: usize, frame: impl ControlFrame) {
         let l = &self.topo.ports[link];
         let (far, up) = (l.to, l.from);
         let at = self.now + l.ser_ns(frame.wire()) + l.delay_ns;
@@ -24,7 +24,7 @@ impl Sim {
         node: NodeId,
         dst: NodeId,
         hash: u64,
-        frame: Box<dyn ControlFrame>,
+        frame: impl ControlFrame,
     ) {
         self.forward(node, Packet::control(node, dst, hash, frame), LOCAL);
     }

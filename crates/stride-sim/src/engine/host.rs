@@ -136,7 +136,11 @@ impl Sim {
         self.last_delivered.clone_from(&self.flow_delivered);
     }
 
-    pub(super) fn with_host(&mut self, h: u32, f: impl FnOnce(&mut dyn HostStack, &mut Ctx)) {
+    pub(super) fn with_host<R>(
+        &mut self,
+        h: u32,
+        f: impl FnOnce(&mut dyn HostStack, &mut Ctx) -> R,
+    ) -> R {
         let mut ctx = Ctx {
             now: self.now,
             flows: &self.flows,
@@ -145,23 +149,19 @@ impl Sim {
             flow_delivered: &mut self.flow_delivered,
             completed: &mut self.completed,
         };
-        f(self.hosts[h as usize].as_mut(), &mut ctx);
+        f(self.hosts[h as usize].as_mut(), &mut ctx)
     }
 
     /// Lets an idle host NIC take the next packet; re-arms the host's wake-up.
     pub(super) fn kick(&mut self, h: u32) {
         let port = self.topo.host_port[h as usize];
         if !self.topo.ports[port].busy && !self.topo.ports[port].paused(self.now) {
-            let mut out = None;
-            self.with_host(h, |hs, ctx| out = hs.poll_packet(ctx));
-            if let Some(p) = out {
+            if let Some(p) = self.with_host(h, |hs, ctx| hs.poll_packet(ctx)) {
                 self.stats.packets_sent += 1;
                 self.enqueue(port, p, LOCAL);
             }
         }
-        let mut next = None;
-        self.with_host(h, |hs, _| next = hs.next_wake());
-        if let Some(t) = next {
+        if let Some(t) = self.with_host(h, |hs, _| hs.next_wake()) {
             let t = t.max(self.now + 1);
             if t < self.wake_at[h as usize] || self.wake_at[h as usize] <= self.now {
                 self.wake_at[h as usize] = t;

@@ -71,7 +71,7 @@ impl Sim {
             let l = &mut self.topo.ports[link];
             l.first_xoff_ns = l.first_xoff_ns.min(self.now);
         }
-        self.send_back(link, Box::new(Pause { pause_ns }));
+        self.send_back(link, Pause { pause_ns });
     }
 
     /// A PFC frame from neighbour `from` arrived at `node`: pause the port to it for

@@ -119,7 +119,9 @@ impl Sim {
         }
     }
 
-    /// Runs event `ev`, due now (`t`).
+    /// Runs event `ev`, due now (`t`). Inline: the loop above is generic, so it is compiled
+    /// in the caller's crate, and the dispatch belongs in it.
+    #[inline]
     fn handle(&mut self, t: u64, ev: Ev) {
         match ev {
             Ev::FlowStart { flow } => {
