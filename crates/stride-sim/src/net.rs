@@ -120,12 +120,7 @@ pub struct Packet {
 
 impl Packet {
     /// A control frame from node `src` to node `dst` (ECMP hash `hash`), of the frame's size.
-    pub fn control(
-        src: NodeId,
-        dst: NodeId,
-        hash: u64,
-        frame: impl ControlFrame,
-    ) -> Packet {
+    pub fn control(src: NodeId, dst: NodeId, hash: u64, frame: impl ControlFrame) -> Packet {
         Packet {
             src,
             dst,

@@ -19,13 +19,7 @@ impl Sim {
 
     /// Switch node `node` sends `frame` to host `dst`, routed like any packet (ECMP on `hash`)
     /// through the data queues.
-    pub fn send_routed(
-        &mut self,
-        node: NodeId,
-        dst: NodeId,
-        hash: u64,
-        frame: impl ControlFrame,
-    ) {
+    pub fn send_routed(&mut self, node: NodeId, dst: NodeId, hash: u64, frame: impl ControlFrame) {
         self.forward(node, Packet::control(node, dst, hash, frame), LOCAL);
     }
 }
