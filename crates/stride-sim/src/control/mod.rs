@@ -1,12 +1,13 @@
-//! Control frames: packets the network itself makes, carried as [`Payload::Control`](crate::net::Payload::Control) and
-//! handled by the engine on one path whatever their type.
+//! Control frames: packets the network itself makes, carried as
+//! [`Payload::Control`](crate::net::Payload::Control) and handled by the engine on one path
+//! whatever their type.
 //!
 //! A frame is either *hop by hop* (it crosses one link and the node at its far end consumes
 //! it: [`ControlFrame::arrive`] acts on the network, as a PFC pause stops a port) or *routed*
-//! (it travels to its packet's `dst` host like any packet, skipping nothing, and that host's
-//! transport receives it and reads it with [`Payload::control`](crate::net::Payload::control), as QCN feedback reaches its
-//! reaction point). The engine sends either kind with [`Sim::send_back`] or
-//! [`Sim::send_routed`].
+//! (it travels through the data queues to its packet's `dst` host like any packet, and that
+//! host's transport receives it and reads it with
+//! [`Payload::control`](crate::net::Payload::control), as QCN feedback reaches its reaction
+//! point). The engine sends either kind with [`Sim::send_back`] or [`Sim::send_routed`].
 //!
 //! A new frame type is one module here: a `Clone + Debug` struct implementing
 //! [`ControlFrame`] (its `name`, and `hop_by_hop` with `arrive` if the network consumes it);
