@@ -19,7 +19,6 @@ pub mod flows;
 pub mod plot;
 pub mod scenario;
 pub mod topo;
-pub mod units;
 
 use anyhow::{bail, Context};
 use flows::{Background, BackgroundStats, FlowOutcome, Receiver};
