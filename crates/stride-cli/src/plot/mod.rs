@@ -1,7 +1,8 @@
-//! Plots of a simulation run, drawn with plotters in PNG and SVG: the improvement factor per
-//! size category (the paper's Fig. 9a for the average, 9b for the 99th percentile), the queue
-//! occupancy of the watched switch ports and the traces. Every transport has one colour and
-//! marker in all of them ([`style`]).
+//! The plots of `stride sim` and `stride testbed`, drawn with plotters in PNG and SVG: of a
+//! simulation run, the improvement factor per size category (the paper's Fig. 9a for the
+//! average, 9b for the 99th percentile), the queue occupancy of the watched switch ports and
+//! the traces; of a testbed run, the figures it returns ([`draw_figure`]). Every transport has
+//! one colour and marker in all of them ([`style`]).
 //!
 //! Text needs a TrueType font, read at run time (nothing is bundled): `$STRIDE_FONT`, else
 //! DejaVu Sans or Liberation Sans from the usual system paths (`scripts/setup.sh` installs
@@ -347,6 +348,11 @@ macro_rules! png_and_svg {
         $written.push(svg);
     }};
 }
+
+// After the macro, which it uses.
+mod category;
+
+pub use category::draw_figure;
 
 /// Writes fct-avg (Fig. 9a), fct-p99 (Fig. 9b) and, with queue samples, queue plots, each as
 /// PNG and SVG; returns the files written.
