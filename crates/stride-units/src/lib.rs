@@ -25,8 +25,8 @@
 //! assert!(parse_duration_ns("20").unwrap_err().contains("needs a unit"));
 //! ```
 //!
-//! Around the grammar, two small pieces every front end shares: [`overrides::apply_set`], the
-//! `--set dotted.key=value` override of a TOML file (feature `toml`, on by default), and
+//! Around the grammar, two small pieces every front end shares: `overrides::apply_set`, the
+//! `--set dotted.key=value` override of a TOML file (feature `toml`), and
 //! [`stats::median`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

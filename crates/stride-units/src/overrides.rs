@@ -1,5 +1,5 @@
 //! `--set dotted.key=value` overrides on a parsed TOML file, shared by `stride sim` scenarios and
-//! `stride testbed` files (feature `toml`, on by default).
+//! `stride testbed` files (feature `toml`).
 
 /// Applies one `dotted.key=value` override to a parsed TOML table, creating missing sections.
 ///
