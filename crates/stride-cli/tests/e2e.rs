@@ -580,6 +580,9 @@ impl Drop for VethPair {
 /// `--mtu 9000` towards a peer whose route carries 1500-byte packets: the sender lowers its
 /// payload to what fits (1440 bytes) instead of having IP fragment each datagram (which lost
 /// and resent about half of them before). Over a 9000-byte route it keeps 8940.
+///
+/// Needs root and network namespaces: without them it prints `SKIPPED: ...` on stderr (the
+/// harness still counts it as passed), or fails when `STRIDE_REQUIRE_NETNS=1` (CI, as root).
 #[test]
 fn perf_mtu_is_lowered_to_what_the_route_carries() {
     for (mtu, payload) in [(1500u32, 1440u64), (9000, 8940)] {
@@ -587,9 +590,12 @@ fn perf_mtu_is_lowered_to_what_the_route_carries() {
             Ok(n) => n,
             Err(why) => {
                 // Unprivileged: the namespaces are refused; the payload arithmetic and the
-                // loopback route are covered by the library's tests.
-                eprintln!("perf_mtu_is_lowered_to_what_the_route_carries: not run ({why})");
-                assert!(!why.is_empty());
+                // loopback route are covered by the library's tests. Fails instead under
+                // STRIDE_REQUIRE_NETNS=1 (CI).
+                stride_testbed::topo::skip_netns_test(
+                    "perf_mtu_is_lowered_to_what_the_route_carries",
+                    &why,
+                );
                 return;
             }
         };
