@@ -36,16 +36,19 @@ pub const HOST_SEND_BATCH_BYTES: u32 = 64 * 1024;
 /// sending to one endpoint (one socket), they hold at most about 2 MiB in flight together
 /// (each `2 MiB >> ceil(log2 n)`); a lone sender is not limited. On a software host the queue
 /// that matters is the socket's receive queue, which the kernel's receive stamp does not see
-/// (see [`EndpointConfig::read_delay_slack_ns`](super::EndpointConfig::read_delay_slack_ns)): when the receiving thread falls behind (it
+/// (see [`EndpointConfig::read_delay_slack_ns`]): when the receiving thread falls behind (it
 /// shares the cores with the senders), only the window bounds that queue. Without a share each
 /// peer may have its whole receive window (4 MiB) in flight, a few together overflow the
 /// socket, and every overflow costs a timeout and a go-back-N resend that lands in the same
 /// full queue: 8 loopback connections into a 2-socket server on 2 cores moved 3–5 Gbit/s with
 /// 0.3–1 million resends and 300–800 timeouts per GB; with the share 10.7–13 Gbit/s and under
 /// 1 400 resends (docs/results.md, a receive share for software hosts).
-/// [`Endpoint::bind_with`](super::Endpoint::bind_with) lowers the share further to a quarter of the socket buffer the
+/// [`Endpoint::bind_with`] lowers the share further to a quarter of the socket buffer the
 /// kernel granted, so a datagram's kernel overhead (about 1.6x its payload) and a resend of
 /// what is still queued both fit.
+///
+/// [`EndpointConfig::read_delay_slack_ns`]: super::EndpointConfig::read_delay_slack_ns
+/// [`Endpoint::bind_with`]: super::Endpoint::bind_with
 pub const HOST_RX_SHARE: u32 = 2 << 20;
 
 /// The protocol's defaults for a host whose NIC runs at `line_bps`, adjusted for a software
@@ -83,7 +86,7 @@ pub const HOST_RX_SHARE: u32 = 2 << 20;
 /// - an ACK due for less than an ACK interval rides on DATA leaving at the same moment
 ///   (spec §6.4, [`HOST_ACK_RIDE_NS`]: a pure ACK, the peer's STT and RTT sample, still leaves
 ///   at least once per millisecond): a request/response exchange is one datagram each way,
-///   not two (the ACK held for the response, see [`ACK_HOLD_NS`](super::ACK_HOLD_NS), then costs nothing);
+///   not two (the ACK held for the response, see [`ACK_HOLD_NS`], then costs nothing);
 /// - with two or more peers sending to the endpoint, their windows share [`HOST_RX_SHARE`]
 ///   (2 MiB) instead of the protocol's 52 µs of line: software RTTs are hundreds of µs, and the
 ///   bound is there for the socket's receive queue, not a switch port;
@@ -99,6 +102,8 @@ pub const HOST_RX_SHARE: u32 = 2 << 20;
 ///   100 µs and 94 % at 200 µs; through the UDP relay 200 µs lowered the demo's own figure
 ///   (sender line = bottleneck: 0.86 against 0.92 median of 8 interleaved runs) while 100 µs
 ///   raised both (0.96 against 0.90 at a 1 Gbit/s line, 0.91 against 0.88 at 10 Gbit/s).
+///
+/// [`ACK_HOLD_NS`]: super::ACK_HOLD_NS
 pub fn host_config(line_bps: u64) -> Config {
     let mut c = Config::for_line_rate_gbps(line_bps as f64 / 1e9);
     c.min_rto_ns = HOST_MIN_RTO_NS;

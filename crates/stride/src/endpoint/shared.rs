@@ -40,8 +40,9 @@ pub(super) struct State {
     pub(super) spill: Vec<(SocketAddr, Vec<u8>)>,
     /// Transmissions are held back until this time ([`ACK_HOLD_NS`](super::ACK_HOLD_NS)).
     pub(super) hold_until: Option<u64>,
-    /// [`send_direct`](super::direct)'s datagram buffers ([`DIRECT_MAX_DATAGRAMS`](super::DIRECT_MAX_DATAGRAMS) of `room` bytes), kept
-    /// so that a call does not clear them first.
+    /// The datagram buffers of [`super::direct`]'s sends
+    /// ([`DIRECT_MAX_DATAGRAMS`](super::DIRECT_MAX_DATAGRAMS) of `room` bytes), kept so that a
+    /// call does not clear them first.
     pub(super) direct_bufs: Box<[u8]>,
     /// Bytes of room per datagram buffer ([`sys::datagram_room`] of the configured payload).
     pub(super) room: usize,

@@ -1,7 +1,9 @@
 //! The stream API: [`Stream`], one connection as tokio's `AsyncRead` and `AsyncWrite`, with
 //! zero-copy reads and writes of [`Bytes`]. Reads on a request/response stream receive from
-//! the socket themselves (see [`EndpointConfig::inline_receive`](super::EndpointConfig::inline_receive));
-//! small writes leave from the writing thread (see [`settle`]).
+//! the socket themselves (see [`EndpointConfig::inline_receive`]); small writes leave from the
+//! writing thread (see [`settle`]).
+//!
+//! [`EndpointConfig::inline_receive`]: super::EndpointConfig::inline_receive
 
 use super::direct::{settle, Tx};
 use super::shared::{HandleGuard, Shared, State};
@@ -26,7 +28,7 @@ pub struct Stream {
     h: ConnHandle,
     remote: SocketAddr,
     shut: bool,
-    /// A pending inline receive (see [`EndpointConfig::inline_receive`](super::EndpointConfig::inline_receive)).
+    /// A pending inline receive (see [`super::EndpointConfig::inline_receive`]).
     rx_wait: Option<RxWait>,
     /// Inline receive failed on this stream (no usable reactor): the driver receives.
     rx_off: bool,
