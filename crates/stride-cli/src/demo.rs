@@ -7,8 +7,8 @@ use crate::units::{fmt_ns, human, parse_bytes, parse_duration_ns, parse_rate, re
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::{Duration, Instant};
-use stride::relay::{Relay, RelayConfig};
 use stride::Endpoint;
+use stride_apps::relay::{Relay, RelayConfig};
 use tokio::io::AsyncWriteExt;
 
 /// Arguments of `stride demo`.

@@ -1,6 +1,6 @@
 //! `stride perf`: memory-to-memory throughput with per-second interval reports, and
 //! request/response round trips, over STRIDE, kernel TCP or (round trips only) raw UDP, all
-//! through the same harness ([`stride::perf`]) so their figures compare. This file parses the
+//! through the same harness ([`stride_apps::perf`]) so their figures compare. This file parses the
 //! arguments, runs the servers' accept loops and prints.
 
 use crate::control::ControlArgs;
@@ -10,8 +10,8 @@ use serde_json::{json, Map, Value};
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
-use stride::perf::{bulk, round_trips, serve, udp_round_trips, RttSummary};
 use stride::Endpoint;
+use stride_apps::perf::{bulk, round_trips, serve, udp_round_trips, RttSummary};
 
 /// Arguments of `stride perf`.
 #[derive(Args, Debug)]
@@ -323,7 +323,7 @@ fn rtt_report(transport: &str, size: u64, rtts: Vec<u64>) -> Map<String, Value> 
     // divide what the whole run cost by the exchanges it made.
     m.insert(
         "warm_up_round_trips".into(),
-        json!(stride::perf::warm_up(r.count as u64)),
+        json!(stride_apps::perf::warm_up(r.count as u64)),
     );
     m.insert("size".into(), json!(size));
     m.insert("rtt_p50_ns".into(), json!(r.p50));
@@ -386,7 +386,7 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
                     // a reader can tell who received (the reader inline or the driver), how
                     // often the driver thread was woken and whether ACKs rode on requests.
                     let io = ep.io_stats();
-                    let n = (count + stride::perf::warm_up(count)) as f64;
+                    let n = (count + stride_apps::perf::warm_up(count)) as f64;
                     let per = |a: u64, b: u64| json!(((a - b) as f64 / n * 1e3).round() / 1e3);
                     m.insert(
                         "io_per_round_trip".into(),
@@ -518,7 +518,7 @@ async fn parallel_client(
             }
         }
     }
-    let cpu0 = stride::perf::cpu_seconds();
+    let cpu0 = stride_apps::perf::cpu_seconds();
     let start = std::time::Instant::now();
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n as u64 {
@@ -540,7 +540,7 @@ async fn parallel_client(
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    let cores = (stride::perf::cpu_seconds() - cpu0) / secs.max(1e-9);
+    let cores = (stride_apps::perf::cpu_seconds() - cpu0) / secs.max(1e-9);
     let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
     let transport = if proto.is_some() { "stride" } else { "tcp" };
     if json_out {
@@ -631,17 +631,17 @@ async fn udp_client(to: SocketAddr, count: u64, size: u64, json_out: bool) -> i3
 /// What a blocking client job gave.
 enum Done {
     Rtts(Vec<u64>),
-    Bulk(stride::perf::Bulk, Option<Box<stride::ConnStats>>),
+    Bulk(stride_apps::perf::Bulk, Option<Box<stride::ConnStats>>),
 }
 
 /// Runs `job` on a blocking stream.
-fn blocking_job<S: stride::perf::HalfClose>(s: &mut S, job: Job) -> io::Result<Done> {
+fn blocking_job<S: stride_apps::perf::HalfClose>(s: &mut S, job: Job) -> io::Result<Done> {
     match job {
         Job::RoundTrips { count, size } => {
-            stride::perf::round_trips_blocking(s, count, size).map(Done::Rtts)
+            stride_apps::perf::round_trips_blocking(s, count, size).map(Done::Rtts)
         }
         Job::Bulk { bytes, time } => {
-            stride::perf::bulk_blocking(s, bytes, time).map(|b| Done::Bulk(b, None))
+            stride_apps::perf::bulk_blocking(s, bytes, time).map(|b| Done::Bulk(b, None))
         }
     }
 }
@@ -705,7 +705,7 @@ fn run_blocking(a: &PerfArgs) -> Option<i32> {
                 let Job::RoundTrips { count, size } = job else {
                     unreachable!("refused above")
                 };
-                stride::perf::udp_round_trips_blocking(*to, count, size).map(Done::Rtts)
+                stride_apps::perf::udp_round_trips_blocking(*to, count, size).map(Done::Rtts)
             } else if transport.tcp {
                 std::net::TcpStream::connect_timeout(to, Duration::from_secs(3)).and_then(
                     |mut s| {
@@ -793,7 +793,7 @@ fn run_blocking(a: &PerfArgs) -> Option<i32> {
 }
 
 fn blocking_server(listen: SocketAddr, json_out: bool, transport: Transport) -> i32 {
-    use stride::perf::serve_blocking;
+    use stride_apps::perf::serve_blocking;
     if transport.udp {
         let sock = match std::net::UdpSocket::bind(listen) {
             Ok(s) => s,
@@ -802,7 +802,7 @@ fn blocking_server(listen: SocketAddr, json_out: bool, transport: Transport) -> 
         if let Ok(a) = sock.local_addr() {
             eprintln!("perf server (udp echo, blocking) listening on {a}");
         }
-        fail("perf server", stride::perf::udp_echo_blocking(&sock));
+        fail("perf server", stride_apps::perf::udp_echo_blocking(&sock));
     }
     if transport.tcp {
         let l = match std::net::TcpListener::bind(listen) {

@@ -1,11 +1,11 @@
-//! `stride relay`: a userspace bottleneck in front of a server (see `stride::relay`).
+//! `stride relay`: a userspace bottleneck in front of a server (see `stride_apps::relay`).
 
 use crate::units::{fmt_ns, parse_bytes, parse_duration_ns, parse_prob, parse_rate, runtime};
 use clap::Args;
 use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use stride::relay::{Relay, RelayConfig, RelayStats};
+use stride_apps::relay::{Relay, RelayConfig, RelayStats};
 
 /// Arguments of `stride relay`.
 #[derive(Args, Debug)]
@@ -134,7 +134,7 @@ pub fn run(a: RelayArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let tap: Option<stride::relay::Tap> = capture.clone().map(|c| {
+    let tap: Option<stride_apps::relay::Tap> = capture.clone().map(|c| {
         Box::new(move |ts, from, to, data: &[u8]| {
             let mut g = c.lock().unwrap_or_else(|p| p.into_inner());
             let (w, first_err) = &mut *g;
@@ -146,7 +146,7 @@ pub fn run(a: RelayArgs) -> anyhow::Result<()> {
             if first_err.is_some() {
                 *w = None; // stop capturing after the first write error
             }
-        }) as stride::relay::Tap
+        }) as stride_apps::relay::Tap
     });
     let relay = match Relay::spawn_tapped(config(&a), tap) {
         Ok(r) => r,

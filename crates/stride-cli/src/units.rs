@@ -93,7 +93,7 @@ pub fn report(bytes: u64, seconds: f64, cs: &ConnStats) -> Map<String, Value> {
 }
 
 /// Reads `s` to its end, discarding the bytes; returns how many there were.
-pub use stride::perf::discard_to_end;
+pub use stride_apps::perf::discard_to_end;
 
 /// One human line for a report.
 pub fn human(m: &Map<String, Value>) -> String {

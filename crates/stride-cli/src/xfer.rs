@@ -1,4 +1,4 @@
-//! `stride send` and `stride recv`: arguments and printing; the protocol is [`stride::xfer`].
+//! `stride send` and `stride recv`: arguments and printing; the protocol is [`stride_apps::xfer`].
 
 use crate::control::ControlArgs;
 use crate::units::{fail, human, report, runtime};
@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use stride::xfer::{receive_file, send_file, ReceiveOptions, Received, SendOptions};
 use stride::Endpoint;
+use stride_apps::xfer::{receive_file, send_file, ReceiveOptions, Received, SendOptions};
 
 /// SYN resends of `stride send`: 9.0 to 11.5 s with back-off (spec §6.6), inside its default
 /// 15 s connect timeout, for receivers overloaded by hundreds of concurrent starts.

@@ -326,7 +326,7 @@ async fn raw_send(to: SocketAddr, name: &str, data: &[u8], hash: [u8; 32]) -> (u
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let ep = stride::Endpoint::client("127.0.0.1:0".parse().expect("addr")).expect("bind");
     let mut s = ep.connect(to).await.expect("connect");
-    let mut b = stride::xfer::encode_header(name, data.len() as u64);
+    let mut b = stride_apps::xfer::encode_header(name, data.len() as u64);
     b.extend_from_slice(data);
     b.extend_from_slice(&hash);
     // The receiver may refuse before reading everything: ignore write errors, read the status.

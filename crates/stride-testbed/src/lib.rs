@@ -3,8 +3,8 @@
 //! (`stride testbed run FILE`).
 //!
 //! - [`topo`]: the namespaces, veth links and the `tbf`/`htb` bottleneck (root only), torn down
-//!   on drop; without privilege the userspace relay of `stride::relay` is the fallback (STRIDE
-//!   only, since kernel TCP cannot cross a UDP relay);
+//!   on drop; without privilege the userspace relay of `stride_apps::relay` is the fallback
+//!   (STRIDE only, since kernel TCP cannot cross a UDP relay);
 //! - [`flows`]: foreground flows through one harness for both transports, the receiver, and the
 //!   pinned-rate background generator (fixed, seeded random, linear patterns);
 //! - [`scenario`]: the TOML format;
@@ -31,8 +31,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stride::relay::{Relay, RelayConfig};
 use stride::{Endpoint, EndpointConfig};
+use stride_apps::relay::{Relay, RelayConfig};
 use topo::{Host, Topology};
 
 /// The environment an experiment runs in.

@@ -1,13 +1,12 @@
 //! The blocking, single-owner endpoint (`stride::blocking`): request/response with one
-//! datagram each way, bulk both ways with the async endpoint, loss and reordering through the
-//! relay, time limits.
+//! datagram each way, bulk both ways with the async endpoint, time limits. (Loss and
+//! reordering through the relay: `stride-apps`' relay tests.)
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::thread;
 use std::time::{Duration, Instant};
 use stride::blocking::{self, Connection};
-use stride::relay::{Relay, RelayConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn pattern(len: usize, seed: u32) -> Vec<u8> {
@@ -153,46 +152,6 @@ fn an_async_client_and_a_blocking_server_move_bulk() {
         data.len()
     );
     assert_eq!(server.join().unwrap().0, data.len() as u64);
-}
-
-#[test]
-fn blocking_endpoints_repair_loss_and_reordering() {
-    let mut srv = blocking::Endpoint::bind(local()).unwrap();
-    let relay = Relay::spawn(RelayConfig {
-        loss: 0.02,
-        reorder: 0.02,
-        seed: 7,
-        ..RelayConfig::new(local(), srv.local_addr())
-    })
-    .unwrap();
-    let data = pattern(2_000_003, 4);
-    let want = data.clone();
-    let h = thread::spawn(move || {
-        let c = srv
-            .accept(Some(Duration::from_secs(10)))
-            .unwrap()
-            .expect("a client");
-        let mut got = Vec::new();
-        srv.stream(c).read_to_end(&mut got).unwrap();
-        srv.close(c, Duration::from_secs(5)).unwrap();
-        got
-    });
-    let mut c = Connection::connect(relay.local_addr(), Duration::from_secs(5)).unwrap();
-    c.write_all(&data).unwrap();
-    c.flush().unwrap();
-    let (ep, id) = c.endpoint();
-    let resent = ep.conn_stats(id).unwrap().retransmitted_packets;
-    assert!(resent > 0, "nothing was resent");
-    assert!(c.close(Duration::from_secs(10)).unwrap());
-    let got = h.join().unwrap();
-    assert!(
-        got == want,
-        "stream differs ({} bytes of {})",
-        got.len(),
-        want.len()
-    );
-    let st = relay.stop();
-    assert!(st.random_drops > 0, "the relay dropped nothing: {st:?}");
 }
 
 #[test]

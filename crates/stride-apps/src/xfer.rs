@@ -31,19 +31,19 @@
 //! let to = server.local_addr();
 //! let recv = tokio::spawn(async move {
 //!     let s = server.accept().await.unwrap();
-//!     let opts = stride::xfer::ReceiveOptions::default();
-//!     stride::xfer::receive_file(s, std::path::Path::new("incoming"), &opts).await
+//!     let opts = stride_apps::xfer::ReceiveOptions::default();
+//!     stride_apps::xfer::receive_file(s, std::path::Path::new("incoming"), &opts).await
 //! });
-//! let opts = stride::xfer::SendOptions::default();
-//! let sent = stride::xfer::send_file(&client, to, "notes.txt".as_ref(), &opts).await;
+//! let opts = stride_apps::xfer::SendOptions::default();
+//! let sent = stride_apps::xfer::send_file(&client, to, "notes.txt".as_ref(), &opts).await;
 //! println!("{sent:?} {:?}", recv.await.unwrap());
 //! # Ok(()) }
 //! ```
 
-use crate::{ConnStats, Endpoint, Error, Stream};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use stride::{ConnStats, Endpoint, Error, Stream};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// First four bytes of a transfer.

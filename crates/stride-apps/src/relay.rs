@@ -11,7 +11,6 @@
 //! set to 1 µs) when the next departure is far, and spins (polling with `sched_yield`) when it
 //! is closer than [`RELAY_SPIN_NS`], so departures are not delayed by wake-up latency.
 
-use crate::sys::{self, RxBatch};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::io;
@@ -20,6 +19,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use stride::sys::{self, RxBatch};
 use stride_proto::rng::SplitMix;
 use stride_proto::Histogram;
 
@@ -111,7 +111,7 @@ pub struct RelayStats {
     pub queue_delay: Histogram,
     /// Time the bottleneck spent serialising, ns.
     pub busy_ns: u64,
-    /// First forward arrival and last departure (ns, `CLOCK_MONOTONIC`, see [`crate::sys::now_ns`]).
+    /// First forward arrival and last departure (ns, `CLOCK_MONOTONIC`, see [`stride::sys::now_ns`]).
     pub first_ns: u64,
     /// Last departure from the bottleneck.
     pub last_ns: u64,
@@ -160,8 +160,8 @@ impl Relay {
         )?;
         sys::set_buffers(
             &sock,
-            crate::endpoint::SOCKET_BUFFER,
-            crate::endpoint::SOCKET_BUFFER,
+            stride::endpoint::SOCKET_BUFFER,
+            stride::endpoint::SOCKET_BUFFER,
         );
         sock.bind(&cfg.listen.into())?;
         sock.set_nonblocking(true)?;
@@ -244,43 +244,87 @@ fn ppm(p: f64) -> u64 {
     (p.clamp(0.0, 1.0) * 1_000_000.0).round() as u64
 }
 
+/// One draw with probability `p` in millionths (never when `p` is 0).
+fn chance(rng: &mut SplitMix, p: u64) -> bool {
+    p > 0 && rng.below(1_000_000) < p
+}
+
+/// The relay thread: waits for input or the next departure, takes what arrived on either
+/// path into the model, delivers what is due, and publishes the counters every 20 ms.
 fn run(
     cfg: RelayConfig,
     sock: UdpSocket,
     stop: Arc<AtomicBool>,
     shared: Arc<Mutex<RelayStats>>,
-    mut tap: Option<Tap>,
+    tap: Option<Tap>,
 ) {
     // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
-    let mut rng = SplitMix::new(cfg.seed);
-    let (loss, dup, reorder) = (ppm(cfg.loss), ppm(cfg.dup), ppm(cfg.reorder));
-    let chance = |rng: &mut SplitMix, p: u64| p > 0 && rng.below(1_000_000) < p;
-    let mut ups: Vec<(UdpSocket, SocketAddr)> = Vec::new();
-    let mut by_client: HashMap<SocketAddr, usize> = HashMap::new();
-    let mut heap: BinaryHeap<Reverse<Pending>> = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut link_free_at = 0u64;
-    let mut st = RelayStats::default();
-    // Room for any UDP datagram, so endpoints configured for jumbo datagrams pass too.
-    // Separate buffers per direction: `rx`'s drop count (`overflow`) is the client socket's.
-    let mut rx = RxBatch::with_room(sys::GRO_ROOM);
-    let mut rx_back = RxBatch::with_room(sys::GRO_ROOM);
-    let mut last_publish = 0u64;
     let upstream_bind: SocketAddr = if cfg.to.is_ipv6() {
         "[::]:0".parse().expect("addr")
     } else {
         "0.0.0.0:0".parse().expect("addr")
     };
+    let mut r = Relayer {
+        model: Model::new(&cfg),
+        cfg,
+        sock,
+        ups: Vec::new(),
+        by_client: HashMap::new(),
+        upstream_bind,
+        // Room for any UDP datagram, so endpoints configured for jumbo datagrams pass too.
+        // Separate buffers per direction: `rx`'s drop count (`overflow`) is the client socket's.
+        rx: RxBatch::with_room(sys::GRO_ROOM),
+        rx_back: RxBatch::with_room(sys::GRO_ROOM),
+        tap,
+    };
+    let mut last_publish = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        // Wait for input or the next departure.
+        let fds = r.wait();
+        if fds[0].revents & libc::POLLIN != 0 {
+            r.forward();
+        }
+        r.back(&fds);
         let now = sys::now_ns();
-        let wait = match heap.peek() {
+        r.deliver(now);
+        if now.saturating_sub(last_publish) > 20_000_000 {
+            last_publish = now;
+            *shared.lock().unwrap_or_else(|p| p.into_inner()) = r.model.st.clone();
+        }
+    }
+    *shared.lock().unwrap_or_else(|p| p.into_inner()) = r.model.st;
+}
+
+/// The relay thread's sockets and buffers around its [`Model`].
+struct Relayer {
+    cfg: RelayConfig,
+    /// The socket clients send to.
+    sock: UdpSocket,
+    /// One socket towards the server per client address, with that address.
+    ups: Vec<(UdpSocket, SocketAddr)>,
+    /// Index into `ups` by client address.
+    by_client: HashMap<SocketAddr, usize>,
+    /// Where upstream sockets are bound (the unspecified address of the server's family).
+    upstream_bind: SocketAddr,
+    model: Model,
+    /// Receive buffers for the forward path and the way back.
+    rx: RxBatch,
+    rx_back: RxBatch,
+    tap: Option<Tap>,
+}
+
+impl Relayer {
+    /// Waits for input on any socket or the next departure: spun when that is closer than
+    /// [`RELAY_SPIN_NS`], slept in `ppoll` otherwise. Returns the sockets' poll results (the
+    /// client socket first, then the upstream sockets in order).
+    fn wait(&self) -> Vec<libc::pollfd> {
+        let now = sys::now_ns();
+        let wait = match self.model.heap.peek() {
             Some(Reverse(p)) => p.at.saturating_sub(now).min(50_000_000),
             None => 50_000_000,
         };
-        let mut fds: Vec<libc::pollfd> = std::iter::once(sock.as_raw_fd())
-            .chain(ups.iter().map(|u| u.0.as_raw_fd()))
+        let mut fds: Vec<libc::pollfd> = std::iter::once(self.sock.as_raw_fd())
+            .chain(self.ups.iter().map(|u| u.0.as_raw_fd()))
             .map(|fd| libc::pollfd {
                 fd,
                 events: libc::POLLIN,
@@ -311,123 +355,83 @@ fn run(
             // SAFETY: as above, zero timeout.
             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
         }
-        // Forward path: from clients.
-        if fds[0].revents & libc::POLLIN != 0 {
-            for _ in 0..8 {
-                let n = match rx.recv(sock.as_raw_fd()) {
-                    Ok(n) => n,
-                    Err(_) => break,
+        fds
+    }
+
+    /// Forward path: takes what clients sent (a few batches at most) into the model.
+    fn forward(&mut self) {
+        for _ in 0..8 {
+            let n = match self.rx.recv(self.sock.as_raw_fd()) {
+                Ok(n) => n,
+                Err(_) => break,
+            };
+            let recv_now = sys::now_ns();
+            self.model.st.socket_drops = self.rx.overflow;
+            for i in 0..n {
+                let r = self.rx.got[i];
+                if r.len == 0 {
+                    continue;
+                }
+                let now = r.kernel_ts.unwrap_or(recv_now).min(recv_now);
+                self.model.st.fwd_in += 1;
+                let Some(idx) = self.upstream_for(r.from) else {
+                    continue;
                 };
-                let recv_now = sys::now_ns();
-                st.socket_drops = rx.overflow;
-                for i in 0..n {
-                    let r = rx.got[i];
-                    if r.len == 0 {
-                        continue;
-                    }
-                    let now = r.kernel_ts.unwrap_or(recv_now).min(recv_now);
-                    st.fwd_in += 1;
-                    let idx = match by_client.get(&r.from) {
-                        Some(&k) => k,
-                        None => {
-                            let Ok(u) = UdpSocket::bind(upstream_bind) else {
-                                st.send_errors += 1;
-                                continue;
-                            };
-                            let _ = u.set_nonblocking(true);
-                            let s2 = socket2::SockRef::from(&u);
-                            sys::set_buffers(
-                                &s2,
-                                crate::endpoint::SOCKET_BUFFER,
-                                crate::endpoint::SOCKET_BUFFER,
-                            );
-                            ups.push((u, r.from));
-                            by_client.insert(r.from, ups.len() - 1);
-                            st.sessions += 1;
-                            ups.len() - 1
-                        }
-                    };
-                    if chance(&mut rng, loss) {
-                        st.random_drops += 1;
-                        continue;
-                    }
-                    let copies = if chance(&mut rng, dup) {
-                        st.duplicated += 1;
-                        2
-                    } else {
-                        1
-                    };
-                    for _ in 0..copies {
-                        let len = r.len as u64;
-                        let mut depart = now;
-                        if cfg.rate_bps > 0 {
-                            let backlog_ns = link_free_at.saturating_sub(now);
-                            let backlog = (u128::from(backlog_ns) * u128::from(cfg.rate_bps)
-                                / 8_000_000_000) as u64;
-                            if backlog + len > cfg.queue_bytes {
-                                st.queue_drops += 1;
-                                if st.first_ns != 0
-                                    && now.saturating_sub(st.first_ns) > LATE_DROP_NS
-                                {
-                                    st.queue_drops_late += 1;
-                                }
-                                continue;
-                            }
-                            let tx_ns =
-                                (u128::from(len) * 8_000_000_000 / u128::from(cfg.rate_bps)) as u64;
-                            st.queue_delay.record(backlog_ns);
-                            let start = link_free_at.max(now);
-                            depart = start + tx_ns;
-                            link_free_at = depart;
-                            st.busy_ns += tx_ns;
-                        }
-                        if st.first_ns == 0 {
-                            st.first_ns = now;
-                        }
-                        st.last_ns = st.last_ns.max(depart);
-                        let mut at = depart + cfg.delay_ns;
-                        if cfg.reorder_ns > 0 && chance(&mut rng, reorder) {
-                            st.reordered += 1;
-                            at += 1 + rng.below(cfg.reorder_ns);
-                        }
-                        seq += 1;
-                        heap.push(Reverse(Pending {
-                            at,
-                            seq,
-                            upstream: Some(idx),
-                            client: r.from,
-                            data: rx.data(i).to_vec(),
-                        }));
-                    }
-                }
-                if n < sys::BATCH {
-                    break;
-                }
+                self.model.admit(now, idx, r.from, self.rx.data(i));
+            }
+            if n < sys::BATCH {
+                break;
             }
         }
-        // Way back: from the server, per client.
+    }
+
+    /// The upstream socket of the client at `from` (opened at its first datagram); None when
+    /// none can be opened (counted as a send error).
+    fn upstream_for(&mut self, from: SocketAddr) -> Option<usize> {
+        if let Some(&k) = self.by_client.get(&from) {
+            return Some(k);
+        }
+        let Ok(u) = UdpSocket::bind(self.upstream_bind) else {
+            self.model.st.send_errors += 1;
+            return None;
+        };
+        let _ = u.set_nonblocking(true);
+        let s2 = socket2::SockRef::from(&u);
+        sys::set_buffers(
+            &s2,
+            stride::endpoint::SOCKET_BUFFER,
+            stride::endpoint::SOCKET_BUFFER,
+        );
+        self.ups.push((u, from));
+        self.by_client.insert(from, self.ups.len() - 1);
+        self.model.st.sessions += 1;
+        Some(self.ups.len() - 1)
+    }
+
+    /// Way back: what the server sent, per client, gets the propagation delay.
+    fn back(&mut self, fds: &[libc::pollfd]) {
         for (k, pfd) in fds.iter().enumerate().skip(1) {
             if pfd.revents & libc::POLLIN == 0 {
                 continue;
             }
-            let (ref u, client) = ups[k - 1];
+            let (ref u, client) = self.ups[k - 1];
             for _ in 0..8 {
-                let n = match rx_back.recv(u.as_raw_fd()) {
+                let n = match self.rx_back.recv(u.as_raw_fd()) {
                     Ok(n) => n,
                     Err(_) => break,
                 };
                 let now = sys::now_ns();
                 for i in 0..n {
-                    if rx_back.got[i].len == 0 {
+                    if self.rx_back.got[i].len == 0 {
                         continue;
                     }
-                    seq += 1;
-                    heap.push(Reverse(Pending {
-                        at: now + cfg.delay_ns,
-                        seq,
+                    self.model.seq += 1;
+                    self.model.heap.push(Reverse(Pending {
+                        at: now + self.cfg.delay_ns,
+                        seq: self.model.seq,
                         upstream: None,
                         client,
-                        data: rx_back.data(i).to_vec(),
+                        data: self.rx_back.data(i).to_vec(),
                     }));
                 }
                 if n < sys::BATCH {
@@ -435,14 +439,17 @@ fn run(
                 }
             }
         }
-        // Deliver what is due.
-        let now = sys::now_ns();
-        while heap.peek().is_some_and(|Reverse(p)| p.at <= now) {
-            let Reverse(p) = heap.pop().expect("peeked");
-            if let Some(t) = tap.as_mut() {
+    }
+
+    /// Sends every packet due by `now` (the tap sees each as it leaves).
+    fn deliver(&mut self, now: u64) {
+        let st = &mut self.model.st;
+        while self.model.heap.peek().is_some_and(|Reverse(p)| p.at <= now) {
+            let Reverse(p) = self.model.heap.pop().expect("peeked");
+            if let Some(t) = self.tap.as_mut() {
                 match p.upstream {
-                    Some(_) => t(now, p.client, cfg.to, &p.data),
-                    None => t(now, cfg.to, p.client, &p.data),
+                    Some(_) => t(now, p.client, self.cfg.to, &p.data),
+                    None => t(now, self.cfg.to, p.client, &p.data),
                 }
             }
             let r = match p.upstream {
@@ -450,21 +457,118 @@ fn run(
                     st.late.record(now - p.at);
                     st.fwd_out += 1;
                     st.fwd_bytes += p.data.len() as u64;
-                    ups[k].0.send_to(&p.data, cfg.to)
+                    self.ups[k].0.send_to(&p.data, self.cfg.to)
                 }
                 None => {
                     st.rev_out += 1;
-                    sock.send_to(&p.data, p.client)
+                    self.sock.send_to(&p.data, p.client)
                 }
             };
             if r.is_err() {
                 st.send_errors += 1;
             }
         }
-        if now.saturating_sub(last_publish) > 20_000_000 {
-            last_publish = now;
-            *shared.lock().unwrap_or_else(|p| p.into_inner()) = st.clone();
+    }
+}
+
+/// The forward path's model: random loss and duplication, the drop-tail bottleneck, the
+/// delay and random reordering; and the packets waiting to leave, in departure order.
+struct Model {
+    rate_bps: u64,
+    queue_bytes: u64,
+    delay_ns: u64,
+    reorder_ns: u64,
+    rng: SplitMix,
+    /// `loss`, `dup` and `reorder` in millionths.
+    loss: u64,
+    dup: u64,
+    reorder: u64,
+    /// Packets waiting to leave (either path), earliest first.
+    heap: BinaryHeap<Reverse<Pending>>,
+    /// Arrival order, to break ties between packets due at the same time.
+    seq: u64,
+    /// When the bottleneck has finished the packets it holds.
+    link_free_at: u64,
+    st: RelayStats,
+}
+
+impl Model {
+    fn new(cfg: &RelayConfig) -> Self {
+        Model {
+            rate_bps: cfg.rate_bps,
+            queue_bytes: cfg.queue_bytes,
+            delay_ns: cfg.delay_ns,
+            reorder_ns: cfg.reorder_ns,
+            rng: SplitMix::new(cfg.seed),
+            loss: ppm(cfg.loss),
+            dup: ppm(cfg.dup),
+            reorder: ppm(cfg.reorder),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            link_free_at: 0,
+            st: RelayStats::default(),
         }
     }
-    *shared.lock().unwrap_or_else(|p| p.into_inner()) = st;
+
+    /// A datagram from `client` (upstream socket `idx`) that arrived at `now`: lost,
+    /// duplicated, queued at the bottleneck (or dropped there), delayed and maybe reordered.
+    fn admit(&mut self, now: u64, idx: usize, client: SocketAddr, data: &[u8]) {
+        if chance(&mut self.rng, self.loss) {
+            self.st.random_drops += 1;
+            return;
+        }
+        let copies = if chance(&mut self.rng, self.dup) {
+            self.st.duplicated += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let Some(depart) = self.bottleneck(now, data.len() as u64) else {
+                continue;
+            };
+            if self.st.first_ns == 0 {
+                self.st.first_ns = now;
+            }
+            self.st.last_ns = self.st.last_ns.max(depart);
+            let mut at = depart + self.delay_ns;
+            if self.reorder_ns > 0 && chance(&mut self.rng, self.reorder) {
+                self.st.reordered += 1;
+                at += 1 + self.rng.below(self.reorder_ns);
+            }
+            self.seq += 1;
+            self.heap.push(Reverse(Pending {
+                at,
+                seq: self.seq,
+                upstream: Some(idx),
+                client,
+                data: data.to_vec(),
+            }));
+        }
+    }
+
+    /// When a packet of `len` bytes arriving at `now` leaves the bottleneck (`now` without a
+    /// rate limit); None when the drop-tail queue has no room for it.
+    fn bottleneck(&mut self, now: u64, len: u64) -> Option<u64> {
+        if self.rate_bps == 0 {
+            return Some(now);
+        }
+        let st = &mut self.st;
+        let backlog_ns = self.link_free_at.saturating_sub(now);
+        let backlog = (u128::from(backlog_ns) * u128::from(self.rate_bps) / 8_000_000_000) as u64;
+        if backlog + len > self.queue_bytes {
+            st.queue_drops += 1;
+            if st.first_ns != 0 && now.saturating_sub(st.first_ns) > LATE_DROP_NS {
+                st.queue_drops_late += 1;
+            }
+            return None;
+        }
+        let tx_ns = (u128::from(len) * 8_000_000_000 / u128::from(self.rate_bps)) as u64;
+        st.queue_delay.record(backlog_ns);
+        let start = self.link_free_at.max(now);
+        let depart = start + tx_ns;
+        self.link_free_at = depart;
+        st.busy_ns += tx_ns;
+        Some(depart)
+    }
 }
