@@ -7,6 +7,10 @@
 //! way). `R`: the server echoes every byte back until the client closes. Raw UDP (round trips
 //! only): the server echoes each datagram ([`udp_round_trips`]).
 //!
+//! The servers ([`serve_stride`], [`serve_tcp`], [`udp_echo`] and their blocking forms) and
+//! the clients' building blocks ([`client_endpoint`], [`intervals`], [`parallel_bulk`],
+//! [`tcp_client`], the blocking [`Job`]s) are those of `stride perf`.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = stride::Endpoint::bind("127.0.0.1:0".parse().unwrap())?;
@@ -21,6 +25,18 @@
 //! println!("{:.3} Gbit/s", b.bytes as f64 * 8.0 / b.seconds / 1e9);
 //! # Ok(()) }
 //! ```
+
+mod clients;
+mod servers;
+
+pub use clients::{
+    any_addr, blocking_job, client_endpoint, intervals, parallel_bulk, set_max_pacing_rate,
+    stride_blocking, tcp_blocking, tcp_client, udp_blocking, Done, Interval, Job, OneBulk,
+    Parallel, CONNECT_LIMIT,
+};
+pub use servers::{
+    serve_stride, serve_stride_blocking, serve_tcp, serve_tcp_blocking, udp_echo, Served,
+};
 
 use bytes::Bytes;
 use std::future::Future;
