@@ -144,6 +144,73 @@ pub struct Relay {
 /// client's (the relay's own sockets are left out, so a capture reads as one conversation).
 pub type Tap = Box<dyn FnMut(u64, SocketAddr, SocketAddr, &[u8]) + Send>;
 
+/// A pcap capture of every datagram a relay sends (`stride relay --pcap FILE`): give its
+/// [`Capture::tap`] to [`Relay::spawn_tapped`], and [`Capture::finish`] it once the relay has
+/// stopped. Capturing stops at the first write error, which `finish` reports.
+pub struct Capture {
+    /// The file's writer (None once a write failed or the capture is finished) and the first
+    /// write error.
+    inner: Arc<Mutex<CaptureState>>,
+}
+
+type CaptureState = (
+    Option<stride_pcap::Writer<std::io::BufWriter<std::fs::File>>>,
+    Option<io::Error>,
+);
+
+/// Why a [`Capture`] did not end well.
+#[derive(Debug)]
+pub enum CaptureError {
+    /// A write failed: capturing stopped there.
+    Stopped(io::Error),
+    /// The file could not be flushed at the end.
+    Flush(io::Error),
+}
+
+impl Capture {
+    /// Creates the file at `path` (replacing it) and writes the pcap header.
+    pub fn create(path: &std::path::Path) -> io::Result<Capture> {
+        let f = std::fs::File::create(path)?;
+        let w = stride_pcap::Writer::new(std::io::BufWriter::new(f))?;
+        Ok(Capture {
+            inner: Arc::new(Mutex::new((Some(w), None))),
+        })
+    }
+
+    /// The tap that writes every datagram the relay sends into the capture.
+    pub fn tap(&self) -> Tap {
+        let c = self.inner.clone();
+        Box::new(move |ts, from, to, data: &[u8]| {
+            let mut g = c.lock().unwrap_or_else(|p| p.into_inner());
+            let (w, first_err) = &mut *g;
+            if let Some(w) = w.as_mut() {
+                if let Err(e) = w.write_udp(ts, from, to, data) {
+                    *first_err = Some(e);
+                }
+            }
+            if first_err.is_some() {
+                *w = None; // stop capturing after the first write error
+            }
+        })
+    }
+
+    /// Ends the capture (after the relay stopped): flushes the file and returns how many
+    /// packets it holds.
+    pub fn finish(self) -> Result<u64, CaptureError> {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = g.1.take() {
+            return Err(CaptureError::Stopped(e));
+        }
+        let Some(w) = g.0.take() else {
+            return Ok(0);
+        };
+        let n = w.packets();
+        use std::io::Write;
+        w.into_inner().flush().map_err(CaptureError::Flush)?;
+        Ok(n)
+    }
+}
+
 impl Relay {
     /// Binds and starts the relay thread.
     pub fn spawn(cfg: RelayConfig) -> io::Result<Relay> {
@@ -151,7 +218,7 @@ impl Relay {
     }
 
     /// [`Relay::spawn`] with a [`Tap`] that sees every datagram the relay sends (for pcap
-    /// capture: `stride relay --pcap FILE`).
+    /// capture: [`Capture::tap`]).
     pub fn spawn_tapped(cfg: RelayConfig, tap: Option<Tap>) -> io::Result<Relay> {
         let sock = socket2::Socket::new(
             socket2::Domain::for_address(cfg.listen),
