@@ -3,8 +3,8 @@
 //! (`stride testbed run FILE`).
 //!
 //! - [`topo`]: the namespaces, veth links and the `tbf`/`htb` bottleneck (root only), torn down
-//!   on drop; without privilege the userspace relay of `stride::relay` is the fallback (STRIDE
-//!   only, since kernel TCP cannot cross a UDP relay);
+//!   on drop; without privilege the userspace relay of `stride_apps::relay` is the fallback
+//!   (STRIDE only, since kernel TCP cannot cross a UDP relay);
 //! - [`flows`]: foreground flows through one harness for both transports, the receiver, and the
 //!   pinned-rate background generator (fixed, seeded random, linear patterns);
 //! - [`scenario`]: the TOML format (rates, sizes and `--set` overrides in the grammar of

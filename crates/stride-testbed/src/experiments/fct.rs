@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stride::relay::{Relay, RelayConfig};
 use stride::{Endpoint, EndpointConfig};
+use stride_apps::relay::{Relay, RelayConfig};
 use stride_units::stats::median;
 
 /// Runs the experiment.
