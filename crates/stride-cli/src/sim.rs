@@ -143,27 +143,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             loaded.sc.transports = cc.clone();
             execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
-        SimCmd::Plot { dir } => {
-            let path = dir.join("summary.json");
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let summary: Value = serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a summary", path.display()))?;
-            let names: Vec<String> = summary["transports"]
-                .as_object()
-                .map(|m| m.keys().cloned().collect())
-                .unwrap_or_default();
-            let mut queues = Vec::new();
-            for n in names {
-                if let Ok(q) = std::fs::read_to_string(dir.join(format!("queue-{n}.csv"))) {
-                    queues.push((n, crate::plot::queue_series(&q)));
-                }
-            }
-            for f in crate::plot::write_plots(&dir, &summary, &queues)? {
-                println!("{}", f.display());
-            }
-            Ok(())
-        }
+        SimCmd::Plot { dir } => plot_dir(&dir),
         SimCmd::Sweep {
             scenario,
             vary,
@@ -174,72 +154,131 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             out,
             json,
             ray,
-        } => {
-            check_transport(&cc)?;
-            if let Some(b) = &baseline {
-                check_transport(b)?;
-            }
-            let spec = stride_sim::sweep::SweepSpec {
-                scenario,
-                vary,
-                transport: cc,
-                baseline,
-                sets,
-                jobs,
-            };
-            let spec_ray = ray.is_some();
-            let o = match ray {
-                None => stride_sim::sweep::run(&spec)?,
-                Some(address) => {
-                    let opts = stride_sim::sweep::RayOptions {
-                        address,
-                        python: std::env::var_os("STRIDE_RAY_PYTHON")
-                            .map_or_else(|| PathBuf::from("python3"), PathBuf::from),
-                        stride: std::env::current_exe().context("locating the stride binary")?,
-                    };
-                    stride_sim::sweep::run_on_ray(&spec, &opts)?
-                }
-            };
-            for n in &o.notes {
-                eprintln!("stride sim sweep: note: {n}");
-            }
-            if !json {
-                eprintln!(
-                    "sweep: {} points of {}{}, {} simulations on {} {}",
-                    o.rows.len(),
-                    spec.transport,
-                    spec.baseline
-                        .as_ref()
-                        .map(|b| format!(" + baseline {b}"))
-                        .unwrap_or_default(),
-                    o.simulations,
-                    o.workers,
-                    if spec_ray { "Ray CPUs" } else { "threads" }
-                );
-            }
-            if let Some(dir) = &out {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-                std::fs::write(
-                    dir.join("sweep.json"),
-                    serde_json::to_string_pretty(&o.result)? + "\n",
-                )?;
-                std::fs::write(
-                    dir.join("sweep.csv"),
-                    stride_sim::sweep::to_csv(&o.keys, &o.rows),
-                )?;
-            }
-            if json {
-                println!("{}", serde_json::to_string(&o.result)?);
-            } else {
-                print!(
-                    "{}",
-                    stride_sim::sweep::table(&o.keys, &o.rows, spec.baseline.as_deref())
-                );
-            }
-            Ok(())
+        } => sweep(SweepArgs {
+            scenario,
+            vary,
+            cc,
+            baseline,
+            sets,
+            jobs,
+            out,
+            json,
+            ray,
+        }),
+    }
+}
+
+/// `stride sim plot DIR`: the plots of a `--out` directory, redrawn from its files.
+fn plot_dir(dir: &Path) -> anyhow::Result<()> {
+    let path = dir.join("summary.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let summary: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a summary", path.display()))?;
+    let names: Vec<String> = summary["transports"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut queues = Vec::new();
+    for n in names {
+        if let Ok(q) = std::fs::read_to_string(dir.join(format!("queue-{n}.csv"))) {
+            queues.push((n, crate::plot::queue_series(&q)));
         }
     }
+    for f in crate::plot::write_plots(&dir, &summary, &queues)? {
+        println!("{}", f.display());
+    }
+    Ok(())
+}
+
+/// The arguments of `stride sim sweep`.
+struct SweepArgs {
+    scenario: PathBuf,
+    vary: Vec<String>,
+    cc: String,
+    baseline: Option<String>,
+    sets: Vec<String>,
+    jobs: Option<usize>,
+    out: Option<PathBuf>,
+    json: bool,
+    ray: Option<String>,
+}
+
+/// `stride sim sweep`: the points on this machine or a Ray cluster, then the table and files.
+fn sweep(a: SweepArgs) -> anyhow::Result<()> {
+    let SweepArgs {
+        scenario,
+        vary,
+        cc,
+        baseline,
+        sets,
+        jobs,
+        out,
+        json,
+        ray,
+    } = a;
+    check_transport(&cc)?;
+    if let Some(b) = &baseline {
+        check_transport(b)?;
+    }
+    let spec = stride_sim::sweep::SweepSpec {
+        scenario,
+        vary,
+        transport: cc,
+        baseline,
+        sets,
+        jobs,
+    };
+    let spec_ray = ray.is_some();
+    let o = match ray {
+        None => stride_sim::sweep::run(&spec)?,
+        Some(address) => {
+            let opts = stride_sim::sweep::RayOptions {
+                address,
+                python: std::env::var_os("STRIDE_RAY_PYTHON")
+                    .map_or_else(|| PathBuf::from("python3"), PathBuf::from),
+                stride: std::env::current_exe().context("locating the stride binary")?,
+            };
+            stride_sim::sweep::run_on_ray(&spec, &opts)?
+        }
+    };
+    for n in &o.notes {
+        eprintln!("stride sim sweep: note: {n}");
+    }
+    if !json {
+        eprintln!(
+            "sweep: {} points of {}{}, {} simulations on {} {}",
+            o.rows.len(),
+            spec.transport,
+            spec.baseline
+                .as_ref()
+                .map(|b| format!(" + baseline {b}"))
+                .unwrap_or_default(),
+            o.simulations,
+            o.workers,
+            if spec_ray { "Ray CPUs" } else { "threads" }
+        );
+    }
+    if let Some(dir) = &out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(
+            dir.join("sweep.json"),
+            serde_json::to_string_pretty(&o.result)? + "\n",
+        )?;
+        std::fs::write(
+            dir.join("sweep.csv"),
+            stride_sim::sweep::to_csv(&o.keys, &o.rows),
+        )?;
+    }
+    if json {
+        println!("{}", serde_json::to_string(&o.result)?);
+    } else {
+        print!(
+            "{}",
+            stride_sim::sweep::table(&o.keys, &o.rows, spec.baseline.as_deref())
+        );
+    }
+    Ok(())
 }
 
 pub(crate) struct Outcome {
