@@ -11,7 +11,7 @@
 //! ranges (spec §6.3, §6.5).
 
 use crate::buf::{sub_bytes, RecvBuf, SendBuf};
-use crate::cc::{AckSample, Controller, RATE_FRAC_BITS};
+use crate::cc::{AckSample, Controller};
 use crate::config::{Config, EchoPolicy, Recovery};
 use crate::stats::ConnStats;
 use crate::wire::{
@@ -20,6 +20,10 @@ use crate::wire::{
 };
 use bytes::Bytes;
 use std::collections::VecDeque;
+
+mod pacer;
+
+use pacer::Pacer;
 
 /// A buffer that empties while holding more than this is freed (see [`Connection::read`]).
 const IDLE_BUFFER: usize = 64 * 1024;
@@ -119,24 +123,10 @@ pub struct Connection {
     fin_acked: bool,
     peer_window: u32,
     cc: Box<dyn Controller>,
-    cc_rate: u32,
     /// The controller's window cap, read after every controller event (`refresh_rate`): the
     /// window is consulted several times per packet, the controller is a virtual call.
     cc_window: Option<u32>,
-    /// Pacing cost of one byte in 2^-20 ns (recomputed only when the rate changes).
-    ns_per_byte_fp: u64,
-    burst_ns: u64,
-    next_send: u64,
-    /// Send batch (`Config::send_batch_bytes`): how long after `next_send` a whole batch may
-    /// leave (0: no batching), and when the latest batch started: its packets are those the
-    /// pacer allows by then.
-    batch_wait_ns: u64,
-    batch_at: u64,
-    /// The last DATA packet left more data queued behind it (the pacer, not the
-    /// application, decides when the next one goes).
-    backlogged: bool,
-    /// When the last DATA packet was produced.
-    last_data_at: u64,
+    pacer: Pacer,
     rto_ns: u64,
     rto_at: Option<u64>,
     retries: u32,
@@ -261,16 +251,9 @@ impl Connection {
             fin_sent: false,
             fin_acked: false,
             peer_window: 0,
-            cc_rate: 0,
             cc_window: cc.window(),
             cc,
-            ns_per_byte_fp: 0,
-            burst_ns: 0,
-            next_send: 0,
-            batch_wait_ns: 0,
-            batch_at: 0,
-            backlogged: false,
-            last_data_at: 0,
+            pacer: Pacer::new(),
             rto_ns: cfg.initial_rto_ns,
             rto_at: None,
             retries: 0,
@@ -469,69 +452,19 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// Reads the controller's window and rate after one of its events.
     fn refresh_rate(&mut self) {
         self.cc_window = self.cc.window();
-        let r = self.cc.rate();
-        if r != self.cc_rate {
-            self.cc_rate = r;
-            // One division per rate change, never per packet: ns per byte in 2^-20 units.
-            self.ns_per_byte_fp = (1u64 << (2 * RATE_FRAC_BITS)) / u64::from(r.max(1));
-            self.burst_ns = self.bucket_ns();
-            self.batch_wait_ns = self.batch_wait();
-        }
+        self.pacer.set_rate(self.cc.rate(), &self.cfg);
     }
 
-    /// How long after `next_send` a send batch may leave whole: the pacer's time for the
-    /// batch less one packet's. The batch leaves room in the bucket for a late start: at least
-    /// half the bucket and at least the pacing quantum (`burst_min_ns`, how late a software
-    /// sender's turn may come), so waiting for a batch never costs rate; where the bucket has
-    /// no such room (a 10 Gbit/s host: a 64 KiB bucket is 52 µs) there is no batch.
-    fn batch_wait(&self) -> u64 {
-        if self.cfg.send_batch_bytes == 0 {
-            return 0;
-        }
-        let at_rate = |bytes: u64| (bytes * self.ns_per_byte_fp) >> RATE_FRAC_BITS;
-        let room = self
-            .burst_ns
-            .saturating_sub(self.cfg.burst_min_ns.max(self.burst_ns / 2));
-        let batch = at_rate(u64::from(self.cfg.send_batch_bytes)).min(room);
-        batch.saturating_sub(at_rate(HEADER_LEN as u64 + u64::from(self.cfg.max_payload)))
-    }
-
-    /// When the next new DATA packet may leave (spec §9): at `next_send`, or, while a batch is
-    /// due (a whole `send_batch_bytes` is ready to send and the latest batch is spent), when
-    /// the pacer allows the whole batch. Resends and short messages never wait for a batch.
+    /// When the next new DATA packet may leave (spec §9, [`Pacer::data_at`]): a batch is
+    /// ready when nothing waits for a resend and a whole `send_batch_bytes` may be sent.
     fn data_at(&self) -> u64 {
-        if self.batch_wait_ns > 0
-            && self.next_send > self.batch_at
-            && self.rexmit.is_empty()
-            && self.pending_data().min(self.window_room()) >= self.cfg.send_batch_bytes
-        {
-            self.next_send.saturating_add(self.batch_wait_ns)
-        } else {
-            self.next_send
-        }
-    }
-
-    /// The pacing bucket in time at the current rate: `burst_bytes`, or the pacing quantum
-    /// (`burst_min_ns`, at most [`PACING_QUANTUM_MAX_BYTES`] at this rate) when that is longer.
-    /// A software sender with a send batch (`send_batch_bytes` and `burst_min_ns` both set)
-    /// whose batch lasts at least two quanta at this rate holds a batch plus a quantum, so
-    /// that it can sleep for a batch and still wake up to a quantum late without losing rate
-    /// (spec §9). Shorter batches (64 KiB above ~5 Gbit/s with a 50 µs quantum) keep the
-    /// plain bucket: a sender that sleeps for them loses more to wake-up latency than it
-    /// saves in system calls (pinned at 10 Gbit/s on a 2-vCPU VM: 9.10 against 9.48 Gbit/s).
-    fn bucket_ns(&self) -> u64 {
-        let at_rate = |bytes: u64| (bytes * self.ns_per_byte_fp) >> RATE_FRAC_BITS;
-        let quantum = self.cfg.burst_min_ns.min(at_rate(PACING_QUANTUM_MAX_BYTES));
-        let bucket = at_rate(u64::from(self.cfg.burst_bytes)).max(quantum);
-        let batch = at_rate(u64::from(self.cfg.send_batch_bytes));
-        let q = self.cfg.burst_min_ns;
-        if q > 0 && batch >= q << 1 {
-            bucket.max(batch + q)
-        } else {
-            bucket
-        }
+        self.pacer.data_at(|| {
+            self.rexmit.is_empty()
+                && self.pending_data().min(self.window_room()) >= self.cfg.send_batch_bytes
+        })
     }
 
     fn close_with(&mut self, reason: CloseReason) {
@@ -825,7 +758,7 @@ impl Connection {
                 if seq_lt(self.snd_una, end) {
                     self.rexmit.push_back((self.snd_una, end));
                     self.resent_log.push_back((self.snd_una, end, now));
-                    self.next_send = now;
+                    self.pacer.restart(now);
                     return;
                 }
             }
@@ -837,7 +770,7 @@ impl Connection {
             if self.fin_sent && !self.fin_acked {
                 self.fin_sent = false;
             }
-            self.next_send = now;
+            self.pacer.restart(now);
         }
     }
 
@@ -934,7 +867,7 @@ impl Connection {
                 self.cc.on_handshake(now, stt, grant);
                 self.refresh_rate();
                 self.events.push_back(Event::Connected);
-                self.next_send = now;
+                self.pacer.restart(now);
             }
             return;
         }
@@ -1710,15 +1643,12 @@ impl Connection {
             self.check_done(now);
             return Some(n);
         }
-        if !self.rexmit.is_empty() && now >= self.next_send {
+        if !self.rexmit.is_empty() && now >= self.pacer.next_send() {
             return Some(self.send_rexmit(now, buf));
         }
         let data_at = self.data_at();
         if self.data_ready() && now >= data_at {
-            if self.next_send > self.batch_at {
-                // A new batch: what the pacer allows by now leaves with this packet.
-                self.batch_at = now;
-            }
+            self.pacer.start_batch(now);
             let pending = self.pending_data();
             if pending > 0 {
                 let len = pending
@@ -1743,20 +1673,10 @@ impl Connection {
                 if seq_lt(self.snd_max, self.snd_nxt) {
                     self.snd_max = self.snd_nxt;
                 }
-                if self.backlogged {
-                    // How late this packet leaves after the pacer allowed it: its release is
-                    // the pacer's time or, inside a burst, the previous packet's departure.
-                    let release = data_at.max(self.last_data_at);
-                    self.stats
-                        .pacing_lateness
-                        .record(now.saturating_sub(release));
-                    self.stats.pacing_forfeit_ns += now
-                        .saturating_sub(self.burst_ns)
-                        .saturating_sub(self.next_send);
-                }
-                self.backlogged = self.pending_data() > 0 && self.window_room() > 0;
-                self.last_data_at = now;
-                self.pace(now, HEADER_LEN as u64 + u64::from(len));
+                let backlogged = self.pending_data() > 0 && self.window_room() > 0;
+                let bytes = HEADER_LEN as u64 + u64::from(len);
+                self.pacer
+                    .on_data_sent(now, data_at, bytes, backlogged, &mut self.stats);
                 self.arm_rto(now);
                 return Some(self.finish(now, &mut h, buf));
             }
@@ -1816,18 +1736,10 @@ impl Connection {
         self.stats.bytes_sent += u64::from(len);
         self.cc.on_sent(now, len);
         self.refresh_rate();
-        self.last_data_at = now;
-        self.pace(now, HEADER_LEN as u64 + u64::from(len));
+        self.pacer
+            .on_resent(now, HEADER_LEN as u64 + u64::from(len));
         self.arm_rto(now);
         self.finish(now, &mut h, buf)
-    }
-
-    fn pace(&mut self, now: u64, bytes: u64) {
-        // Token bucket kept as a virtual departure time: an idle sender may burst
-        // `burst_bytes`; each packet then costs bytes * ns_per_byte (a multiply, no divide).
-        let floor = now.saturating_sub(self.burst_ns);
-        let cost = (bytes * self.ns_per_byte_fp) >> RATE_FRAC_BITS;
-        self.next_send = self.next_send.max(floor) + cost;
     }
 }
 
