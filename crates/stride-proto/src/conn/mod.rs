@@ -22,8 +22,10 @@ use bytes::Bytes;
 use std::collections::VecDeque;
 
 mod pacer;
+mod rtt;
 
 use pacer::Pacer;
+use rtt::{RtoTimer, RttEstimator};
 
 /// A buffer that empties while holding more than this is freed (see [`Connection::read`]).
 const IDLE_BUFFER: usize = 64 * 1024;
@@ -127,20 +129,13 @@ pub struct Connection {
     /// window is consulted several times per packet, the controller is a virtual call.
     cc_window: Option<u32>,
     pacer: Pacer,
-    rto_ns: u64,
-    rto_at: Option<u64>,
-    retries: u32,
-    /// When the current run of unanswered retransmission timeouts began (the first timer's
-    /// arming time).
-    stall_since: u64,
+    rtt: RttEstimator,
+    rto: RtoTimer,
     /// When the connection was created.
     born: u64,
     /// Whether any payload or FIN was written or received (a connection that never carries
     /// any is culled after `unused_timeout_ns`).
     used: bool,
-    srtt: u64,
-    rttvar: u64,
-    have_rtt: bool,
     last_gbn_seq: u32,
     last_gbn_at: u64,
     want_writable: bool,
@@ -219,14 +214,6 @@ pub struct Connection {
     stats: ConnStats,
 }
 
-/// The SYN timer: `rto` spread over [7/8, 9/8) of it by a fraction taken from the
-/// (unpredictable) ISN, different at every retry, so clients that started together do not
-/// resend in lockstep; the mean is `rto`.
-fn syn_timer(iss: u32, retries: u32, rto: u64) -> u64 {
-    let frac = u64::from(iss.rotate_left(retries.wrapping_mul(7)));
-    rto - (rto >> 3) + ((frac * (rto >> 2)) >> 32)
-}
-
 fn ts32(now: u64) -> u32 {
     now as u32
 }
@@ -254,15 +241,10 @@ impl Connection {
             cc_window: cc.window(),
             cc,
             pacer: Pacer::new(),
-            rto_ns: cfg.initial_rto_ns,
-            rto_at: None,
-            retries: 0,
-            stall_since: 0,
+            rtt: RttEstimator::new(),
+            rto: RtoTimer::new(cfg.initial_rto_ns),
             born: now,
             used: false,
-            srtt: 0,
-            rttvar: 0,
-            have_rtt: false,
             last_gbn_seq: iss,
             last_gbn_at: 0,
             want_writable: false,
@@ -318,7 +300,7 @@ impl Connection {
     pub fn client(cfg: Config, now: u64, local_cid: u32, iss: u32) -> Self {
         let mut c = Connection::base(cfg, now, local_cid, iss, true);
         c.snd_max = iss.wrapping_add(1); // the SYN occupies one sequence number
-        c.rto_at = Some(now + syn_timer(iss, 0, c.rto_ns));
+        c.rto.arm_syn(now, iss);
         c
     }
 
@@ -471,7 +453,7 @@ impl Connection {
         if !self.is_closed() {
             self.state = State::Closed(reason);
             self.events.push_back(Event::Closed(reason));
-            self.rto_at = None;
+            self.rto.stop();
             self.delack_at = None;
             self.nack_at = None;
             self.sbuf = SendBuf::new();
@@ -635,7 +617,7 @@ impl Connection {
         if !self.used && self.state == State::Established {
             upd(Some(self.born + self.cfg.unused_timeout_ns));
         }
-        upd(self.rto_at);
+        upd(self.rto.at());
         upd(self.delack_at);
         upd(self.nack_at);
         if self.ack_now && self.ack_hold_until > 0 {
@@ -704,7 +686,7 @@ impl Connection {
             self.cc.on_timer(now);
             self.refresh_rate();
         }
-        if self.rto_at.is_some_and(|t| now >= t) {
+        if self.rto.expired(now) {
             self.on_rto(now);
         }
     }
@@ -713,38 +695,33 @@ impl Connection {
         let outstanding = self.snd_una != self.snd_max;
         if !outstanding {
             // Persist: data is waiting for window; probe with one packet, no penalty.
-            self.rto_at = None;
+            self.rto.stop();
             if self.pending_data() > 0 {
                 self.peer_window = self.peer_window.max(u32::from(self.cfg.max_payload));
             }
             return;
         }
-        self.retries += 1;
+        let retries = self.rto.on_expiry(now);
         self.stats.timeouts += 1;
-        if self.retries == 1 {
-            self.stall_since = now.saturating_sub(self.rto_ns);
-        }
-        let give_up = self.retries > self.cfg.max_retries
-            && (self.state == State::SynSent
-                || now.saturating_sub(self.stall_since) >= self.cfg.give_up_ns);
+        let give_up = retries > self.cfg.max_retries
+            && (self.state == State::SynSent || self.rto.stalled_for(now) >= self.cfg.give_up_ns);
         if give_up {
             // Tell the peer (it may still hear us) instead of leaving it to its idle timeout.
             self.rst_now = self.state != State::SynSent;
             self.close_with(CloseReason::TimedOut);
             return;
         }
-        self.rto_ns = (self.rto_ns * 2).min(self.cfg.max_rto_ns);
-        self.rto_at = Some(now + self.rto_ns);
+        self.rto.back_off(now, self.cfg.max_rto_ns);
         if self.state == State::SynSent {
             self.syn_due = true;
             // Clients that started together (and lost their SYNs in the same overflow) would
             // resend in lockstep: each resend is spread around the RTO (spec §6.6).
-            self.rto_at = Some(now + syn_timer(self.iss, self.retries, self.rto_ns));
+            self.rto.arm_syn(now, self.iss);
         } else if self.state == State::Established {
             self.cc.on_timeout(now);
             self.refresh_rate();
             let peer_holds_more = self.nack_hi.is_some_and(|h| seq_lt(self.snd_una, h));
-            if self.selective() && self.retries == 1 && peer_holds_more {
+            if self.selective() && retries == 1 && peer_holds_more {
                 // Selective, and the latest NACK showed the peer holding data beyond the
                 // first hole: a first timeout (typically a lost resend of that hole) resends
                 // only the first unacknowledged packet. A second consecutive timeout, or a
@@ -777,11 +754,9 @@ impl Connection {
     fn arm_rto(&mut self, now: u64) {
         let persist = self.pending_data() > 0 && self.window_room() == 0;
         if self.snd_una != self.snd_max || persist {
-            if self.rto_at.is_none() {
-                self.rto_at = Some(now + self.rto_ns);
-            }
+            self.rto.arm(now);
         } else {
-            self.rto_at = None;
+            self.rto.stop();
         }
     }
 
@@ -801,15 +776,6 @@ impl Connection {
                     || now >= self.last_tx + self.cfg.idle_timeout_ns / 4
             }
         }
-    }
-
-    fn rto_base(&self) -> u64 {
-        let base = if self.have_rtt {
-            self.srtt + 4 * self.rttvar + self.cfg.delayed_ack_ns
-        } else {
-            self.cfg.initial_rto_ns
-        };
-        base.clamp(self.cfg.min_rto_ns, self.cfg.max_rto_ns)
     }
 
     // ------------------------------------------------------------------ input
@@ -847,9 +813,7 @@ impl Connection {
                 // beside the start grant (0 from a peer without any).
                 self.peer_caps = syn_ack_peer_caps(pkt.ce_count()) & CAPS_KNOWN;
                 self.state = State::Established;
-                self.retries = 0;
-                self.rto_ns = self.cfg.initial_rto_ns;
-                self.rto_at = None;
+                self.rto.reset(self.cfg.initial_rto_ns);
                 self.ack_now = true; // the handshake's third packet
                                      // Start hints of the SYN-ACK (spec §8.6); a listener without them sends zeros.
                 let stt = Some(pkt.echo_stt()).filter(|&s| s != 0);
@@ -974,8 +938,7 @@ impl Connection {
             if !self.rexmit.is_empty() || !self.resent_log.is_empty() {
                 self.prune_rexmit();
             }
-            self.retries = 0;
-            self.rto_at = None;
+            self.rto.on_progress();
             self.stats.acks_received += 1;
             // Writable once `writable_step` of room is free again: not per freed packet (a
             // writer woken per ACK costs a wake-up per packet at low rates). A copying writer
@@ -996,7 +959,7 @@ impl Connection {
             // A plain NACK (or ranges we never offered to act on): go-back-N.
             self.stats.nacks_received += 1;
             let recent = a == self.last_gbn_seq
-                && now.saturating_sub(self.last_gbn_at) < self.srtt.max(self.cfg.delayed_ack_ns);
+                && now.saturating_sub(self.last_gbn_at) < self.rtt.repeat_window(&self.cfg);
             if seq_le(self.snd_una, a) && seq_lt(a, self.snd_nxt) && !recent {
                 // Go-back-N from the missing byte.
                 self.snd_nxt = a;
@@ -1109,7 +1072,7 @@ impl Connection {
         // rate once per loss (measured: 5 % loss then held a 1 Gbit/s path at ~10 %).
         // A repeat for the same first hole (its resend lost or still in flight) does not cut
         // again: the first NACK for it did.
-        let recent = now.saturating_sub(self.last_gbn_at) < self.srtt.max(self.cfg.delayed_ack_ns)
+        let recent = now.saturating_sub(self.last_gbn_at) < self.rtt.repeat_window(&self.cfg)
             || a == self.last_gbn_seq;
         if !recent {
             self.last_gbn_seq = a;
@@ -1118,7 +1081,7 @@ impl Connection {
             self.refresh_rate();
         }
         // A range resent less than a round trip (plus its variation) ago is in flight.
-        let guard = (self.srtt + 2 * self.rttvar).max(self.cfg.delayed_ack_ns);
+        let guard = self.rtt.resend_guard(&self.cfg);
         self.resent_log
             .retain(|r| now.saturating_sub(r.2) < guard && seq_lt(self.snd_una, r.1));
         for r in nack_ranges(payload) {
@@ -1154,19 +1117,11 @@ impl Connection {
         }
     }
 
+    /// One RTT sample, ns: the estimate and the retransmission timeout follow it.
     fn rtt_sample(&mut self, rtt: u64) {
-        // Jacobson/Karels with shifts: srtt += (rtt - srtt)/8, rttvar += (|err| - rttvar)/4.
-        if !self.have_rtt {
-            self.srtt = rtt;
-            self.rttvar = rtt / 2;
-            self.have_rtt = true;
-        } else {
-            let err = rtt.abs_diff(self.srtt);
-            self.rttvar = self.rttvar - (self.rttvar >> 2) + (err >> 2);
-            self.srtt = self.srtt - (self.srtt >> 3) + (rtt >> 3);
-        }
-        self.stats.srtt_ns = self.srtt;
-        self.rto_ns = self.rto_base();
+        self.rtt.update(rtt);
+        self.stats.srtt_ns = self.rtt.srtt();
+        self.rto.set_timeout(self.rtt.rto(&self.cfg));
     }
 
     fn window_bytes(&self) -> u32 {
@@ -1448,7 +1403,7 @@ impl Connection {
             self.rbuf.shrink_to_fit();
             self.ooo = VecDeque::new();
             self.ooo_bytes = 0;
-            self.rto_at = None;
+            self.rto.stop();
             self.delack_at = None;
             self.nack_at = None;
         }
