@@ -11,7 +11,7 @@
 //! ranges (spec §6.3, §6.5).
 
 use crate::buf::{sub_bytes, RecvBuf, SendBuf};
-use crate::cc::{AckSample, Controller};
+use crate::cc::AckSample;
 use crate::config::{Config, EchoPolicy, Recovery};
 use crate::stats::ConnStats;
 use crate::wire::{
@@ -23,9 +23,11 @@ use std::collections::VecDeque;
 
 mod pacer;
 mod rtt;
+mod signals;
 
 use pacer::Pacer;
 use rtt::{RtoTimer, RttEstimator};
+use signals::Signals;
 
 /// A buffer that empties while holding more than this is freed (see [`Connection::read`]).
 const IDLE_BUFFER: usize = 64 * 1024;
@@ -124,10 +126,7 @@ pub struct Connection {
     fin_sent: bool,
     fin_acked: bool,
     peer_window: u32,
-    cc: Box<dyn Controller>,
-    /// The controller's window cap, read after every controller event (`refresh_rate`): the
-    /// window is consulted several times per packet, the controller is a virtual call.
-    cc_window: Option<u32>,
+    signals: Signals,
     pacer: Pacer,
     rtt: RttEstimator,
     rto: RtoTimer,
@@ -195,15 +194,6 @@ pub struct Connection {
     ooo_arrived: bool,
     last_adv_window: u32,
     syn_due: bool,
-    /// CE-marked DATA packets received, mod 2^16 (echoed in every ACK).
-    ce_received: u16,
-    /// A congestion notification is due (sent as the next ACK, with CN).
-    cn_now: bool,
-    /// No congestion notification before this time.
-    cn_next: u64,
-    /// The last `ce_count` the peer echoed, and marks echoed but not yet given to the controller.
-    ce_echo_last: u16,
-    ce_pending: u32,
 
     // ---- lifecycle ----
     last_rx: u64,
@@ -220,7 +210,6 @@ fn ts32(now: u64) -> u32 {
 
 impl Connection {
     fn base(cfg: Config, now: u64, local_cid: u32, iss: u32, is_client: bool) -> Self {
-        let cc = cfg.cc.build(now);
         let mut c = Connection {
             state: State::SynSent,
             is_client,
@@ -238,8 +227,7 @@ impl Connection {
             fin_sent: false,
             fin_acked: false,
             peer_window: 0,
-            cc_window: cc.window(),
-            cc,
+            signals: Signals::new(&cfg, now),
             pacer: Pacer::new(),
             rtt: RttEstimator::new(),
             rto: RtoTimer::new(cfg.initial_rto_ns),
@@ -279,11 +267,6 @@ impl Connection {
             ooo_arrived: false,
             last_adv_window: 0,
             syn_due: is_client,
-            ce_received: 0,
-            cn_now: false,
-            cn_next: 0,
-            ce_echo_last: 0,
-            ce_pending: 0,
             last_rx: now,
             last_tx: now,
             linger_until: 0,
@@ -356,7 +339,7 @@ impl Connection {
     }
     /// Current sending rate (2^-20 bytes/ns).
     pub fn rate(&self) -> u32 {
-        self.cc.rate()
+        self.signals.cc().rate()
     }
     /// The STT echoed by the latest ACK of new data (raw, includes any clock offset).
     pub fn last_stt(&self) -> Option<u32> {
@@ -369,7 +352,7 @@ impl Connection {
     /// The controller's name for the decision of its latest event (STRIDE: the branch of
     /// Algorithm 1), if it reports one.
     pub fn cc_branch(&self) -> Option<&'static str> {
-        self.cc.trace_branch()
+        self.signals.cc().trace_branch()
     }
     /// Whether this connection runs selective recovery (both sides offered it).
     pub fn selective(&self) -> bool {
@@ -436,8 +419,7 @@ impl Connection {
 
     /// Reads the controller's window and rate after one of its events.
     fn refresh_rate(&mut self) {
-        self.cc_window = self.cc.window();
-        self.pacer.set_rate(self.cc.rate(), &self.cfg);
+        self.signals.refresh(&mut self.pacer, &self.cfg);
     }
 
     /// When the next new DATA packet may leave (spec §9, [`Pacer::data_at`]): a batch is
@@ -624,7 +606,7 @@ impl Connection {
             upd(Some(self.ack_hold_wake));
         }
         if self.state == State::Established {
-            upd(self.cc.timer());
+            upd(self.signals.cc().timer());
             upd(Some(self.last_tx + self.cfg.idle_timeout_ns / 4));
             if self.data_ready() {
                 upd(Some(self.data_at()));
@@ -682,8 +664,8 @@ impl Connection {
                 self.nack_now = true;
             }
         }
-        if self.state == State::Established && self.cc.timer().is_some_and(|t| now >= t) {
-            self.cc.on_timer(now);
+        if self.state == State::Established && self.signals.cc().timer().is_some_and(|t| now >= t) {
+            self.signals.cc_mut().on_timer(now);
             self.refresh_rate();
         }
         if self.rto.expired(now) {
@@ -718,7 +700,7 @@ impl Connection {
             // resend in lockstep: each resend is spread around the RTO (spec §6.6).
             self.rto.arm_syn(now, self.iss);
         } else if self.state == State::Established {
-            self.cc.on_timeout(now);
+            self.signals.cc_mut().on_timeout(now);
             self.refresh_rate();
             let peer_holds_more = self.nack_hi.is_some_and(|h| seq_lt(self.snd_una, h));
             if self.selective() && retries == 1 && peer_holds_more {
@@ -828,7 +810,7 @@ impl Connection {
                 }
                 let g = pkt.ce_count();
                 let grant = (g & crate::endpoint::GRANT_PRESENT != 0).then_some((g & 31) as u8);
-                self.cc.on_handshake(now, stt, grant);
+                self.signals.cc_mut().on_handshake(now, stt, grant);
                 self.refresh_rate();
                 self.events.push_back(Event::Connected);
                 self.pacer.restart(now);
@@ -864,12 +846,9 @@ impl Connection {
         }
         if f.contains(Flags::DATA) {
             if ce {
-                self.ce_received = self.ce_received.wrapping_add(1);
-                self.stats.ce_received += 1;
-                if self.cfg.cnp_interval_ns > 0 && now >= self.cn_next {
-                    self.cn_now = true;
+                let interval = self.cfg.cnp_interval_ns;
+                if self.signals.on_ce(now, interval, &mut self.stats) {
                     self.ack_now = true;
-                    self.cn_next = now + self.cfg.cnp_interval_ns;
                 }
             }
             self.on_data(now, pkt);
@@ -904,16 +883,10 @@ impl Connection {
         let f = pkt.flags();
         let a = pkt.ack();
         self.peer_window = u32::from(pkt.window()) << 10;
-        // The echoed CE count only grows; a smaller one is a reordered older packet.
-        let ce_delta = pkt.ce_count().wrapping_sub(self.ce_echo_last) as i16;
-        if ce_delta > 0 {
-            self.ce_echo_last = pkt.ce_count();
-            self.ce_pending += ce_delta as u32;
-            self.stats.ce_echoed += ce_delta as u64;
-        }
+        self.signals.on_ce_echo(pkt.ce_count(), &mut self.stats);
         if f.contains(Flags::CN) {
             self.stats.cnps_received += 1;
-            self.cc.on_cnp(now);
+            self.signals.cc_mut().on_cnp(now);
             self.refresh_rate();
         }
         let mut newly = 0u32;
@@ -970,7 +943,7 @@ impl Connection {
                 }
                 self.last_gbn_seq = a;
                 self.last_gbn_at = now;
-                self.cc.on_nack(now);
+                self.signals.cc_mut().on_nack(now);
                 self.refresh_rate();
             }
         } else if newly > 0 && !f.contains(Flags::DATA) {
@@ -988,10 +961,10 @@ impl Connection {
                 stt,
                 acked: newly,
                 rtt,
-                ce: std::mem::take(&mut self.ce_pending),
+                ce: self.signals.take_ce_echoed(),
                 inflight: self.snd_max.wrapping_sub(self.snd_una),
             };
-            self.cc.on_ack(now, &sample);
+            self.signals.cc_mut().on_ack(now, &sample);
             self.refresh_rate();
             self.stats.stt_min = Some(match self.stats.stt_min {
                 Some(m) if (stt.wrapping_sub(m) as i32) >= 0 => m,
@@ -1012,10 +985,10 @@ impl Connection {
             return;
         }
         if let Some(fb) = qcn_fb {
-            self.cc.on_qcn_feedback(now, fb);
+            self.signals.cc_mut().on_qcn_feedback(now, fb);
         }
         if !int.is_empty() {
-            self.cc.on_int(now, int);
+            self.signals.cc_mut().on_int(now, int);
         }
         self.refresh_rate();
     }
@@ -1024,7 +997,7 @@ impl Connection {
     /// switches its packets cross, as a receiver would from the IP TTL): controllers that
     /// scale with the path's length (Swift's target) read it.
     pub fn set_path_hops(&mut self, hops: u32) {
-        self.cc.on_path(hops);
+        self.signals.cc_mut().on_path(hops);
     }
 
     /// Drops the parts of the resend lists that are acknowledged or no longer sent.
@@ -1077,7 +1050,7 @@ impl Connection {
         if !recent {
             self.last_gbn_seq = a;
             self.last_gbn_at = now;
-            self.cc.on_nack(now);
+            self.signals.cc_mut().on_nack(now);
             self.refresh_rate();
         }
         // A range resent less than a round trip (plus its variation) ago is in flight.
@@ -1421,12 +1394,7 @@ impl Connection {
     }
 
     fn window_room(&self) -> u32 {
-        debug_assert_eq!(
-            self.cc_window,
-            self.cc.window(),
-            "window read before refresh_rate"
-        );
-        let w = match self.cc_window {
+        let w = match self.signals.window() {
             Some(cap) => self
                 .peer_window
                 .min(cap.max(u32::from(self.cfg.max_payload))),
@@ -1474,7 +1442,7 @@ impl Connection {
     /// bytes, no CNP, no FIN received, the handshake confirmed.
     fn ack_may_ride(&self) -> bool {
         self.unacked_bytes < self.ack_due_bytes()
-            && !self.cn_now
+            && !self.signals.cn_due()
             && !self.peer_fin
             && (self.confirmed || !self.is_client)
     }
@@ -1490,7 +1458,7 @@ impl Connection {
         );
         h.window = (self.advertised_window() >> 10).min(0xffff) as u16;
         if flags.contains(Flags::ACK) {
-            h.ce_count = self.ce_received;
+            h.ce_count = self.signals.ce_received();
         }
         h
     }
@@ -1578,7 +1546,7 @@ impl Connection {
             self.unacked_bytes = 0;
             self.last_pure_ack_at = Some(now);
             let mut flags = Flags::ACK;
-            if std::mem::take(&mut self.cn_now) {
+            if self.signals.take_cn() {
                 flags = flags | Flags::CN;
                 self.stats.cnps_sent += 1;
             }
@@ -1622,7 +1590,7 @@ impl Connection {
                 }
                 self.stats.data_packets_sent += 1;
                 self.stats.bytes_sent += u64::from(len);
-                self.cc.on_sent(now, len);
+                self.signals.cc_mut().on_sent(now, len);
                 self.refresh_rate();
                 self.snd_nxt = self.snd_nxt.wrapping_add(len);
                 if seq_lt(self.snd_max, self.snd_nxt) {
@@ -1689,7 +1657,7 @@ impl Connection {
         self.stats.retransmitted_packets += 1;
         self.stats.data_packets_sent += 1;
         self.stats.bytes_sent += u64::from(len);
-        self.cc.on_sent(now, len);
+        self.signals.cc_mut().on_sent(now, len);
         self.refresh_rate();
         self.pacer
             .on_resent(now, HEADER_LEN as u64 + u64::from(len));
