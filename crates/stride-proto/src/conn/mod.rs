@@ -12,7 +12,7 @@
 
 use crate::buf::{sub_bytes, RecvBuf, SendBuf};
 use crate::cc::AckSample;
-use crate::config::{Config, EchoPolicy, Recovery};
+use crate::config::{Config, Recovery};
 use crate::stats::ConnStats;
 use crate::wire::{
     emit_nack_ranges, nack_ranges, seq_le, seq_lt, syn_ack_peer_caps, Flags, Header, NackRange,
@@ -21,10 +21,12 @@ use crate::wire::{
 use bytes::Bytes;
 use std::collections::VecDeque;
 
+mod ack;
 mod pacer;
 mod rtt;
 mod signals;
 
+use ack::{AckPolicy, NackPolicy};
 use pacer::Pacer;
 use rtt::{RtoTimer, RttEstimator};
 use signals::Signals;
@@ -167,31 +169,16 @@ pub struct Connection {
     /// Selective recovery: the sequence number of a FIN received beyond a gap.
     ooo_fin: Option<u32>,
     peer_fin: bool,
-    unacked_bytes: u32,
     /// The endpoint's receive share for this connection (spec §8.6 `rx_share`; `u32::MAX`:
     /// none): the advertised window is at most this, and an ACK is due every half of it.
     rx_share: u32,
     /// The peer is sending: DATA arrived and its last DATA did not empty its queue (no PSH).
     rx_active: bool,
-    ack_now: bool,
-    delack_at: Option<u64>,
-    stt_last: u32,
-    stt_seg_min: Option<u32>,
-    /// When the last pure ACK left (an ACK may ride on DATA only shortly after one).
-    last_pure_ack_at: Option<u64>,
-    /// A pure ACK waits until then for DATA to ride on ([`Connection::hold_ack`]; 0: none).
-    ack_hold_until: u64,
-    /// The timer of a held ACK (at or after `ack_hold_until`, see [`Connection::hold_ack`]).
-    ack_hold_wake: u64,
+    ack: AckPolicy,
+    nack: NackPolicy,
     /// Sender side: the STT and RTT of the latest pure ACK of new data (for tracing).
     echoed_stt: Option<u32>,
     last_rtt: Option<u64>,
-    nack_now: bool,
-    nack_seq: u32,
-    nack_at: Option<u64>,
-    ooo_since_nack: bool,
-    /// Selective: segments were kept beyond the holes since the last NACK timer expiry.
-    ooo_arrived: bool,
     last_adv_window: u32,
     syn_due: bool,
 
@@ -248,23 +235,12 @@ impl Connection {
             ooo_bytes: 0,
             ooo_fin: None,
             peer_fin: false,
-            unacked_bytes: 0,
             rx_share: u32::MAX,
             rx_active: false,
-            ack_now: false,
-            delack_at: None,
-            stt_last: 0,
-            stt_seg_min: None,
-            last_pure_ack_at: None,
-            ack_hold_until: 0,
-            ack_hold_wake: 0,
+            ack: AckPolicy::new(),
+            nack: NackPolicy::new(),
             echoed_stt: None,
             last_rtt: None,
-            nack_now: false,
-            nack_seq: 0,
-            nack_at: None,
-            ooo_since_nack: false,
-            ooo_arrived: false,
             last_adv_window: 0,
             syn_due: is_client,
             last_rx: now,
@@ -389,14 +365,13 @@ impl Connection {
     /// connections' datagrams do not wait.
     pub fn hold_ack(&mut self, until: u64, wake_by: u64) -> bool {
         if self.state != State::Established
-            || !self.ack_now
-            || self.nack_now
+            || !self.ack.is_due()
+            || self.nack.is_due()
             || !self.ack_may_ride()
         {
             return false;
         }
-        self.ack_hold_until = until;
-        self.ack_hold_wake = wake_by.max(until);
+        self.ack.hold(until, wake_by);
         true
     }
 
@@ -436,8 +411,8 @@ impl Connection {
             self.state = State::Closed(reason);
             self.events.push_back(Event::Closed(reason));
             self.rto.stop();
-            self.delack_at = None;
-            self.nack_at = None;
+            self.ack.stop_delack();
+            self.nack.stop();
             self.sbuf = SendBuf::new();
             self.ooo = VecDeque::new();
             self.ooo_bytes = 0;
@@ -556,7 +531,7 @@ impl Connection {
                 && self.last_adv_window < self.rx_share
                 && w >= self.cfg.ack_interval.min(self.cfg.recv_buffer as u32 / 2)
             {
-                self.ack_now = true;
+                self.ack.request();
             }
         }
     }
@@ -600,11 +575,8 @@ impl Connection {
             upd(Some(self.born + self.cfg.unused_timeout_ns));
         }
         upd(self.rto.at());
-        upd(self.delack_at);
-        upd(self.nack_at);
-        if self.ack_now && self.ack_hold_until > 0 {
-            upd(Some(self.ack_hold_wake));
-        }
+        self.ack.timers().into_iter().for_each(&mut upd);
+        upd(self.nack.timer());
         if self.state == State::Established {
             upd(self.signals.cc().timer());
             upd(Some(self.last_tx + self.cfg.idle_timeout_ns / 4));
@@ -642,28 +614,10 @@ impl Connection {
             self.close_with(CloseReason::IdleTimeout);
             return;
         }
-        if self.delack_at.is_some_and(|t| now >= t) {
-            self.delack_at = None;
-            self.ack_now = true;
-        }
-        if self.nack_at.is_some_and(|t| now >= t) {
-            self.nack_at = None;
-            if !self.ooo.is_empty() || self.ooo_fin.is_some() {
-                // Selective: repeat the missing ranges while any remain (a resend may have
-                // been lost too, and at the tail no later arrival would ask again); the
-                // sender resends a range at most once per round trip. Soon while segments
-                // keep arriving beyond the holes, slowly at a tail.
-                self.nack_now = true;
-                let wait = if std::mem::take(&mut self.ooo_arrived) {
-                    self.cfg.nack_repeat_ns
-                } else {
-                    self.cfg.nack_retry_ns
-                };
-                self.nack_at = Some(now + wait);
-            } else if self.rcv_nxt == self.nack_seq && self.ooo_since_nack {
-                self.nack_now = true;
-            }
-        }
+        self.ack.on_timer(now);
+        let holds = !self.ooo.is_empty() || self.ooo_fin.is_some();
+        let (repeat, retry) = (self.cfg.nack_repeat_ns, self.cfg.nack_retry_ns);
+        self.nack.on_timer(now, holds, self.rcv_nxt, repeat, retry);
         if self.state == State::Established && self.signals.cc().timer().is_some_and(|t| now >= t) {
             self.signals.cc_mut().on_timer(now);
             self.refresh_rate();
@@ -750,10 +704,10 @@ impl Connection {
         match self.state {
             State::Closed(_) => false,
             State::SynSent => self.syn_due,
-            State::Linger => self.ack_now,
+            State::Linger => self.ack.is_due(),
             State::Established => {
-                self.nack_now
-                    || (self.ack_now && now >= self.ack_hold_until)
+                self.nack.is_due()
+                    || self.ack.due_at(now)
                     || (self.data_ready() && now >= self.data_at())
                     || now >= self.last_tx + self.cfg.idle_timeout_ns / 4
             }
@@ -796,8 +750,8 @@ impl Connection {
                 self.peer_caps = syn_ack_peer_caps(pkt.ce_count()) & CAPS_KNOWN;
                 self.state = State::Established;
                 self.rto.reset(self.cfg.initial_rto_ns);
-                self.ack_now = true; // the handshake's third packet
-                                     // Start hints of the SYN-ACK (spec §8.6); a listener without them sends zeros.
+                self.ack.request(); // the handshake's third packet
+                                    // Start hints of the SYN-ACK (spec §8.6); a listener without them sends zeros.
                 let stt = Some(pkt.echo_stt()).filter(|&s| s != 0);
                 if let (true, Some(s)) = (self.cfg.handshake_rtt, stt) {
                     // An RTT sample from the handshake (the SYN's STT plus the SYN-ACK's way
@@ -823,7 +777,7 @@ impl Connection {
         if f.contains(Flags::SYN) {
             // A retransmitted SYN-ACK: our third packet was lost; repeat it.
             if self.is_client && !self.confirmed {
-                self.ack_now = true;
+                self.ack.request();
             }
             return;
         }
@@ -834,7 +788,7 @@ impl Connection {
         }
         if self.state == State::Linger {
             if f.contains(Flags::FIN) {
-                self.ack_now = true;
+                self.ack.request();
             }
             return;
         }
@@ -848,7 +802,7 @@ impl Connection {
             if ce {
                 let interval = self.cfg.cnp_interval_ns;
                 if self.signals.on_ce(now, interval, &mut self.stats) {
-                    self.ack_now = true;
+                    self.ack.request();
                 }
             }
             self.on_data(now, pkt);
@@ -1136,7 +1090,7 @@ impl Connection {
             if payload.len() > self.cfg.recv_buffer - self.rbuf.len() {
                 // No room: drop; the sender exceeded our window. The ACK repeats the window.
                 self.stats.window_dropped += 1;
-                self.ack_now = true;
+                self.ack.request();
                 return;
             }
             let was_empty = self.rbuf.is_empty();
@@ -1155,38 +1109,24 @@ impl Connection {
                 self.events.push_back(Event::Readable);
             }
             self.stats.bytes_received += u64::from(len) + u64::from(moved);
-            self.unacked_bytes = self.unacked_bytes.saturating_add(len).saturating_add(moved);
-            self.stt_last = stt;
-            self.stt_seg_min = Some(match self.stt_seg_min {
-                Some(m) if (stt.wrapping_sub(m) as i32) >= 0 => m,
-                _ => stt,
-            });
+            self.ack.count(len.saturating_add(moved));
+            self.ack.record_stt(stt);
             if self.ooo_fin == Some(self.rcv_nxt) && self.ooo.is_empty() {
                 self.accept_fin();
             }
             if self.ooo.is_empty() && self.ooo_fin.is_none() {
                 // The gap (if any) is filled.
-                self.nack_at = None;
-                self.nack_now = false;
-                self.ooo_since_nack = false;
-            } else if self.nack_at.is_none() {
-                self.nack_at = Some(now + self.cfg.nack_retry_ns);
+                self.nack.on_filled();
+            } else {
+                self.nack.arm(now, self.cfg.nack_retry_ns);
             }
-            if self.unacked_bytes >= self.ack_due_bytes() || pkt.flags().contains(Flags::PSH) {
-                self.ack_now = true;
-            } else if self.delack_at.is_none() {
-                self.delack_at = Some(now + self.cfg.delayed_ack_ns);
-            }
+            self.after_data(now, pkt);
         } else if seq_lt(seq, self.rcv_nxt) {
             // Bytes we already have (a go-back-N resend): acknowledge like new data so the
             // sender moves on, but without delivering them again.
             self.stats.duplicates += 1;
-            self.unacked_bytes = self.unacked_bytes.saturating_add(len);
-            if self.unacked_bytes >= self.ack_due_bytes() || pkt.flags().contains(Flags::PSH) {
-                self.ack_now = true;
-            } else if self.delack_at.is_none() {
-                self.delack_at = Some(now + self.cfg.delayed_ack_ns);
-            }
+            self.ack.count(len);
+            self.after_data(now, pkt);
         } else if self.selective() && !self.peer_fin {
             self.keep_ooo(now, seq, payload);
         } else {
@@ -1246,19 +1186,14 @@ impl Connection {
             return;
         }
         self.stats.out_of_order_kept += 1;
-        self.ooo_arrived = true;
+        self.nack.on_kept();
         self.ooo_bytes += added;
         self.stats.out_of_order_bytes_max =
             self.stats.out_of_order_bytes_max.max(self.ooo_bytes as u64);
         if start > held_end {
             // A new hole [held_end, start): ask for it now.
-            self.nack_seq = self.rcv_nxt;
-            self.nack_now = true;
-            self.ooo_since_nack = false;
-            self.ooo_arrived = false;
-            if self.nack_at.is_none() {
-                self.nack_at = Some(now + self.cfg.nack_repeat_ns.min(self.cfg.nack_retry_ns));
-            }
+            let (repeat, retry) = (self.cfg.nack_repeat_ns, self.cfg.nack_retry_ns);
+            self.nack.on_new_hole(now, self.rcv_nxt, repeat, retry);
         } else {
             self.on_gap(now);
         }
@@ -1317,21 +1252,17 @@ impl Connection {
         n
     }
 
+    /// A packet beyond the gap arrived that opened no new hole ([`NackPolicy::on_gap`]).
     fn on_gap(&mut self, now: u64) {
-        if self.nack_seq != self.rcv_nxt
-            || (self.nack_at.is_none() && !self.nack_now && !self.ooo_since_nack)
-        {
-            // One NACK per gap.
-            self.nack_seq = self.rcv_nxt;
-            self.nack_now = true;
-            self.ooo_since_nack = false;
-            self.nack_at = Some(now + self.cfg.nack_retry_ns);
-        } else {
-            self.ooo_since_nack = true;
-            if self.nack_at.is_none() {
-                self.nack_at = Some(now + self.cfg.nack_retry_ns);
-            }
-        }
+        self.nack.on_gap(now, self.rcv_nxt, self.cfg.nack_retry_ns);
+    }
+
+    /// DATA was counted towards the next ACK: one is due after an ACK interval (or half the
+    /// receive share) or at the sender's PSH, else the delayed ACK runs.
+    fn after_data(&mut self, now: u64, pkt: &Packet<&[u8]>) {
+        let push = pkt.flags().contains(Flags::PSH);
+        let due = self.ack_due_bytes();
+        self.ack.after_data(now, due, push, self.cfg.delayed_ack_ns);
     }
 
     fn on_fin(&mut self, now: u64, pkt: &Packet<&[u8]>) {
@@ -1339,7 +1270,7 @@ impl Connection {
         if seq == self.rcv_nxt && !self.peer_fin {
             self.accept_fin();
         } else if seq_lt(seq, self.rcv_nxt) {
-            self.ack_now = true; // a retransmitted FIN: our ACK was lost
+            self.ack.request(); // a retransmitted FIN: our ACK was lost
         } else if self.selective()
             && !self.peer_fin
             && seq.wrapping_sub(self.rcv_nxt) <= self.window_bytes()
@@ -1359,15 +1290,15 @@ impl Connection {
         self.peer_fin = true;
         self.ooo_fin = None;
         self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
-        self.ack_now = true;
-        self.delack_at = None;
-        self.nack_at = None;
-        self.nack_now = false;
+        self.ack.request();
+        self.ack.stop_delack();
+        self.nack.cancel();
         self.events.push_back(Event::Readable);
     }
 
     fn check_done(&mut self, now: u64) {
-        if self.state == State::Established && self.fin_acked && self.peer_fin && !self.ack_now {
+        if self.state == State::Established && self.fin_acked && self.peer_fin && !self.ack.is_due()
+        {
             self.state = State::Linger;
             self.linger_until = now + self.cfg.linger_ns;
             // Everything we sent is acknowledged: give the send buffer's memory back now, not
@@ -1377,8 +1308,8 @@ impl Connection {
             self.ooo = VecDeque::new();
             self.ooo_bytes = 0;
             self.rto.stop();
-            self.delack_at = None;
-            self.nack_at = None;
+            self.ack.stop_delack();
+            self.nack.stop();
         }
     }
 
@@ -1426,10 +1357,7 @@ impl Connection {
     /// confirmation), new DATA leaves now, and a pure ACK, which alone carries the peer's
     /// STT and RTT sample, left within `ack_ride_ns`.
     fn ack_rides(&self, now: u64) -> bool {
-        self.cfg.ack_ride_ns > 0
-            && self
-                .last_pure_ack_at
-                .is_some_and(|t| now < t.saturating_add(self.cfg.ack_ride_ns))
+        self.ack.pure_within(now, self.cfg.ack_ride_ns)
             && self.ack_may_ride()
             && self.rexmit.is_empty()
             && self.pending_data() > 0
@@ -1441,7 +1369,7 @@ impl Connection {
     /// [`Connection::ack_rides`] and [`Connection::hold_ack`]): fewer than an ACK interval of
     /// bytes, no CNP, no FIN received, the handshake confirmed.
     fn ack_may_ride(&self) -> bool {
-        self.unacked_bytes < self.ack_due_bytes()
+        self.ack.below(self.ack_due_bytes())
             && !self.signals.cn_due()
             && !self.peer_fin
             && (self.confirmed || !self.is_client)
@@ -1503,8 +1431,7 @@ impl Connection {
                 return None;
             }
             State::Linger => {
-                if self.ack_now {
-                    self.ack_now = false;
+                if self.ack.take_due() {
                     let mut h = self.header(Flags::ACK, now);
                     h.seq = self.snd_max;
                     self.stats.acks_sent += 1;
@@ -1514,10 +1441,9 @@ impl Connection {
             }
             State::Established => {}
         }
-        if self.nack_now {
-            self.nack_now = false;
+        if self.nack.take_due() {
             let mut h = self.header(Flags::ACK | Flags::NACK, now);
-            h.echo_stt = self.stt_last;
+            h.echo_stt = self.ack.stt_last();
             h.seq = self.snd_max;
             self.stats.nacks_sent += 1;
             if !self.ooo.is_empty() || self.ooo_fin.is_some() {
@@ -1530,21 +1456,13 @@ impl Connection {
             }
             return Some(self.finish(now, &mut h, buf));
         }
-        if self.ack_now && self.ack_rides(now) {
+        if self.ack.is_due() && self.ack_rides(now) {
             // The DATA leaving below carries the ACK (spec §6.4).
-            self.ack_now = false;
-            self.delack_at = None;
-            self.unacked_bytes = 0;
-            self.stt_seg_min = None;
+            self.ack.on_ride();
             self.stats.acks_ridden += 1;
-            self.ack_hold_until = 0;
         }
-        if self.ack_now && now >= self.ack_hold_until {
-            self.ack_now = false;
-            self.ack_hold_until = 0;
-            self.delack_at = None;
-            self.unacked_bytes = 0;
-            self.last_pure_ack_at = Some(now);
+        if self.ack.due_at(now) {
+            let echo = self.ack.on_pure(now, self.cfg.echo);
             let mut flags = Flags::ACK;
             if self.signals.take_cn() {
                 flags = flags | Flags::CN;
@@ -1556,11 +1474,7 @@ impl Connection {
             } else {
                 self.snd_max
             };
-            h.echo_stt = match self.cfg.echo {
-                EchoPolicy::Last => self.stt_last,
-                EchoPolicy::Min => self.stt_seg_min.unwrap_or(self.stt_last),
-            };
-            self.stt_seg_min = None;
+            h.echo_stt = echo;
             self.stats.acks_sent += 1;
             let n = self.finish(now, &mut h, buf);
             self.check_done(now);
