@@ -10,7 +10,7 @@
 //! selective recovery it keeps such packets within its window and its NACKs name the missing
 //! ranges (spec §6.3, §6.5).
 
-use crate::buf::{sub_bytes, RecvBuf, SendBuf};
+use crate::buf::SendBuf;
 use crate::cc::AckSample;
 use crate::config::{Config, Recovery};
 use crate::stats::ConnStats;
@@ -22,12 +22,15 @@ use bytes::Bytes;
 use std::collections::VecDeque;
 
 mod ack;
+mod assembler;
 mod pacer;
+mod recv;
 mod rtt;
 mod signals;
 
 use ack::{AckPolicy, NackPolicy};
 use pacer::Pacer;
+use recv::RecvState;
 use rtt::{RtoTimer, RttEstimator};
 use signals::Signals;
 
@@ -157,29 +160,12 @@ pub struct Connection {
     nack_hi: Option<u32>,
 
     // ---- receiver ----
-    rcv_nxt: u32,
-    rbuf: RecvBuf,
-    /// The received datagram being handled, when the caller handed it over as [`Bytes`]
-    /// ([`Connection::set_rx_source`]): in-order payloads are kept as slices of it, not copied.
-    rx_src: Option<Bytes>,
-    /// Selective recovery: segments received beyond a gap, `(seq, bytes)`, ascending from
-    /// `rcv_nxt`, disjoint, all inside the advertised window.
-    ooo: VecDeque<(u32, Vec<u8>)>,
-    ooo_bytes: usize,
-    /// Selective recovery: the sequence number of a FIN received beyond a gap.
-    ooo_fin: Option<u32>,
-    peer_fin: bool,
-    /// The endpoint's receive share for this connection (spec §8.6 `rx_share`; `u32::MAX`:
-    /// none): the advertised window is at most this, and an ACK is due every half of it.
-    rx_share: u32,
-    /// The peer is sending: DATA arrived and its last DATA did not empty its queue (no PSH).
-    rx_active: bool,
+    recv: RecvState,
     ack: AckPolicy,
     nack: NackPolicy,
     /// Sender side: the STT and RTT of the latest pure ACK of new data (for tracing).
     echoed_stt: Option<u32>,
     last_rtt: Option<u64>,
-    last_adv_window: u32,
     syn_due: bool,
 
     // ---- lifecycle ----
@@ -228,20 +214,11 @@ impl Connection {
             rexmit: VecDeque::new(),
             resent_log: VecDeque::new(),
             nack_hi: None,
-            rcv_nxt: 0,
-            rbuf: RecvBuf::new(),
-            rx_src: None,
-            ooo: VecDeque::new(),
-            ooo_bytes: 0,
-            ooo_fin: None,
-            peer_fin: false,
-            rx_share: u32::MAX,
-            rx_active: false,
+            recv: RecvState::new(),
             ack: AckPolicy::new(),
             nack: NackPolicy::new(),
             echoed_stt: None,
             last_rtt: None,
-            last_adv_window: 0,
             syn_due: is_client,
             last_rx: now,
             last_tx: now,
@@ -279,7 +256,7 @@ impl Connection {
         c.snd_una = iss.wrapping_add(1);
         c.snd_nxt = c.snd_una;
         c.snd_max = c.snd_una;
-        c.rcv_nxt = peer_iss.wrapping_add(1);
+        c.recv.nxt = peer_iss.wrapping_add(1);
         c.peer_window = u32::from(peer_window) << 10;
         c.state = State::Established;
         c.events.push_back(Event::Accepted);
@@ -336,7 +313,7 @@ impl Connection {
     }
     /// Bytes held beyond a gap (selective recovery), not yet deliverable.
     pub fn out_of_order_bytes(&self) -> usize {
-        self.ooo_bytes
+        self.recv.ooo.bytes()
     }
     /// Bytes written but not yet acknowledged.
     pub fn unacked(&self) -> usize {
@@ -377,11 +354,11 @@ impl Connection {
 
     /// Bytes readable now.
     pub fn readable(&self) -> usize {
-        self.rbuf.len()
+        self.recv.buf().len()
     }
     /// Whether the peer's stream has ended and every byte was read.
     pub fn is_eof(&self) -> bool {
-        self.peer_fin && self.rbuf.is_empty()
+        self.recv.peer_fin && self.recv.buf().is_empty()
     }
     /// Whether the connection is over and may be dropped.
     pub fn is_closed(&self) -> bool {
@@ -414,8 +391,7 @@ impl Connection {
             self.ack.stop_delack();
             self.nack.stop();
             self.sbuf = SendBuf::new();
-            self.ooo = VecDeque::new();
-            self.ooo_bytes = 0;
+            self.recv.ooo.release();
             self.rexmit = VecDeque::new();
             self.resent_log = VecDeque::new();
         }
@@ -463,7 +439,7 @@ impl Connection {
     /// Takes up to `max` delivered bytes without copying them; None when nothing is buffered
     /// (see [`Connection::is_eof`]).
     pub fn read_chunk(&mut self, max: usize) -> Option<Bytes> {
-        let b = self.rbuf.read_chunk(max)?;
+        let b = self.recv.buf_mut().read_chunk(max)?;
         self.after_read(b.len());
         Some(b)
     }
@@ -473,7 +449,7 @@ impl Connection {
     pub fn read_chunks(&mut self, max: usize, most: usize, out: &mut Vec<Bytes>) -> usize {
         let mut taken = 0;
         for _ in 0..most {
-            match self.rbuf.read_chunk(max - taken) {
+            match self.recv.buf_mut().read_chunk(max - taken) {
                 Some(b) => {
                     taken += b.len();
                     out.push(b);
@@ -490,7 +466,7 @@ impl Connection {
     /// Hands over (Some) or forgets (None) the datagram about to be handled, so that its
     /// in-order payload is kept as a slice of it instead of a copy.
     pub fn set_rx_source(&mut self, src: Option<Bytes>) {
-        self.rx_src = src;
+        self.recv.set_source(src);
     }
 
     /// Like [`Connection::poll_transmit`], but a DATA packet's payload is not copied into
@@ -512,27 +488,16 @@ impl Connection {
 
     /// Reads delivered bytes; returns 0 when nothing is buffered (see [`Connection::is_eof`]).
     pub fn read(&mut self, out: &mut [u8]) -> usize {
-        let n = self.rbuf.read(out);
+        let n = self.recv.buf_mut().read(out);
         self.after_read(n);
         n
     }
 
+    /// After the application read `n` bytes: a window update if reading reopened the window
+    /// ([`RecvState::after_read`]).
     fn after_read(&mut self, n: usize) {
-        if self.rbuf.is_empty() && self.rbuf.capacity() > IDLE_BUFFER {
-            // Idle connections keep a small record, not the high-water mark of their buffer.
-            self.rbuf = RecvBuf::new();
-        }
-        if n > 0 {
-            // Window update when the window we last advertised was too small for a packet and
-            // reading has reopened at least one ACK interval (not when the receive share,
-            // rather than the buffer, made it small).
-            let w = self.window_bytes();
-            if self.last_adv_window < u32::from(self.cfg.max_payload)
-                && self.last_adv_window < self.rx_share
-                && w >= self.cfg.ack_interval.min(self.cfg.recv_buffer as u32 / 2)
-            {
-                self.ack.request();
-            }
+        if self.recv.after_read(n, &self.cfg) {
+            self.ack.request();
         }
     }
 
@@ -615,9 +580,9 @@ impl Connection {
             return;
         }
         self.ack.on_timer(now);
-        let holds = !self.ooo.is_empty() || self.ooo_fin.is_some();
+        let holds = self.recv.ooo.holds_any();
         let (repeat, retry) = (self.cfg.nack_repeat_ns, self.cfg.nack_retry_ns);
-        self.nack.on_timer(now, holds, self.rcv_nxt, repeat, retry);
+        self.nack.on_timer(now, holds, self.recv.nxt, repeat, retry);
         if self.state == State::Established && self.signals.cc().timer().is_some_and(|t| now >= t) {
             self.signals.cc_mut().on_timer(now);
             self.refresh_rate();
@@ -740,7 +705,7 @@ impl Connection {
             {
                 self.last_rx = now;
                 self.remote_cid = pkt.src_cid();
-                self.rcv_nxt = pkt.seq().wrapping_add(1);
+                self.recv.nxt = pkt.seq().wrapping_add(1);
                 self.snd_una = self.iss.wrapping_add(1);
                 self.snd_nxt = self.snd_una;
                 self.snd_max = self.snd_una;
@@ -1051,32 +1016,21 @@ impl Connection {
         self.rto.set_timeout(self.rtt.rto(&self.cfg));
     }
 
-    fn window_bytes(&self) -> u32 {
-        self.cfg.recv_buffer.saturating_sub(self.rbuf.len()) as u32
-    }
-
-    /// The window to advertise: the free buffer, at most the receive share (spec §8.6).
-    fn advertised_window(&self) -> u32 {
-        self.window_bytes().min(self.rx_share)
-    }
-
-    /// Bytes received after which an ACK is due: `ack_interval`, or half the receive share
-    /// when that is smaller (the sender would otherwise stall on the window until the
-    /// delayed ACK).
+    /// Bytes received after which an ACK is due ([`RecvState::ack_due_bytes`]).
     fn ack_due_bytes(&self) -> u32 {
-        self.cfg.ack_interval.min((self.rx_share >> 1).max(1))
+        self.recv.ack_due_bytes(&self.cfg)
     }
 
     /// Sets the receive share (spec §8.6 `rx_share`; `u32::MAX` for none). The endpoint
     /// calls this before it hands the connection a packet or asks it for one.
     pub fn set_rx_share(&mut self, bytes: u32) {
-        self.rx_share = bytes;
+        self.recv.set_share(bytes);
     }
 
     /// Whether the peer is sending to us (its last DATA did not end its queue), which the
     /// endpoint counts for the receive share.
     pub fn rx_active(&self) -> bool {
-        self.rx_active && !self.is_closed() && !self.peer_fin
+        self.recv.active() && !self.is_closed() && !self.recv.peer_fin
     }
 
     fn on_data(&mut self, now: u64, pkt: &Packet<&[u8]>) {
@@ -1085,49 +1039,38 @@ impl Connection {
         let len = payload.len() as u32;
         let stt = ts32(now).wrapping_sub(pkt.tx_ts());
         self.used |= len > 0 || pkt.flags().contains(Flags::FIN);
-        self.rx_active = !pkt.flags().contains(Flags::PSH);
-        if seq == self.rcv_nxt && !self.peer_fin {
-            if payload.len() > self.cfg.recv_buffer - self.rbuf.len() {
+        self.recv.on_data_flags(pkt.flags().contains(Flags::PSH));
+        if seq == self.recv.nxt && !self.recv.peer_fin {
+            if !self.recv.fits(payload, &self.cfg) {
                 // No room: drop; the sender exceeded our window. The ACK repeats the window.
                 self.stats.window_dropped += 1;
                 self.ack.request();
                 return;
             }
-            let was_empty = self.rbuf.is_empty();
-            match self.rx_src.as_ref().and_then(|src| sub_bytes(src, payload)) {
-                Some(b) => self.rbuf.push(b),
-                None => self.rbuf.extend_from_slice(payload),
-            }
-            self.rcv_nxt = self.rcv_nxt.wrapping_add(len);
-            // Segments kept beyond the gap this packet closed follow it.
-            let moved = if self.ooo.is_empty() {
-                0
-            } else {
-                self.drain_ooo()
-            };
+            let (was_empty, moved) = self.recv.deliver(payload);
             if was_empty {
                 self.events.push_back(Event::Readable);
             }
             self.stats.bytes_received += u64::from(len) + u64::from(moved);
             self.ack.count(len.saturating_add(moved));
             self.ack.record_stt(stt);
-            if self.ooo_fin == Some(self.rcv_nxt) && self.ooo.is_empty() {
+            if self.recv.ooo.fin() == Some(self.recv.nxt) && self.recv.ooo.is_empty() {
                 self.accept_fin();
             }
-            if self.ooo.is_empty() && self.ooo_fin.is_none() {
+            if !self.recv.ooo.holds_any() {
                 // The gap (if any) is filled.
                 self.nack.on_filled();
             } else {
                 self.nack.arm(now, self.cfg.nack_retry_ns);
             }
             self.after_data(now, pkt);
-        } else if seq_lt(seq, self.rcv_nxt) {
+        } else if seq_lt(seq, self.recv.nxt) {
             // Bytes we already have (a go-back-N resend): acknowledge like new data so the
             // sender moves on, but without delivering them again.
             self.stats.duplicates += 1;
             self.ack.count(len);
             self.after_data(now, pkt);
-        } else if self.selective() && !self.peer_fin {
+        } else if self.selective() && !self.recv.peer_fin {
             self.keep_ooo(now, seq, payload);
         } else {
             self.stats.out_of_order_dropped += 1;
@@ -1139,44 +1082,20 @@ impl Connection {
     /// and the segment limit) and sends a NACK at once when it opened a new hole (it lies
     /// beyond everything held), so the sender learns of every loss within one trip.
     fn keep_ooo(&mut self, now: u64, seq: u32, payload: &[u8]) {
-        let nxt = self.rcv_nxt;
-        let off = |s: u32| s.wrapping_sub(nxt) as usize;
-        let start = off(seq);
+        let nxt = self.recv.nxt;
+        let start = seq.wrapping_sub(nxt) as usize;
         let end = start + payload.len();
-        let held_end = self.ooo.back().map_or(0, |(s, d)| off(*s) + d.len());
-        if end > self.window_bytes() as usize {
+        let held_end = self.recv.ooo.held_end(nxt);
+        if end > self.recv.window_bytes(&self.cfg) as usize {
             self.stats.out_of_order_dropped += 1;
             self.on_gap(now);
             return;
         }
         // Insert the parts of [start, end) no held segment covers.
-        let mut i = self
-            .ooo
-            .partition_point(|(s, d)| off(*s) + d.len() <= start);
-        let mut cur = start;
-        let mut added = 0usize;
-        while cur < end {
-            let next = self.ooo.get(i).map(|(s, d)| (off(*s), off(*s) + d.len()));
-            match next {
-                Some((ns, ne)) if ns <= cur => {
-                    cur = cur.max(ne);
-                    i += 1;
-                }
-                _ => {
-                    if self.ooo.len() >= self.cfg.ooo_max_segments {
-                        break;
-                    }
-                    let piece_end = next.map_or(end, |(ns, _)| ns.min(end));
-                    let bytes = payload[cur - start..piece_end - start].to_vec();
-                    self.ooo.insert(i, (nxt.wrapping_add(cur as u32), bytes));
-                    added += piece_end - cur;
-                    cur = piece_end;
-                    i += 1;
-                }
-            }
-        }
+        let max_segments = self.cfg.ooo_max_segments;
+        let (added, cut) = self.recv.ooo.insert(nxt, start, payload, max_segments);
         if added == 0 {
-            if cur < end {
+            if cut {
                 // No room in the segment list: the packet is lost to us.
                 self.stats.out_of_order_dropped += 1;
             } else {
@@ -1187,74 +1106,20 @@ impl Connection {
         }
         self.stats.out_of_order_kept += 1;
         self.nack.on_kept();
-        self.ooo_bytes += added;
         self.stats.out_of_order_bytes_max =
-            self.stats.out_of_order_bytes_max.max(self.ooo_bytes as u64);
+            (self.stats.out_of_order_bytes_max).max(self.recv.ooo.bytes() as u64);
         if start > held_end {
             // A new hole [held_end, start): ask for it now.
             let (repeat, retry) = (self.cfg.nack_repeat_ns, self.cfg.nack_retry_ns);
-            self.nack.on_new_hole(now, self.rcv_nxt, repeat, retry);
+            self.nack.on_new_hole(now, nxt, repeat, retry);
         } else {
             self.on_gap(now);
         }
     }
 
-    /// Moves held segments that `rcv_nxt` has reached into the receive buffer; returns the
-    /// bytes moved.
-    fn drain_ooo(&mut self) -> u32 {
-        let mut moved = 0u32;
-        while let Some((s, _)) = self.ooo.front() {
-            if seq_lt(self.rcv_nxt, *s) {
-                break;
-            }
-            let (s, d) = self.ooo.pop_front().expect("front exists");
-            self.ooo_bytes -= d.len();
-            let skip = self.rcv_nxt.wrapping_sub(s) as usize;
-            if skip < d.len() {
-                let tail = &d[skip..];
-                self.rbuf.extend_from_slice(tail);
-                self.rcv_nxt = self.rcv_nxt.wrapping_add(tail.len() as u32);
-                moved += tail.len() as u32;
-            }
-        }
-        if self.ooo.is_empty() && self.ooo.capacity() > 64 {
-            self.ooo = VecDeque::new();
-        }
-        moved
-    }
-
-    /// The holes before the held segments, from `rcv_nxt`, at most `max`.
-    fn missing_ranges(&self, out: &mut [NackRange]) -> usize {
-        let mut n = 0;
-        let mut prev = self.rcv_nxt;
-        for (s, d) in &self.ooo {
-            if n == out.len() {
-                break;
-            }
-            if seq_lt(prev, *s) {
-                out[n] = NackRange {
-                    seq: prev,
-                    len: s.wrapping_sub(prev),
-                };
-                n += 1;
-            }
-            prev = s.wrapping_add(d.len() as u32);
-        }
-        if let Some(f) = self.ooo_fin {
-            if n < out.len() && seq_lt(prev, f) {
-                out[n] = NackRange {
-                    seq: prev,
-                    len: f.wrapping_sub(prev),
-                };
-                n += 1;
-            }
-        }
-        n
-    }
-
     /// A packet beyond the gap arrived that opened no new hole ([`NackPolicy::on_gap`]).
     fn on_gap(&mut self, now: u64) {
-        self.nack.on_gap(now, self.rcv_nxt, self.cfg.nack_retry_ns);
+        self.nack.on_gap(now, self.recv.nxt, self.cfg.nack_retry_ns);
     }
 
     /// DATA was counted towards the next ACK: one is due after an ACK interval (or half the
@@ -1267,18 +1132,18 @@ impl Connection {
 
     fn on_fin(&mut self, now: u64, pkt: &Packet<&[u8]>) {
         let seq = pkt.seq();
-        if seq == self.rcv_nxt && !self.peer_fin {
+        if seq == self.recv.nxt && !self.recv.peer_fin {
             self.accept_fin();
-        } else if seq_lt(seq, self.rcv_nxt) {
+        } else if seq_lt(seq, self.recv.nxt) {
             self.ack.request(); // a retransmitted FIN: our ACK was lost
         } else if self.selective()
-            && !self.peer_fin
-            && seq.wrapping_sub(self.rcv_nxt) <= self.window_bytes()
+            && !self.recv.peer_fin
+            && seq.wrapping_sub(self.recv.nxt) <= self.recv.window_bytes(&self.cfg)
         {
             // Selective: a FIN beyond the gap is held like data (a selective sender resends
             // only named ranges, so it would resend the FIN only on a timeout, and a sending
             // application that exits once its data is confirmed may never do so).
-            self.ooo_fin = Some(seq);
+            self.recv.ooo.hold_fin(seq);
             self.on_gap(now);
         } else {
             self.stats.out_of_order_dropped += 1;
@@ -1287,9 +1152,7 @@ impl Connection {
     }
 
     fn accept_fin(&mut self) {
-        self.peer_fin = true;
-        self.ooo_fin = None;
-        self.rcv_nxt = self.rcv_nxt.wrapping_add(1);
+        self.recv.accept_fin();
         self.ack.request();
         self.ack.stop_delack();
         self.nack.cancel();
@@ -1297,16 +1160,17 @@ impl Connection {
     }
 
     fn check_done(&mut self, now: u64) {
-        if self.state == State::Established && self.fin_acked && self.peer_fin && !self.ack.is_due()
+        if self.state == State::Established
+            && self.fin_acked
+            && self.recv.peer_fin
+            && !self.ack.is_due()
         {
             self.state = State::Linger;
             self.linger_until = now + self.cfg.linger_ns;
             // Everything we sent is acknowledged: give the send buffer's memory back now, not
             // at the end of the linger (thousands of lingering connections otherwise pin it).
             self.sbuf = SendBuf::new();
-            self.rbuf.shrink_to_fit();
-            self.ooo = VecDeque::new();
-            self.ooo_bytes = 0;
+            self.recv.shrink();
             self.rto.stop();
             self.ack.stop_delack();
             self.nack.stop();
@@ -1371,7 +1235,7 @@ impl Connection {
     fn ack_may_ride(&self) -> bool {
         self.ack.below(self.ack_due_bytes())
             && !self.signals.cn_due()
-            && !self.peer_fin
+            && !self.recv.peer_fin
             && (self.confirmed || !self.is_client)
     }
 
@@ -1381,10 +1245,10 @@ impl Connection {
             self.remote_cid,
             self.local_cid,
             self.snd_nxt,
-            self.rcv_nxt,
+            self.recv.nxt,
             ts32(now),
         );
-        h.window = (self.advertised_window() >> 10).min(0xffff) as u16;
+        h.window = (self.recv.advertised_window(&self.cfg) >> 10).min(0xffff) as u16;
         if flags.contains(Flags::ACK) {
             h.ce_count = self.signals.ce_received();
         }
@@ -1392,7 +1256,7 @@ impl Connection {
     }
 
     fn finish(&mut self, now: u64, h: &mut Header, buf: &mut [u8]) -> usize {
-        self.last_adv_window = u32::from(h.window) << 10;
+        self.recv.advertised(u32::from(h.window) << 10);
         if self.is_client
             && !self.confirmed
             && (h.flags.contains(Flags::DATA) || h.flags.contains(Flags::FIN))
@@ -1424,7 +1288,7 @@ impl Connection {
                 if self.syn_due {
                     self.syn_due = false;
                     let mut h = Header::new(Flags::SYN, 0, self.local_cid, self.iss, 0, ts32(now));
-                    h.window = (self.window_bytes() >> 10).min(0xffff) as u16;
+                    h.window = (self.recv.window_bytes(&self.cfg) >> 10).min(0xffff) as u16;
                     h.echo_stt = offered_caps(&self.cfg);
                     return Some(self.finish(now, &mut h, buf));
                 }
@@ -1446,11 +1310,11 @@ impl Connection {
             h.echo_stt = self.ack.stt_last();
             h.seq = self.snd_max;
             self.stats.nacks_sent += 1;
-            if !self.ooo.is_empty() || self.ooo_fin.is_some() {
+            if self.recv.ooo.holds_any() {
                 // Selective (the peer offered it: we hold data only then): name the holes.
                 let mut ranges = [NackRange { seq: 0, len: 0 }; MAX_NACK_RANGES];
                 let room = ((buf.len() - HEADER_LEN) / NACK_RANGE_LEN).min(MAX_NACK_RANGES);
-                let n = self.missing_ranges(&mut ranges[..room]);
+                let n = self.recv.ooo.missing(self.recv.nxt, &mut ranges[..room]);
                 h.payload_len = emit_nack_ranges(&ranges[..n], &mut buf[HEADER_LEN..]) as u16;
                 self.stats.nack_ranges_sent += n as u64;
             }
@@ -1589,9 +1453,9 @@ impl std::fmt::Debug for Connection {
             .field("snd_una", &self.snd_una)
             .field("snd_nxt", &self.snd_nxt)
             .field("snd_max", &self.snd_max)
-            .field("rcv_nxt", &self.rcv_nxt)
+            .field("rcv_nxt", &self.recv.nxt)
             .field("sbuf", &self.sbuf.len())
-            .field("rbuf", &self.rbuf.len())
+            .field("rbuf", &self.recv.buf().len())
             .finish()
     }
 }
