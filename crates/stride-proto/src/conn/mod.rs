@@ -10,13 +10,12 @@
 //! selective recovery it keeps such packets within its window and its NACKs name the missing
 //! ranges (spec §6.3, §6.5).
 
-use crate::buf::SendBuf;
 use crate::cc::AckSample;
 use crate::config::{Config, Recovery};
 use crate::stats::ConnStats;
 use crate::wire::{
-    emit_nack_ranges, nack_ranges, seq_le, seq_lt, syn_ack_peer_caps, Flags, Header, NackRange,
-    Packet, CAPS_KNOWN, CAP_SELECTIVE, HEADER_LEN, MAX_NACK_RANGES, NACK_RANGE_LEN,
+    emit_nack_ranges, seq_le, seq_lt, syn_ack_peer_caps, Flags, Header, NackRange, Packet,
+    CAPS_KNOWN, CAP_SELECTIVE, HEADER_LEN, MAX_NACK_RANGES, NACK_RANGE_LEN,
 };
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -26,19 +25,18 @@ mod assembler;
 mod pacer;
 mod recv;
 mod rtt;
+mod send;
 mod signals;
 
 use ack::{AckPolicy, NackPolicy};
 use pacer::Pacer;
 use recv::RecvState;
 use rtt::{RtoTimer, RttEstimator};
+use send::SendState;
 use signals::Signals;
 
 /// A buffer that empties while holding more than this is freed (see [`Connection::read`]).
 const IDLE_BUFFER: usize = 64 * 1024;
-/// Selective recovery, sender: most ranges queued for resending, and most remembered as
-/// resent within the last round trip (oldest forgotten first).
-const MAX_REXMIT: usize = 2 * MAX_NACK_RANGES;
 
 /// DATA payloads of at most this many bytes are copied into the datagram's buffer even by
 /// [`Connection::poll_transmit_parts`]: for a short message the copy costs fewer instructions
@@ -120,17 +118,7 @@ pub struct Connection {
 
     // ---- sender ----
     iss: u32,
-    snd_una: u32,
-    snd_nxt: u32,
-    snd_max: u32,
-    sbuf: SendBuf,
-    /// Set by [`Connection::poll_transmit_parts`] for one call: DATA payloads go here as
-    /// slices of the send buffer instead of being copied into the datagram buffer.
-    tx_parts: Option<Vec<Bytes>>,
-    close_requested: bool,
-    fin_sent: bool,
-    fin_acked: bool,
-    peer_window: u32,
+    send: SendState,
     signals: Signals,
     pacer: Pacer,
     rtt: RttEstimator,
@@ -140,24 +128,8 @@ pub struct Connection {
     /// Whether any payload or FIN was written or received (a connection that never carries
     /// any is culled after `unused_timeout_ns`).
     used: bool,
-    last_gbn_seq: u32,
-    last_gbn_at: u64,
-    want_writable: bool,
-    /// Free send-buffer bytes that make the waiting writer writable again: an ACK interval
-    /// (at most a quarter of the buffer) for a copying writer, a quarter for one that hands
-    /// over chunks (see `on_ack_field`).
-    writable_step: usize,
     /// Capability bits the peer offered in the handshake (masked to the known ones).
     peer_caps: u32,
-    /// Selective recovery: ranges `[start, end)` the peer's NACKs named, waiting to be resent.
-    rexmit: VecDeque<(u32, u32)>,
-    /// Selective recovery: ranges resent and when, so a NACK repeating a range whose resend is
-    /// still in flight does not resend it again within a round trip.
-    resent_log: VecDeque<(u32, u32, u64)>,
-    /// Selective recovery: the end of the last range of the latest selective NACK. The peer
-    /// held data at or beyond it then; after a timeout, only if it is past `snd_una` is a
-    /// resend of the first packet enough.
-    nack_hi: Option<u32>,
 
     // ---- receiver ----
     recv: RecvState,
@@ -191,29 +163,14 @@ impl Connection {
             local_cid,
             remote_cid: 0,
             iss,
-            snd_una: iss,
-            snd_nxt: iss,
-            snd_max: iss,
-            sbuf: SendBuf::new(),
-            tx_parts: None,
-            close_requested: false,
-            fin_sent: false,
-            fin_acked: false,
-            peer_window: 0,
+            send: SendState::new(iss),
             signals: Signals::new(&cfg, now),
             pacer: Pacer::new(),
             rtt: RttEstimator::new(),
             rto: RtoTimer::new(cfg.initial_rto_ns),
             born: now,
             used: false,
-            last_gbn_seq: iss,
-            last_gbn_at: 0,
-            want_writable: false,
-            writable_step: 0,
             peer_caps: 0,
-            rexmit: VecDeque::new(),
-            resent_log: VecDeque::new(),
-            nack_hi: None,
             recv: RecvState::new(),
             ack: AckPolicy::new(),
             nack: NackPolicy::new(),
@@ -235,7 +192,7 @@ impl Connection {
     /// A client connection that will send a SYN on the next `poll_transmit`.
     pub fn client(cfg: Config, now: u64, local_cid: u32, iss: u32) -> Self {
         let mut c = Connection::base(cfg, now, local_cid, iss, true);
-        c.snd_max = iss.wrapping_add(1); // the SYN occupies one sequence number
+        c.send.max = iss.wrapping_add(1); // the SYN occupies one sequence number
         c.rto.arm_syn(now, iss);
         c
     }
@@ -253,11 +210,8 @@ impl Connection {
     ) -> Self {
         let mut c = Connection::base(cfg, now, local_cid, iss, false);
         c.remote_cid = remote_cid;
-        c.snd_una = iss.wrapping_add(1);
-        c.snd_nxt = c.snd_una;
-        c.snd_max = c.snd_una;
+        c.send.start(iss.wrapping_add(1), peer_window);
         c.recv.nxt = peer_iss.wrapping_add(1);
-        c.peer_window = u32::from(peer_window) << 10;
         c.state = State::Established;
         c.events.push_back(Event::Accepted);
         c
@@ -317,7 +271,7 @@ impl Connection {
     }
     /// Bytes written but not yet acknowledged.
     pub fn unacked(&self) -> usize {
-        self.sbuf.len()
+        self.send.buffered()
     }
     /// Lowers this connection's largest DATA payload to `max` (at least 1; never raises it):
     /// a host that learns the path to the peer carries smaller datagrams than
@@ -378,7 +332,7 @@ impl Connection {
     /// ready when nothing waits for a resend and a whole `send_batch_bytes` may be sent.
     fn data_at(&self) -> u64 {
         self.pacer.data_at(|| {
-            self.rexmit.is_empty()
+            !self.send.has_rexmit()
                 && self.pending_data().min(self.window_room()) >= self.cfg.send_batch_bytes
         })
     }
@@ -390,10 +344,8 @@ impl Connection {
             self.rto.stop();
             self.ack.stop_delack();
             self.nack.stop();
-            self.sbuf = SendBuf::new();
+            self.send.release_all();
             self.recv.ooo.release();
-            self.rexmit = VecDeque::new();
-            self.resent_log = VecDeque::new();
         }
     }
 
@@ -401,17 +353,11 @@ impl Connection {
 
     /// Queues bytes for sending; returns how many fit in the send buffer.
     pub fn write(&mut self, data: &[u8]) -> usize {
-        if self.close_requested || self.is_closed() || self.state == State::Linger {
+        if !self.writing() {
             return 0;
         }
-        let room = self.cfg.send_buffer.saturating_sub(self.sbuf.len());
-        let n = room.min(data.len());
+        let n = self.send.write(data, &self.cfg);
         self.used |= n > 0;
-        self.sbuf.extend_from_slice(&data[..n]);
-        if n < data.len() {
-            self.want_writable = true;
-            self.writable_step = (self.cfg.ack_interval as usize).min(self.cfg.send_buffer / 4);
-        }
         n
     }
 
@@ -420,20 +366,18 @@ impl Connection {
     /// When not all of it fits, [`Event::Writable`] follows once a quarter of the send buffer
     /// is free (after [`Connection::write`], once an ACK interval is).
     pub fn write_bytes(&mut self, data: &Bytes) -> usize {
-        if self.close_requested || self.is_closed() || self.state == State::Linger {
+        if !self.writing() {
             return 0;
         }
-        let room = self.cfg.send_buffer.saturating_sub(self.sbuf.len());
-        let n = room.min(data.len());
+        let n = self.send.write_bytes(data, &self.cfg);
         self.used |= n > 0;
-        if n == data.len() {
-            self.sbuf.push(data.clone());
-        } else {
-            self.sbuf.push(data.slice(..n));
-            self.want_writable = true;
-            self.writable_step = self.cfg.send_buffer / 4;
-        }
         n
+    }
+
+    /// Whether the application may still write: the stream is not finished and the
+    /// connection neither closed nor lingering.
+    fn writing(&self) -> bool {
+        !(self.send.close_requested() || self.is_closed() || self.state == State::Linger)
     }
 
     /// Takes up to `max` delivered bytes without copying them; None when nothing is buffered
@@ -480,9 +424,9 @@ impl Connection {
         buf: &mut [u8],
         parts: &mut Vec<Bytes>,
     ) -> Option<usize> {
-        self.tx_parts = Some(std::mem::take(parts));
+        self.send.set_tx_parts(Some(std::mem::take(parts)));
         let r = self.poll_transmit(now, buf);
-        *parts = self.tx_parts.take().unwrap_or_default();
+        *parts = self.send.take_tx_parts().unwrap_or_default();
         r
     }
 
@@ -503,9 +447,9 @@ impl Connection {
 
     /// Finishes our direction: a FIN follows the buffered bytes.
     pub fn close(&mut self) {
-        if !self.close_requested && !self.is_closed() {
+        if !self.send.close_requested() && !self.is_closed() {
             self.used = true;
-            self.close_requested = true;
+            self.send.request_close();
         }
     }
 
@@ -593,13 +537,10 @@ impl Connection {
     }
 
     fn on_rto(&mut self, now: u64) {
-        let outstanding = self.snd_una != self.snd_max;
-        if !outstanding {
+        if !self.send.outstanding() {
             // Persist: data is waiting for window; probe with one packet, no penalty.
             self.rto.stop();
-            if self.pending_data() > 0 {
-                self.peer_window = self.peer_window.max(u32::from(self.cfg.max_payload));
-            }
+            self.send.open_probe(self.cfg.max_payload);
             return;
         }
         let retries = self.rto.on_expiry(now);
@@ -621,40 +562,27 @@ impl Connection {
         } else if self.state == State::Established {
             self.signals.cc_mut().on_timeout(now);
             self.refresh_rate();
-            let peer_holds_more = self.nack_hi.is_some_and(|h| seq_lt(self.snd_una, h));
+            let peer_holds_more = self.send.peer_holds_more();
             if self.selective() && retries == 1 && peer_holds_more {
                 // Selective, and the latest NACK showed the peer holding data beyond the
                 // first hole: a first timeout (typically a lost resend of that hole) resends
                 // only the first unacknowledged packet. A second consecutive timeout, or a
                 // peer holding nothing beyond (a lost tail), goes back N.
-                let end = self.snd_una.wrapping_add(
-                    (self.sbuf.len() as u32)
-                        .min(u32::from(self.cfg.max_payload))
-                        .min(self.snd_nxt.wrapping_sub(self.snd_una)),
-                );
-                self.rexmit.clear();
-                if seq_lt(self.snd_una, end) {
-                    self.rexmit.push_back((self.snd_una, end));
-                    self.resent_log.push_back((self.snd_una, end, now));
+                if self.send.resend_first(now, self.cfg.max_payload) {
                     self.pacer.restart(now);
                     return;
                 }
             }
             // Go back to the first unacknowledged byte (FIN included when it was sent): the
             // fallback of selective recovery too.
-            self.snd_nxt = self.snd_una;
-            self.rexmit.clear();
-            self.resent_log.clear();
-            if self.fin_sent && !self.fin_acked {
-                self.fin_sent = false;
-            }
+            self.send.go_back(self.send.una);
             self.pacer.restart(now);
         }
     }
 
     fn arm_rto(&mut self, now: u64) {
         let persist = self.pending_data() > 0 && self.window_room() == 0;
-        if self.snd_una != self.snd_max || persist {
+        if self.send.outstanding() || persist {
             self.rto.arm(now);
         } else {
             self.rto.stop();
@@ -706,10 +634,7 @@ impl Connection {
                 self.last_rx = now;
                 self.remote_cid = pkt.src_cid();
                 self.recv.nxt = pkt.seq().wrapping_add(1);
-                self.snd_una = self.iss.wrapping_add(1);
-                self.snd_nxt = self.snd_una;
-                self.snd_max = self.snd_una;
-                self.peer_window = u32::from(pkt.window()) << 10;
+                self.send.start(self.iss.wrapping_add(1), pkt.window());
                 // The SYN-ACK's ce_count carries the listener's capabilities in bits 8..14
                 // beside the start grant (0 from a peer without any).
                 self.peer_caps = syn_ack_peer_caps(pkt.ce_count()) & CAPS_KNOWN;
@@ -749,7 +674,7 @@ impl Connection {
         self.last_rx = now;
         if !self.confirmed {
             self.confirmed = true;
-            self.confirm_seq = self.snd_max;
+            self.confirm_seq = self.send.max;
         }
         if self.state == State::Linger {
             if f.contains(Flags::FIN) {
@@ -801,67 +726,34 @@ impl Connection {
     fn on_ack_field(&mut self, now: u64, pkt: &Packet<&[u8]>) {
         let f = pkt.flags();
         let a = pkt.ack();
-        self.peer_window = u32::from(pkt.window()) << 10;
+        self.send.set_peer_window(pkt.window());
         self.signals.on_ce_echo(pkt.ce_count(), &mut self.stats);
         if f.contains(Flags::CN) {
             self.stats.cnps_received += 1;
             self.signals.cc_mut().on_cnp(now);
             self.refresh_rate();
         }
-        let mut newly = 0u32;
-        if seq_lt(self.snd_una, a) && seq_le(a, self.snd_max) {
-            newly = a.wrapping_sub(self.snd_una);
-            let data_end = self.snd_una.wrapping_add(self.sbuf.len() as u32);
-            if self.close_requested && seq_lt(data_end, a) {
-                // Everything up to and including our FIN is acknowledged (possibly a FIN
-                // that go-back-N had queued again: it is no longer owed).
-                self.fin_sent = true;
-                self.fin_acked = true;
-            }
-            let data_acked = (newly as usize).min(self.sbuf.len());
-            self.sbuf.drain_front(data_acked);
-            if self.sbuf.is_empty() && self.sbuf.capacity() > IDLE_BUFFER {
-                self.sbuf = SendBuf::new();
-            }
-            self.snd_una = a;
-            if seq_lt(self.snd_nxt, a) {
-                self.snd_nxt = a;
-            }
-            if !self.rexmit.is_empty() || !self.resent_log.is_empty() {
-                self.prune_rexmit();
-            }
+        let (newly, writable) = self.send.on_ack(a, self.cfg.send_buffer);
+        if newly > 0 {
             self.rto.on_progress();
             self.stats.acks_received += 1;
-            // Writable once `writable_step` of room is free again: not per freed packet (a
-            // writer woken per ACK costs a wake-up per packet at low rates). A copying writer
-            // waits for an ACK interval (at most a quarter of the buffer), not for large steps:
-            // one that then copies a megabyte at once steals its core from the pacer on a small
-            // host (`stride demo` fell from ~93 % to ~75 % utilisation with a quarter-buffer
-            // step). A writer handing over chunks copies nothing, so it waits for a quarter of
-            // the buffer: a wake-up per 64 KiB was a third of a bulk sender's context switches.
-            if self.want_writable && self.sbuf.len() + self.writable_step <= self.cfg.send_buffer {
-                self.want_writable = false;
+            if writable {
                 self.events.push_back(Event::Writable);
             }
         }
+        let repeat = self.rtt.repeat_window(&self.cfg);
         if f.contains(Flags::NACK) && !pkt.payload().is_empty() && self.selective() {
             self.stats.nacks_received += 1;
-            self.on_selective_nack(now, a, pkt.payload());
+            let guard = self.rtt.resend_guard(&self.cfg);
+            let payload = pkt.payload();
+            if (self.send).on_selective_nack(now, a, payload, (repeat, guard), &mut self.stats) {
+                self.signals.cc_mut().on_nack(now);
+                self.refresh_rate();
+            }
         } else if f.contains(Flags::NACK) {
             // A plain NACK (or ranges we never offered to act on): go-back-N.
             self.stats.nacks_received += 1;
-            let recent = a == self.last_gbn_seq
-                && now.saturating_sub(self.last_gbn_at) < self.rtt.repeat_window(&self.cfg);
-            if seq_le(self.snd_una, a) && seq_lt(a, self.snd_nxt) && !recent {
-                // Go-back-N from the missing byte.
-                self.snd_nxt = a;
-                self.rexmit.clear();
-                self.resent_log.clear();
-                if self.fin_sent && !self.fin_acked {
-                    self.fin_sent = false;
-                }
-                self.last_gbn_seq = a;
-                self.last_gbn_at = now;
+            if self.send.on_plain_nack(now, a, repeat) {
                 self.signals.cc_mut().on_nack(now);
                 self.refresh_rate();
             }
@@ -881,7 +773,7 @@ impl Connection {
                 acked: newly,
                 rtt,
                 ce: self.signals.take_ce_echoed(),
-                inflight: self.snd_max.wrapping_sub(self.snd_una),
+                inflight: self.send.inflight(),
             };
             self.signals.cc_mut().on_ack(now, &sample);
             self.refresh_rate();
@@ -917,96 +809,6 @@ impl Connection {
     /// scale with the path's length (Swift's target) read it.
     pub fn set_path_hops(&mut self, hops: u32) {
         self.signals.cc_mut().on_path(hops);
-    }
-
-    /// Drops the parts of the resend lists that are acknowledged or no longer sent.
-    fn prune_rexmit(&mut self) {
-        let (una, nxt) = (self.snd_una, self.snd_nxt);
-        self.rexmit.retain_mut(|r| {
-            if seq_lt(r.0, una) {
-                r.0 = una;
-            }
-            if seq_lt(nxt, r.1) {
-                r.1 = nxt;
-            }
-            seq_lt(r.0, r.1)
-        });
-        self.resent_log.retain(|r| seq_lt(una, r.1));
-    }
-
-    /// A selective NACK: `ack` was processed; `payload` names missing ranges (wire-checked to
-    /// be whole ranges). Every range must lie in what was sent and is unacknowledged, be
-    /// non-empty, and follow the previous one without overlap; otherwise the ranges are
-    /// ignored (counted). Each range is queued for resending unless it was resent within the
-    /// last round trip (its resend may still be in flight). The controller reacts as to a
-    /// go-back-N NACK (§8), under the same once-per-gap-per-round-trip rule.
-    fn on_selective_nack(&mut self, now: u64, a: u32, payload: &[u8]) {
-        let n = (payload.len() / NACK_RANGE_LEN) as u64;
-        let mut prev_end: Option<u32> = None;
-        for r in nack_ranges(payload) {
-            let end = r.seq.wrapping_add(r.len);
-            // (A range below snd_una is only stale, from a NACK overtaken by an ACK: clipped
-            // below, not refused.)
-            let ok = r.len > 0
-                && self.snd_max.wrapping_sub(r.seq) <= 1 << 30
-                && prev_end.is_none_or(|p| seq_le(p, r.seq))
-                && seq_lt(r.seq, end)
-                && seq_le(end, self.snd_max);
-            if !ok {
-                self.stats.nack_ranges_rejected += n;
-                return;
-            }
-            prev_end = Some(end);
-        }
-        self.nack_hi = prev_end;
-        // Once per round trip, whatever `ack` says: selective NACKs come per new hole and
-        // `ack` moves as each first hole fills, so the per-gap rule of go-back-N would cut the
-        // rate once per loss (measured: 5 % loss then held a 1 Gbit/s path at ~10 %).
-        // A repeat for the same first hole (its resend lost or still in flight) does not cut
-        // again: the first NACK for it did.
-        let recent = now.saturating_sub(self.last_gbn_at) < self.rtt.repeat_window(&self.cfg)
-            || a == self.last_gbn_seq;
-        if !recent {
-            self.last_gbn_seq = a;
-            self.last_gbn_at = now;
-            self.signals.cc_mut().on_nack(now);
-            self.refresh_rate();
-        }
-        // A range resent less than a round trip (plus its variation) ago is in flight.
-        let guard = self.rtt.resend_guard(&self.cfg);
-        self.resent_log
-            .retain(|r| now.saturating_sub(r.2) < guard && seq_lt(self.snd_una, r.1));
-        for r in nack_ranges(payload) {
-            let mut start = r.seq;
-            let mut end = r.seq.wrapping_add(r.len);
-            // Only what was sent and is still owed: below snd_nxt (after a go-back-N the rest
-            // is being resent in order anyway).
-            if seq_lt(start, self.snd_una) {
-                start = self.snd_una;
-            }
-            if seq_lt(self.snd_nxt, end) {
-                end = self.snd_nxt;
-            }
-            if !seq_lt(start, end) {
-                continue;
-            }
-            let in_flight = self
-                .resent_log
-                .iter()
-                .any(|l| seq_lt(l.0, end) && seq_lt(start, l.1));
-            if in_flight {
-                continue;
-            }
-            if self.rexmit.len() >= MAX_REXMIT {
-                break;
-            }
-            if self.resent_log.len() >= MAX_REXMIT {
-                self.resent_log.pop_front();
-            }
-            self.resent_log.push_back((start, end, now));
-            self.rexmit.push_back((start, end));
-            self.stats.nack_ranges_resent += 1;
-        }
     }
 
     /// One RTT sample, ns: the estimate and the retransmission timeout follow it.
@@ -1161,7 +963,7 @@ impl Connection {
 
     fn check_done(&mut self, now: u64) {
         if self.state == State::Established
-            && self.fin_acked
+            && self.send.fin_acked()
             && self.recv.peer_fin
             && !self.ack.is_due()
         {
@@ -1169,7 +971,7 @@ impl Connection {
             self.linger_until = now + self.cfg.linger_ns;
             // Everything we sent is acknowledged: give the send buffer's memory back now, not
             // at the end of the linger (thousands of lingering connections otherwise pin it).
-            self.sbuf = SendBuf::new();
+            self.send.release();
             self.recv.shrink();
             self.rto.stop();
             self.ack.stop_delack();
@@ -1179,40 +981,22 @@ impl Connection {
 
     // ------------------------------------------------------------------ output
 
+    /// Written bytes not yet sent.
     fn pending_data(&self) -> u32 {
-        let end = self.snd_una.wrapping_add(self.sbuf.len() as u32);
-        if seq_lt(self.snd_nxt, end) {
-            end.wrapping_sub(self.snd_nxt)
-        } else {
-            0
-        }
+        self.send.pending()
     }
 
+    /// Bytes the peer's and the controller's windows allow now.
     fn window_room(&self) -> u32 {
-        let w = match self.signals.window() {
-            Some(cap) => self
-                .peer_window
-                .min(cap.max(u32::from(self.cfg.max_payload))),
-            None => self.peer_window,
-        };
-        let limit = self.snd_una.wrapping_add(w);
-        if seq_lt(self.snd_nxt, limit) {
-            limit.wrapping_sub(self.snd_nxt)
-        } else {
-            0
-        }
+        (self.send).window_room(self.signals.window(), self.cfg.max_payload)
     }
 
     /// Whether a DATA or FIN packet is waiting for the pacer (not for window or buffer).
     fn data_ready(&self) -> bool {
         self.state == State::Established
-            && (!self.rexmit.is_empty()
+            && (self.send.has_rexmit()
                 || (self.pending_data() > 0 && self.window_room() > 0)
-                || self.fin_due())
-    }
-
-    fn fin_due(&self) -> bool {
-        self.close_requested && !self.fin_sent && self.pending_data() == 0
+                || self.send.fin_due())
     }
 
     /// Whether the due ACK may ride on the DATA packet that leaves now instead of leaving on
@@ -1223,7 +1007,7 @@ impl Connection {
     fn ack_rides(&self, now: u64) -> bool {
         self.ack.pure_within(now, self.cfg.ack_ride_ns)
             && self.ack_may_ride()
-            && self.rexmit.is_empty()
+            && !self.send.has_rexmit()
             && self.pending_data() > 0
             && self.window_room() > 0
             && now >= self.data_at()
@@ -1244,7 +1028,7 @@ impl Connection {
             flags,
             self.remote_cid,
             self.local_cid,
-            self.snd_nxt,
+            self.send.nxt,
             self.recv.nxt,
             ts32(now),
         );
@@ -1297,7 +1081,7 @@ impl Connection {
             State::Linger => {
                 if self.ack.take_due() {
                     let mut h = self.header(Flags::ACK, now);
-                    h.seq = self.snd_max;
+                    h.seq = self.send.max;
                     self.stats.acks_sent += 1;
                     return Some(self.finish(now, &mut h, buf));
                 }
@@ -1308,7 +1092,7 @@ impl Connection {
         if self.nack.take_due() {
             let mut h = self.header(Flags::ACK | Flags::NACK, now);
             h.echo_stt = self.ack.stt_last();
-            h.seq = self.snd_max;
+            h.seq = self.send.max;
             self.stats.nacks_sent += 1;
             if self.recv.ooo.holds_any() {
                 // Selective (the peer offered it: we hold data only then): name the holes.
@@ -1336,7 +1120,7 @@ impl Connection {
             h.seq = if self.is_client && !self.confirmed {
                 self.iss.wrapping_add(1)
             } else {
-                self.snd_max
+                self.send.max
             };
             h.echo_stt = echo;
             self.stats.acks_sent += 1;
@@ -1344,7 +1128,7 @@ impl Connection {
             self.check_done(now);
             return Some(n);
         }
-        if !self.rexmit.is_empty() && now >= self.pacer.next_send() {
+        if self.send.has_rexmit() && now >= self.pacer.next_send() {
             return Some(self.send_rexmit(now, buf));
         }
         let data_at = self.data_at();
@@ -1361,19 +1145,16 @@ impl Connection {
                 }
                 let mut h = self.header(flags, now);
                 h.payload_len = len as u16;
-                let off = self.snd_nxt.wrapping_sub(self.snd_una) as usize;
-                self.copy_out(off, &mut buf[HEADER_LEN..HEADER_LEN + len as usize]);
-                if seq_lt(self.snd_nxt, self.snd_max) {
+                let off = self.send.nxt.wrapping_sub(self.send.una) as usize;
+                (self.send).copy_out(off, &mut buf[HEADER_LEN..HEADER_LEN + len as usize]);
+                if seq_lt(self.send.nxt, self.send.max) {
                     self.stats.retransmitted_packets += 1;
                 }
                 self.stats.data_packets_sent += 1;
                 self.stats.bytes_sent += u64::from(len);
                 self.signals.cc_mut().on_sent(now, len);
                 self.refresh_rate();
-                self.snd_nxt = self.snd_nxt.wrapping_add(len);
-                if seq_lt(self.snd_max, self.snd_nxt) {
-                    self.snd_max = self.snd_nxt;
-                }
+                self.send.advance(len);
                 let backlogged = self.pending_data() > 0 && self.window_room() > 0;
                 let bytes = HEADER_LEN as u64 + u64::from(len);
                 self.pacer
@@ -1383,32 +1164,17 @@ impl Connection {
             }
             // FIN
             let mut h = self.header(Flags::FIN | Flags::ACK, now);
-            self.fin_sent = true;
-            self.snd_nxt = self.snd_nxt.wrapping_add(1);
-            if seq_lt(self.snd_max, self.snd_nxt) {
-                self.snd_max = self.snd_nxt;
-            }
+            self.send.on_fin_sent();
             self.arm_rto(now);
             return Some(self.finish(now, &mut h, buf));
         }
         if now >= self.last_tx + self.cfg.idle_timeout_ns / 4 {
             // Keepalive.
             let mut h = self.header(Flags::ACK, now);
-            h.seq = self.snd_max;
+            h.seq = self.send.max;
             return Some(self.finish(now, &mut h, buf));
         }
         None
-    }
-
-    /// Copies send-buffer bytes from offset `off` (from `snd_una`) into `dst`, or (inside
-    /// [`Connection::poll_transmit_parts`]) appends them as slices to its parts.
-    fn copy_out(&mut self, off: usize, dst: &mut [u8]) {
-        match self.tx_parts.as_mut() {
-            Some(parts) if dst.len() > SMALL_PAYLOAD_COPY => {
-                self.sbuf.slices(off, dst.len(), parts)
-            }
-            _ => self.sbuf.copy_out(off, dst),
-        }
     }
 
     /// Selective recovery: resends (part of) the first queued range. Queued ranges always lie
@@ -1416,22 +1182,16 @@ impl Connection {
     /// are in the send buffer; they were sent within the window before, so only the pacer
     /// gates them.
     fn send_rexmit(&mut self, now: u64, buf: &mut [u8]) -> usize {
-        let (start, end) = self.rexmit[0];
-        let len = end.wrapping_sub(start).min(u32::from(self.cfg.max_payload));
-        if len == end.wrapping_sub(start) {
-            self.rexmit.pop_front();
-        } else {
-            self.rexmit[0].0 = start.wrapping_add(len);
-        }
+        let (start, len) = self.send.next_rexmit(self.cfg.max_payload);
         let mut flags = Flags::DATA | Flags::ACK;
-        if self.rexmit.is_empty() && self.pending_data() == 0 {
+        if !self.send.has_rexmit() && self.pending_data() == 0 {
             flags = flags | Flags::PSH;
         }
         let mut h = self.header(flags, now);
         h.seq = start;
         h.payload_len = len as u16;
-        let off = start.wrapping_sub(self.snd_una) as usize;
-        self.copy_out(off, &mut buf[HEADER_LEN..HEADER_LEN + len as usize]);
+        let off = start.wrapping_sub(self.send.una) as usize;
+        (self.send).copy_out(off, &mut buf[HEADER_LEN..HEADER_LEN + len as usize]);
         self.stats.retransmitted_packets += 1;
         self.stats.data_packets_sent += 1;
         self.stats.bytes_sent += u64::from(len);
@@ -1450,11 +1210,11 @@ impl std::fmt::Debug for Connection {
             .field("state", &self.state)
             .field("local_cid", &self.local_cid)
             .field("remote_cid", &self.remote_cid)
-            .field("snd_una", &self.snd_una)
-            .field("snd_nxt", &self.snd_nxt)
-            .field("snd_max", &self.snd_max)
+            .field("snd_una", &self.send.una)
+            .field("snd_nxt", &self.send.nxt)
+            .field("snd_max", &self.send.max)
             .field("rcv_nxt", &self.recv.nxt)
-            .field("sbuf", &self.sbuf.len())
+            .field("sbuf", &self.send.buffered())
             .field("rbuf", &self.recv.buf().len())
             .finish()
     }
