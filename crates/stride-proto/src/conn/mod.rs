@@ -9,19 +9,24 @@
 //! keeps only in-order data: a packet beyond a gap is dropped and answered by one NACK. With
 //! selective recovery it keeps such packets within its window and its NACKs name the missing
 //! ranges (spec §6.3, §6.5).
+//!
+//! The connection is cut into parts, one file each: the send state (`send.rs`), the pacer
+//! (`pacer.rs`), the controller and its congestion signals (`signals.rs`), the RTT estimate
+//! and retransmission timer (`rtt.rs`), the receive state (`recv.rs`) with its assembler of
+//! segments held beyond a gap (`assembler.rs`), and the ACK and NACK policy (`ack.rs`). This
+//! file keeps the connection, its application calls and timers; `input.rs` handles datagrams
+//! and `output.rs` builds them.
 
-use crate::cc::AckSample;
 use crate::config::{Config, Recovery};
 use crate::stats::ConnStats;
-use crate::wire::{
-    emit_nack_ranges, seq_le, seq_lt, syn_ack_peer_caps, Flags, Header, NackRange, Packet,
-    CAPS_KNOWN, CAP_SELECTIVE, HEADER_LEN, MAX_NACK_RANGES, NACK_RANGE_LEN,
-};
+use crate::wire::{CAPS_KNOWN, CAP_SELECTIVE};
 use bytes::Bytes;
 use std::collections::VecDeque;
 
 mod ack;
 mod assembler;
+mod input;
+mod output;
 mod pacer;
 mod recv;
 mod rtt;
@@ -103,7 +108,10 @@ pub enum State {
 /// current rate): one UDP GSO message.
 pub const PACING_QUANTUM_MAX_BYTES: u64 = 65_536;
 
-/// One connection.
+/// One connection. Its identity and lifecycle are kept here; the rest is in parts, each with
+/// its own rules: the send state (stream, window, loss recovery), the pacer, the controller
+/// and its congestion signals, the RTT estimate and retransmission timer, the receive state
+/// (with the segments held beyond a gap), and the ACK and NACK policy.
 pub struct Connection {
     cfg: Config,
     state: State,
@@ -115,32 +123,34 @@ pub struct Connection {
     confirm_seq: u32,
     local_cid: u32,
     remote_cid: u32,
-
-    // ---- sender ----
+    /// Our initial sequence number.
     iss: u32,
-    send: SendState,
-    signals: Signals,
-    pacer: Pacer,
-    rtt: RttEstimator,
-    rto: RtoTimer,
-    /// When the connection was created.
-    born: u64,
-    /// Whether any payload or FIN was written or received (a connection that never carries
-    /// any is culled after `unused_timeout_ns`).
-    used: bool,
     /// Capability bits the peer offered in the handshake (masked to the known ones).
     peer_caps: u32,
+    /// Client: the SYN is to be sent (again).
+    syn_due: bool,
+
+    // ---- sender ----
+    send: SendState,
+    pacer: Pacer,
+    signals: Signals,
+    rtt: RttEstimator,
+    rto: RtoTimer,
+    /// The STT and RTT of the latest pure ACK of new data (for tracing).
+    echoed_stt: Option<u32>,
+    last_rtt: Option<u64>,
 
     // ---- receiver ----
     recv: RecvState,
     ack: AckPolicy,
     nack: NackPolicy,
-    /// Sender side: the STT and RTT of the latest pure ACK of new data (for tracing).
-    echoed_stt: Option<u32>,
-    last_rtt: Option<u64>,
-    syn_due: bool,
 
     // ---- lifecycle ----
+    /// When the connection was created.
+    born: u64,
+    /// Whether any payload or FIN was written or received (a connection that never carries
+    /// any is culled after `unused_timeout_ns`).
+    used: bool,
     last_rx: u64,
     last_tx: u64,
     linger_until: u64,
@@ -149,6 +159,7 @@ pub struct Connection {
     stats: ConnStats,
 }
 
+/// The low 32 bits of a time, as the header's timestamps carry it.
 fn ts32(now: u64) -> u32 {
     now as u32
 }
@@ -163,20 +174,20 @@ impl Connection {
             local_cid,
             remote_cid: 0,
             iss,
+            peer_caps: 0,
+            syn_due: is_client,
             send: SendState::new(iss),
-            signals: Signals::new(&cfg, now),
             pacer: Pacer::new(),
+            signals: Signals::new(&cfg, now),
             rtt: RttEstimator::new(),
             rto: RtoTimer::new(cfg.initial_rto_ns),
-            born: now,
-            used: false,
-            peer_caps: 0,
+            echoed_stt: None,
+            last_rtt: None,
             recv: RecvState::new(),
             ack: AckPolicy::new(),
             nack: NackPolicy::new(),
-            echoed_stt: None,
-            last_rtt: None,
-            syn_due: is_client,
+            born: now,
+            used: false,
             last_rx: now,
             last_tx: now,
             linger_until: 0,
@@ -337,6 +348,8 @@ impl Connection {
         })
     }
 
+    /// Ends the connection for `reason`: its timers stop and its send buffer and held
+    /// segments are freed (delivered bytes stay readable).
     fn close_with(&mut self, reason: CloseReason) {
         if !self.is_closed() {
             self.state = State::Closed(reason);
@@ -607,188 +620,6 @@ impl Connection {
         }
     }
 
-    // ------------------------------------------------------------------ input
-
-    /// Handles a datagram already routed to this connection (`dst_cid` matched), received at
-    /// `now` (ideally the kernel or NIC receive timestamp).
-    pub fn handle(&mut self, now: u64, pkt: &Packet<&[u8]>) {
-        self.handle_ecn(now, pkt, false)
-    }
-
-    /// Like [`Connection::handle`] for a datagram whose IP ECN codepoint was CE (`ce`).
-    pub fn handle_ecn(&mut self, now: u64, pkt: &Packet<&[u8]>, ce: bool) {
-        if self.is_closed() {
-            return;
-        }
-        let f = pkt.flags();
-        self.stats.packets_received += 1;
-        if f.contains(Flags::RST) {
-            self.on_rst(pkt);
-            return;
-        }
-        if self.state == State::SynSent {
-            if f.contains(Flags::SYN)
-                && f.contains(Flags::ACK)
-                && pkt.ack() == self.iss.wrapping_add(1)
-            {
-                self.last_rx = now;
-                self.remote_cid = pkt.src_cid();
-                self.recv.nxt = pkt.seq().wrapping_add(1);
-                self.send.start(self.iss.wrapping_add(1), pkt.window());
-                // The SYN-ACK's ce_count carries the listener's capabilities in bits 8..14
-                // beside the start grant (0 from a peer without any).
-                self.peer_caps = syn_ack_peer_caps(pkt.ce_count()) & CAPS_KNOWN;
-                self.state = State::Established;
-                self.rto.reset(self.cfg.initial_rto_ns);
-                self.ack.request(); // the handshake's third packet
-                                    // Start hints of the SYN-ACK (spec §8.6); a listener without them sends zeros.
-                let stt = Some(pkt.echo_stt()).filter(|&s| s != 0);
-                if let (true, Some(s)) = (self.cfg.handshake_rtt, stt) {
-                    // An RTT sample from the handshake (the SYN's STT plus the SYN-ACK's way
-                    // back): a tail lost before the first ACK then waits min_rto, not the
-                    // 20 ms initial RTO.
-                    let rtt = u64::from(s.wrapping_add(ts32(now).wrapping_sub(pkt.tx_ts())));
-                    if rtt < 1 << 31 {
-                        self.rtt_sample(rtt);
-                    }
-                }
-                let g = pkt.ce_count();
-                let grant = (g & crate::endpoint::GRANT_PRESENT != 0).then_some((g & 31) as u8);
-                self.signals.cc_mut().on_handshake(now, stt, grant);
-                self.refresh_rate();
-                self.events.push_back(Event::Connected);
-                self.pacer.restart(now);
-            }
-            return;
-        }
-        if pkt.src_cid() != self.remote_cid {
-            return;
-        }
-        if f.contains(Flags::SYN) {
-            // A retransmitted SYN-ACK: our third packet was lost; repeat it.
-            if self.is_client && !self.confirmed {
-                self.ack.request();
-            }
-            return;
-        }
-        self.last_rx = now;
-        if !self.confirmed {
-            self.confirmed = true;
-            self.confirm_seq = self.send.max;
-        }
-        if self.state == State::Linger {
-            if f.contains(Flags::FIN) {
-                self.ack.request();
-            }
-            return;
-        }
-        if f.contains(Flags::ACK) {
-            self.on_ack_field(now, pkt);
-            if self.is_closed() {
-                return;
-            }
-        }
-        if f.contains(Flags::DATA) {
-            if ce {
-                let interval = self.cfg.cnp_interval_ns;
-                if self.signals.on_ce(now, interval, &mut self.stats) {
-                    self.ack.request();
-                }
-            }
-            self.on_data(now, pkt);
-        } else if f.contains(Flags::FIN) {
-            self.on_fin(now, pkt);
-        }
-        self.check_done(now);
-    }
-
-    fn on_rst(&mut self, pkt: &Packet<&[u8]>) {
-        let ok = match self.state {
-            // A refusal of our SYN names our initial sequence number.
-            State::SynSent => pkt.ack() == self.iss,
-            _ if self.is_client && !self.confirmed => {
-                // Before the server proved it holds state, only a refusal of the packet that
-                // carries the cookie (sequence iss+1) counts: RSTs to later packets answer
-                // datagrams that overtook it, and go-back-N will resend them.
-                pkt.src_cid() == self.remote_cid && pkt.ack() == self.iss.wrapping_add(1)
-            }
-            // An abort by the peer's connection (RST|ACK) names our identifier.
-            _ if pkt.flags().contains(Flags::ACK) => pkt.src_cid() == self.remote_cid,
-            // The peer endpoint holds no state for us: believe it only for packets sent after
-            // it had shown it held state.
-            _ => pkt.src_cid() == self.remote_cid && seq_le(self.confirm_seq, pkt.ack()),
-        };
-        if ok {
-            self.close_with(CloseReason::Reset);
-        }
-    }
-
-    fn on_ack_field(&mut self, now: u64, pkt: &Packet<&[u8]>) {
-        let f = pkt.flags();
-        let a = pkt.ack();
-        self.send.set_peer_window(pkt.window());
-        self.signals.on_ce_echo(pkt.ce_count(), &mut self.stats);
-        if f.contains(Flags::CN) {
-            self.stats.cnps_received += 1;
-            self.signals.cc_mut().on_cnp(now);
-            self.refresh_rate();
-        }
-        let (newly, writable) = self.send.on_ack(a, self.cfg.send_buffer);
-        if newly > 0 {
-            self.rto.on_progress();
-            self.stats.acks_received += 1;
-            if writable {
-                self.events.push_back(Event::Writable);
-            }
-        }
-        let repeat = self.rtt.repeat_window(&self.cfg);
-        if f.contains(Flags::NACK) && !pkt.payload().is_empty() && self.selective() {
-            self.stats.nacks_received += 1;
-            let guard = self.rtt.resend_guard(&self.cfg);
-            let payload = pkt.payload();
-            if (self.send).on_selective_nack(now, a, payload, (repeat, guard), &mut self.stats) {
-                self.signals.cc_mut().on_nack(now);
-                self.refresh_rate();
-            }
-        } else if f.contains(Flags::NACK) {
-            // A plain NACK (or ranges we never offered to act on): go-back-N.
-            self.stats.nacks_received += 1;
-            if self.send.on_plain_nack(now, a, repeat) {
-                self.signals.cc_mut().on_nack(now);
-                self.refresh_rate();
-            }
-        } else if newly > 0 && !f.contains(Flags::DATA) {
-            // A pure ACK acknowledging new data: one STT sample, one RTT sample.
-            let stt = pkt.echo_stt();
-            let mut rtt = u64::from(stt.wrapping_add(ts32(now).wrapping_sub(pkt.tx_ts())));
-            self.echoed_stt = Some(stt);
-            if rtt < 1 << 31 {
-                self.rtt_sample(rtt);
-                self.last_rtt = Some(rtt);
-            } else {
-                rtt = 0;
-            }
-            let sample = AckSample {
-                stt,
-                acked: newly,
-                rtt,
-                ce: self.signals.take_ce_echoed(),
-                inflight: self.send.inflight(),
-            };
-            self.signals.cc_mut().on_ack(now, &sample);
-            self.refresh_rate();
-            self.stats.stt_min = Some(match self.stats.stt_min {
-                Some(m) if (stt.wrapping_sub(m) as i32) >= 0 => m,
-                _ => stt,
-            });
-            let m = self.stats.stt_min.unwrap_or(stt);
-            self.stats
-                .queue_delay
-                .record(u64::from(stt.wrapping_sub(m)));
-        }
-        self.arm_rto(now);
-    }
-
     /// A congestion signal from outside the STRIDE packets (see
     /// [`crate::Endpoint::congestion_signal`]).
     pub fn congestion_signal(&mut self, now: u64, qcn_fb: Option<u8>, int: &[crate::cc::IntHop]) {
@@ -811,18 +642,6 @@ impl Connection {
         self.signals.cc_mut().on_path(hops);
     }
 
-    /// One RTT sample, ns: the estimate and the retransmission timeout follow it.
-    fn rtt_sample(&mut self, rtt: u64) {
-        self.rtt.update(rtt);
-        self.stats.srtt_ns = self.rtt.srtt();
-        self.rto.set_timeout(self.rtt.rto(&self.cfg));
-    }
-
-    /// Bytes received after which an ACK is due ([`RecvState::ack_due_bytes`]).
-    fn ack_due_bytes(&self) -> u32 {
-        self.recv.ack_due_bytes(&self.cfg)
-    }
-
     /// Sets the receive share (spec §8.6 `rx_share`; `u32::MAX` for none). The endpoint
     /// calls this before it hands the connection a packet or asks it for one.
     pub fn set_rx_share(&mut self, bytes: u32) {
@@ -833,374 +652,6 @@ impl Connection {
     /// endpoint counts for the receive share.
     pub fn rx_active(&self) -> bool {
         self.recv.active() && !self.is_closed() && !self.recv.peer_fin
-    }
-
-    fn on_data(&mut self, now: u64, pkt: &Packet<&[u8]>) {
-        let seq = pkt.seq();
-        let payload = pkt.payload();
-        let len = payload.len() as u32;
-        let stt = ts32(now).wrapping_sub(pkt.tx_ts());
-        self.used |= len > 0 || pkt.flags().contains(Flags::FIN);
-        self.recv.on_data_flags(pkt.flags().contains(Flags::PSH));
-        if seq == self.recv.nxt && !self.recv.peer_fin {
-            if !self.recv.fits(payload, &self.cfg) {
-                // No room: drop; the sender exceeded our window. The ACK repeats the window.
-                self.stats.window_dropped += 1;
-                self.ack.request();
-                return;
-            }
-            let (was_empty, moved) = self.recv.deliver(payload);
-            if was_empty {
-                self.events.push_back(Event::Readable);
-            }
-            self.stats.bytes_received += u64::from(len) + u64::from(moved);
-            self.ack.count(len.saturating_add(moved));
-            self.ack.record_stt(stt);
-            if self.recv.ooo.fin() == Some(self.recv.nxt) && self.recv.ooo.is_empty() {
-                self.accept_fin();
-            }
-            if !self.recv.ooo.holds_any() {
-                // The gap (if any) is filled.
-                self.nack.on_filled();
-            } else {
-                self.nack.arm(now, self.cfg.nack_retry_ns);
-            }
-            self.after_data(now, pkt);
-        } else if seq_lt(seq, self.recv.nxt) {
-            // Bytes we already have (a go-back-N resend): acknowledge like new data so the
-            // sender moves on, but without delivering them again.
-            self.stats.duplicates += 1;
-            self.ack.count(len);
-            self.after_data(now, pkt);
-        } else if self.selective() && !self.recv.peer_fin {
-            self.keep_ooo(now, seq, payload);
-        } else {
-            self.stats.out_of_order_dropped += 1;
-            self.on_gap(now);
-        }
-    }
-
-    /// Selective recovery: keeps the new bytes of a packet beyond the gap (within the window
-    /// and the segment limit) and sends a NACK at once when it opened a new hole (it lies
-    /// beyond everything held), so the sender learns of every loss within one trip.
-    fn keep_ooo(&mut self, now: u64, seq: u32, payload: &[u8]) {
-        let nxt = self.recv.nxt;
-        let start = seq.wrapping_sub(nxt) as usize;
-        let end = start + payload.len();
-        let held_end = self.recv.ooo.held_end(nxt);
-        if end > self.recv.window_bytes(&self.cfg) as usize {
-            self.stats.out_of_order_dropped += 1;
-            self.on_gap(now);
-            return;
-        }
-        // Insert the parts of [start, end) no held segment covers.
-        let max_segments = self.cfg.ooo_max_segments;
-        let (added, cut) = self.recv.ooo.insert(nxt, start, payload, max_segments);
-        if added == 0 {
-            if cut {
-                // No room in the segment list: the packet is lost to us.
-                self.stats.out_of_order_dropped += 1;
-            } else {
-                self.stats.duplicates += 1;
-            }
-            self.on_gap(now);
-            return;
-        }
-        self.stats.out_of_order_kept += 1;
-        self.nack.on_kept();
-        self.stats.out_of_order_bytes_max =
-            (self.stats.out_of_order_bytes_max).max(self.recv.ooo.bytes() as u64);
-        if start > held_end {
-            // A new hole [held_end, start): ask for it now.
-            let (repeat, retry) = (self.cfg.nack_repeat_ns, self.cfg.nack_retry_ns);
-            self.nack.on_new_hole(now, nxt, repeat, retry);
-        } else {
-            self.on_gap(now);
-        }
-    }
-
-    /// A packet beyond the gap arrived that opened no new hole ([`NackPolicy::on_gap`]).
-    fn on_gap(&mut self, now: u64) {
-        self.nack.on_gap(now, self.recv.nxt, self.cfg.nack_retry_ns);
-    }
-
-    /// DATA was counted towards the next ACK: one is due after an ACK interval (or half the
-    /// receive share) or at the sender's PSH, else the delayed ACK runs.
-    fn after_data(&mut self, now: u64, pkt: &Packet<&[u8]>) {
-        let push = pkt.flags().contains(Flags::PSH);
-        let due = self.ack_due_bytes();
-        self.ack.after_data(now, due, push, self.cfg.delayed_ack_ns);
-    }
-
-    fn on_fin(&mut self, now: u64, pkt: &Packet<&[u8]>) {
-        let seq = pkt.seq();
-        if seq == self.recv.nxt && !self.recv.peer_fin {
-            self.accept_fin();
-        } else if seq_lt(seq, self.recv.nxt) {
-            self.ack.request(); // a retransmitted FIN: our ACK was lost
-        } else if self.selective()
-            && !self.recv.peer_fin
-            && seq.wrapping_sub(self.recv.nxt) <= self.recv.window_bytes(&self.cfg)
-        {
-            // Selective: a FIN beyond the gap is held like data (a selective sender resends
-            // only named ranges, so it would resend the FIN only on a timeout, and a sending
-            // application that exits once its data is confirmed may never do so).
-            self.recv.ooo.hold_fin(seq);
-            self.on_gap(now);
-        } else {
-            self.stats.out_of_order_dropped += 1;
-            self.on_gap(now);
-        }
-    }
-
-    fn accept_fin(&mut self) {
-        self.recv.accept_fin();
-        self.ack.request();
-        self.ack.stop_delack();
-        self.nack.cancel();
-        self.events.push_back(Event::Readable);
-    }
-
-    fn check_done(&mut self, now: u64) {
-        if self.state == State::Established
-            && self.send.fin_acked()
-            && self.recv.peer_fin
-            && !self.ack.is_due()
-        {
-            self.state = State::Linger;
-            self.linger_until = now + self.cfg.linger_ns;
-            // Everything we sent is acknowledged: give the send buffer's memory back now, not
-            // at the end of the linger (thousands of lingering connections otherwise pin it).
-            self.send.release();
-            self.recv.shrink();
-            self.rto.stop();
-            self.ack.stop_delack();
-            self.nack.stop();
-        }
-    }
-
-    // ------------------------------------------------------------------ output
-
-    /// Written bytes not yet sent.
-    fn pending_data(&self) -> u32 {
-        self.send.pending()
-    }
-
-    /// Bytes the peer's and the controller's windows allow now.
-    fn window_room(&self) -> u32 {
-        (self.send).window_room(self.signals.window(), self.cfg.max_payload)
-    }
-
-    /// Whether a DATA or FIN packet is waiting for the pacer (not for window or buffer).
-    fn data_ready(&self) -> bool {
-        self.state == State::Established
-            && (self.send.has_rexmit()
-                || (self.pending_data() > 0 && self.window_room() > 0)
-                || self.send.fin_due())
-    }
-
-    /// Whether the due ACK may ride on the DATA packet that leaves now instead of leaving on
-    /// its own (spec §6.4, `Config::ack_ride_ns`): fewer than an ACK interval of bytes is
-    /// due, nothing but the ACK and window fields is owed (no CNP, no FIN, no handshake
-    /// confirmation), new DATA leaves now, and a pure ACK, which alone carries the peer's
-    /// STT and RTT sample, left within `ack_ride_ns`.
-    fn ack_rides(&self, now: u64) -> bool {
-        self.ack.pure_within(now, self.cfg.ack_ride_ns)
-            && self.ack_may_ride()
-            && !self.send.has_rexmit()
-            && self.pending_data() > 0
-            && self.window_room() > 0
-            && now >= self.data_at()
-    }
-
-    /// What the due ACK owes, as far as riding on DATA is concerned (shared by
-    /// [`Connection::ack_rides`] and [`Connection::hold_ack`]): fewer than an ACK interval of
-    /// bytes, no CNP, no FIN received, the handshake confirmed.
-    fn ack_may_ride(&self) -> bool {
-        self.ack.below(self.ack_due_bytes())
-            && !self.signals.cn_due()
-            && !self.recv.peer_fin
-            && (self.confirmed || !self.is_client)
-    }
-
-    fn header(&self, flags: Flags, now: u64) -> Header {
-        let mut h = Header::new(
-            flags,
-            self.remote_cid,
-            self.local_cid,
-            self.send.nxt,
-            self.recv.nxt,
-            ts32(now),
-        );
-        h.window = (self.recv.advertised_window(&self.cfg) >> 10).min(0xffff) as u16;
-        if flags.contains(Flags::ACK) {
-            h.ce_count = self.signals.ce_received();
-        }
-        h
-    }
-
-    fn finish(&mut self, now: u64, h: &mut Header, buf: &mut [u8]) -> usize {
-        self.recv.advertised(u32::from(h.window) << 10);
-        if self.is_client
-            && !self.confirmed
-            && (h.flags.contains(Flags::DATA) || h.flags.contains(Flags::FIN))
-        {
-            // Until the listener has shown it holds the connection, DATA and FIN carry their
-            // offset from ISN + 1 in `echo_stt` (spec §5): the stateless listener recovers our
-            // ISN from any packet of the first window and verifies the cookie with it when
-            // the third packet and the first DATA were lost.
-            h.echo_stt = h.seq.wrapping_sub(self.iss.wrapping_add(1));
-        }
-        h.emit(buf).expect("caller checked buffer size");
-        self.stats.packets_sent += 1;
-        self.last_tx = now;
-        HEADER_LEN + usize::from(h.payload_len)
-    }
-
-    /// Writes the next datagram to send at `now` into `buf` (at least 32 + `max_payload`
-    /// bytes) and returns its length, or None when nothing may be sent now.
-    pub fn poll_transmit(&mut self, now: u64, buf: &mut [u8]) -> Option<usize> {
-        assert!(buf.len() >= HEADER_LEN + usize::from(self.cfg.max_payload));
-        if self.rst_now {
-            self.rst_now = false;
-            let mut h = self.header(Flags::RST | Flags::ACK, now);
-            return Some(self.finish(now, &mut h, buf));
-        }
-        match self.state {
-            State::Closed(_) => return None,
-            State::SynSent => {
-                if self.syn_due {
-                    self.syn_due = false;
-                    let mut h = Header::new(Flags::SYN, 0, self.local_cid, self.iss, 0, ts32(now));
-                    h.window = (self.recv.window_bytes(&self.cfg) >> 10).min(0xffff) as u16;
-                    h.echo_stt = offered_caps(&self.cfg);
-                    return Some(self.finish(now, &mut h, buf));
-                }
-                return None;
-            }
-            State::Linger => {
-                if self.ack.take_due() {
-                    let mut h = self.header(Flags::ACK, now);
-                    h.seq = self.send.max;
-                    self.stats.acks_sent += 1;
-                    return Some(self.finish(now, &mut h, buf));
-                }
-                return None;
-            }
-            State::Established => {}
-        }
-        if self.nack.take_due() {
-            let mut h = self.header(Flags::ACK | Flags::NACK, now);
-            h.echo_stt = self.ack.stt_last();
-            h.seq = self.send.max;
-            self.stats.nacks_sent += 1;
-            if self.recv.ooo.holds_any() {
-                // Selective (the peer offered it: we hold data only then): name the holes.
-                let mut ranges = [NackRange { seq: 0, len: 0 }; MAX_NACK_RANGES];
-                let room = ((buf.len() - HEADER_LEN) / NACK_RANGE_LEN).min(MAX_NACK_RANGES);
-                let n = self.recv.ooo.missing(self.recv.nxt, &mut ranges[..room]);
-                h.payload_len = emit_nack_ranges(&ranges[..n], &mut buf[HEADER_LEN..]) as u16;
-                self.stats.nack_ranges_sent += n as u64;
-            }
-            return Some(self.finish(now, &mut h, buf));
-        }
-        if self.ack.is_due() && self.ack_rides(now) {
-            // The DATA leaving below carries the ACK (spec §6.4).
-            self.ack.on_ride();
-            self.stats.acks_ridden += 1;
-        }
-        if self.ack.due_at(now) {
-            let echo = self.ack.on_pure(now, self.cfg.echo);
-            let mut flags = Flags::ACK;
-            if self.signals.take_cn() {
-                flags = flags | Flags::CN;
-                self.stats.cnps_sent += 1;
-            }
-            let mut h = self.header(flags, now);
-            h.seq = if self.is_client && !self.confirmed {
-                self.iss.wrapping_add(1)
-            } else {
-                self.send.max
-            };
-            h.echo_stt = echo;
-            self.stats.acks_sent += 1;
-            let n = self.finish(now, &mut h, buf);
-            self.check_done(now);
-            return Some(n);
-        }
-        if self.send.has_rexmit() && now >= self.pacer.next_send() {
-            return Some(self.send_rexmit(now, buf));
-        }
-        let data_at = self.data_at();
-        if self.data_ready() && now >= data_at {
-            self.pacer.start_batch(now);
-            let pending = self.pending_data();
-            if pending > 0 {
-                let len = pending
-                    .min(self.window_room())
-                    .min(u32::from(self.cfg.max_payload));
-                let mut flags = Flags::DATA | Flags::ACK;
-                if len == pending {
-                    flags = flags | Flags::PSH;
-                }
-                let mut h = self.header(flags, now);
-                h.payload_len = len as u16;
-                let off = self.send.nxt.wrapping_sub(self.send.una) as usize;
-                (self.send).copy_out(off, &mut buf[HEADER_LEN..HEADER_LEN + len as usize]);
-                if seq_lt(self.send.nxt, self.send.max) {
-                    self.stats.retransmitted_packets += 1;
-                }
-                self.stats.data_packets_sent += 1;
-                self.stats.bytes_sent += u64::from(len);
-                self.signals.cc_mut().on_sent(now, len);
-                self.refresh_rate();
-                self.send.advance(len);
-                let backlogged = self.pending_data() > 0 && self.window_room() > 0;
-                let bytes = HEADER_LEN as u64 + u64::from(len);
-                self.pacer
-                    .on_data_sent(now, data_at, bytes, backlogged, &mut self.stats);
-                self.arm_rto(now);
-                return Some(self.finish(now, &mut h, buf));
-            }
-            // FIN
-            let mut h = self.header(Flags::FIN | Flags::ACK, now);
-            self.send.on_fin_sent();
-            self.arm_rto(now);
-            return Some(self.finish(now, &mut h, buf));
-        }
-        if now >= self.last_tx + self.cfg.idle_timeout_ns / 4 {
-            // Keepalive.
-            let mut h = self.header(Flags::ACK, now);
-            h.seq = self.send.max;
-            return Some(self.finish(now, &mut h, buf));
-        }
-        None
-    }
-
-    /// Selective recovery: resends (part of) the first queued range. Queued ranges always lie
-    /// in `[snd_una, snd_nxt)` (pruned on every acknowledgement and go-back-N), so the bytes
-    /// are in the send buffer; they were sent within the window before, so only the pacer
-    /// gates them.
-    fn send_rexmit(&mut self, now: u64, buf: &mut [u8]) -> usize {
-        let (start, len) = self.send.next_rexmit(self.cfg.max_payload);
-        let mut flags = Flags::DATA | Flags::ACK;
-        if !self.send.has_rexmit() && self.pending_data() == 0 {
-            flags = flags | Flags::PSH;
-        }
-        let mut h = self.header(flags, now);
-        h.seq = start;
-        h.payload_len = len as u16;
-        let off = start.wrapping_sub(self.send.una) as usize;
-        (self.send).copy_out(off, &mut buf[HEADER_LEN..HEADER_LEN + len as usize]);
-        self.stats.retransmitted_packets += 1;
-        self.stats.data_packets_sent += 1;
-        self.stats.bytes_sent += u64::from(len);
-        self.signals.cc_mut().on_sent(now, len);
-        self.refresh_rate();
-        self.pacer
-            .on_resent(now, HEADER_LEN as u64 + u64::from(len));
-        self.arm_rto(now);
-        self.finish(now, &mut h, buf)
     }
 }
 
