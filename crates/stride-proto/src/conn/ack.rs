@@ -261,7 +261,7 @@ impl NackPolicy {
         repeat_ns: u64,
         retry_ns: u64,
     ) {
-        if !self.at.is_some_and(|t| now >= t) {
+        if self.at.is_none_or(|t| now < t) {
             return;
         }
         self.at = None;
