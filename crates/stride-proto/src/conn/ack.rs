@@ -65,7 +65,7 @@ impl AckPolicy {
         self.hold_wake = wake_by.max(until);
     }
 
-    /// The earliest ACK deadline: the delayed ACK's and a held ACK's.
+    /// The ACK deadlines: the delayed ACK's and a held ACK's timer.
     pub(super) fn timers(&self) -> [Option<u64>; 2] {
         let held = (self.due && self.hold_until > 0).then_some(self.hold_wake);
         [self.delack_at, held]

@@ -549,6 +549,10 @@ impl Connection {
         }
     }
 
+    /// The retransmission timer expired at `now`: a window probe when nothing is
+    /// outstanding; else the SYN again, or (established) the controller's timeout reaction and
+    /// a resend from the first unacknowledged byte. The connection gives up after more than
+    /// `max_retries` consecutive timeouts (once established, spanning at least `give_up_ns`).
     fn on_rto(&mut self, now: u64) {
         if !self.send.outstanding() {
             // Persist: data is waiting for window; probe with one packet, no penalty.
@@ -593,6 +597,8 @@ impl Connection {
         }
     }
 
+    /// Arms the retransmission timer while data is outstanding or waits for window (to
+    /// probe it), stops it otherwise.
     fn arm_rto(&mut self, now: u64) {
         let persist = self.pending_data() > 0 && self.window_room() == 0;
         if self.send.outstanding() || persist {
