@@ -185,7 +185,7 @@ fn plot_dir(dir: &Path) -> anyhow::Result<()> {
             queues.push((n, crate::plot::queue_series(&q)));
         }
     }
-    for f in crate::plot::write_plots(&dir, &summary, &queues)? {
+    for f in crate::plot::write_plots(dir, &summary, &queues)? {
         println!("{}", f.display());
     }
     Ok(())
