@@ -37,6 +37,7 @@ mod control;
 mod demo;
 mod perf;
 mod plot;
+mod ray;
 mod relay_cmd;
 mod sim;
 mod testbed;

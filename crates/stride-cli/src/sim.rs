@@ -233,13 +233,13 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     let o = match ray {
         None => stride_sim::sweep::run(&spec)?,
         Some(address) => {
-            let opts = stride_sim::sweep::RayOptions {
+            let opts = crate::ray::RayOptions {
                 address,
                 python: std::env::var_os("STRIDE_RAY_PYTHON")
                     .map_or_else(|| PathBuf::from("python3"), PathBuf::from),
                 stride: std::env::current_exe().context("locating the stride binary")?,
             };
-            stride_sim::sweep::run_on_ray(&spec, &opts)?
+            crate::ray::run_on_ray(&spec, &opts)?
         }
     };
     for n in &o.notes {
