@@ -458,7 +458,35 @@ fn execute(
     for t in cc {
         check_transport(t)?;
     }
-    let show = !json_out && std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let outcomes = simulate_all(loaded, cc, out, !json_out, pcap)?;
+    let summary = summary_of(loaded, &outcomes, started)?;
+    let wrote = match out {
+        Some(dir) => write_out(dir, loaded, &outcomes, &summary)?,
+        None => {
+            "(no files written: give --out DIR for per-flow CSV, summary.json and plots)".into()
+        }
+    };
+    if json_out {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        print_table(&summary);
+    }
+    // stderr, so that --json keeps stdout pure JSON
+    eprintln!("{wrote}");
+    Ok(())
+}
+
+/// Each transport of `cc` simulated on its own thread (the simulations share nothing), with a
+/// progress bar each when `bars` and stderr is a terminal.
+fn simulate_all(
+    loaded: &Loaded,
+    cc: &[String],
+    out: Option<&Path>,
+    bars: bool,
+    pcap: Option<usize>,
+) -> anyhow::Result<Vec<Outcome>> {
+    let show = bars && std::io::stderr().is_terminal();
     let multi = indicatif::MultiProgress::new();
     let limit_us = (loaded.sc.limit_ms * 1e3) as u64;
     let (len, unit) = if open_ended(loaded) {
@@ -466,7 +494,6 @@ fn execute(
     } else {
         (loaded.flows.len() as u64, "flows done")
     };
-    let started = Instant::now();
     // Each transport on its own thread: the simulations share nothing.
     let results: Vec<anyhow::Result<Outcome>> = std::thread::scope(|s| {
         let handles: Vec<_> = cc
@@ -500,8 +527,13 @@ fn execute(
     for r in results {
         outcomes.push(r?);
     }
+    Ok(outcomes)
+}
+
+/// The summary of a run: per transport its report, and STRIDE's improvement over each other.
+fn summary_of(loaded: &Loaded, outcomes: &[Outcome], started: Instant) -> anyhow::Result<Value> {
     let mut transports = serde_json::Map::new();
-    for o in &outcomes {
+    for o in outcomes {
         transports.insert(o.name.clone(), serde_json::to_value(&o.report)?);
     }
     let mut improvements = serde_json::Map::new();
@@ -513,67 +545,65 @@ fn execute(
             );
         }
     }
-    let summary = json!({
+    Ok(json!({
         "scenario": loaded.sc.name,
         "hosts": loaded.sc.hosts(),
         "flows": loaded.flows.len(),
         "wall_seconds_total": started.elapsed().as_secs_f64(),
         "transports": Value::Object(transports),
         "improvement": Value::Object(improvements),
-    });
-    let mut wrote =
-        String::from("(no files written: give --out DIR for per-flow CSV, summary.json and plots)");
-    if let Some(dir) = out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        for o in &outcomes {
-            std::fs::write(dir.join(format!("flows-{}.csv", o.name)), &o.csv)?;
-            if o.queue_csv.lines().count() > 1 {
-                std::fs::write(dir.join(format!("queue-{}.csv", o.name)), &o.queue_csv)?;
-            }
-            if loaded.sc.trace.is_some() {
-                std::fs::write(dir.join(format!("trace-{}.csv", o.name)), &o.trace_csv)?;
-                std::fs::write(dir.join(format!("jain-{}.csv", o.name)), &o.jain_csv)?;
-            }
+    }))
+}
+
+/// Writes the per-flow, queue and trace CSVs, summary.json and the plots into `dir`; returns
+/// the line that names them.
+fn write_out(
+    dir: &Path,
+    loaded: &Loaded,
+    outcomes: &[Outcome],
+    summary: &Value,
+) -> anyhow::Result<String> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for o in outcomes {
+        std::fs::write(dir.join(format!("flows-{}.csv", o.name)), &o.csv)?;
+        if o.queue_csv.lines().count() > 1 {
+            std::fs::write(dir.join(format!("queue-{}.csv", o.name)), &o.queue_csv)?;
         }
-        std::fs::write(
-            dir.join("summary.json"),
-            serde_json::to_string_pretty(&summary)? + "\n",
-        )?;
-        let queues: Vec<(String, Vec<(f64, f64)>)> = outcomes
-            .iter()
-            .map(|o| (o.name.clone(), crate::plot::queue_series(&o.queue_csv)))
-            .collect();
-        let traces: Vec<crate::plot::TraceSeries> = outcomes
-            .iter()
-            .map(|o| crate::plot::TraceSeries {
-                name: o.name.clone(),
-                trace_csv: o.trace_csv.clone(),
-                jain_csv: o.jain_csv.clone(),
-            })
-            .collect();
-        crate::plot::write_plots(dir, &summary, &queues)
-            .and_then(|_| crate::plot::write_trace_plots(dir, &summary, &traces))
-            .with_context(|| {
-                format!(
-                    "the CSV and JSON files are in {}, but the plots could not be drawn",
-                    dir.display()
-                )
-            })?;
-        let mut files: Vec<String> = std::fs::read_dir(dir)?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        files.sort();
-        wrote = format!("wrote {}: {}", dir.display(), files.join(", "));
+        if loaded.sc.trace.is_some() {
+            std::fs::write(dir.join(format!("trace-{}.csv", o.name)), &o.trace_csv)?;
+            std::fs::write(dir.join(format!("jain-{}.csv", o.name)), &o.jain_csv)?;
+        }
     }
-    if json_out {
-        println!("{}", serde_json::to_string(&summary)?);
-    } else {
-        print_table(&summary);
-    }
-    // stderr, so that --json keeps stdout pure JSON
-    eprintln!("{wrote}");
-    Ok(())
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    let queues: Vec<(String, Vec<(f64, f64)>)> = outcomes
+        .iter()
+        .map(|o| (o.name.clone(), crate::plot::queue_series(&o.queue_csv)))
+        .collect();
+    let traces: Vec<crate::plot::TraceSeries> = outcomes
+        .iter()
+        .map(|o| crate::plot::TraceSeries {
+            name: o.name.clone(),
+            trace_csv: o.trace_csv.clone(),
+            jain_csv: o.jain_csv.clone(),
+        })
+        .collect();
+    crate::plot::write_plots(dir, summary, &queues)
+        .and_then(|_| crate::plot::write_trace_plots(dir, summary, &traces))
+        .with_context(|| {
+            format!(
+                "the CSV and JSON files are in {}, but the plots could not be drawn",
+                dir.display()
+            )
+        })?;
+    let mut files: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    Ok(format!("wrote {}: {}", dir.display(), files.join(", ")))
 }
 
 /// `all` stands for every registered transport the scenario can run (its build accepts the
