@@ -80,41 +80,9 @@ enum SimCmd {
     /// lists), in parallel on all cores, and tabulate FCT per point; with --baseline, also the
     /// improvement factor (baseline FCT / transport FCT) at every point.
     ///
-    /// Example: stride sim sweep scenarios/quick.toml --vary stride.t_high_ns=20000,40000,80000
-    /// --vary stride.beta_mbps=10,40 --baseline dctcp
-    Sweep {
-        /// Scenario file (TOML).
-        scenario: PathBuf,
-        /// `section.field=v1,v2,...` (repeatable): the values to try for one field.
-        #[arg(long, value_name = "KEY=V1,V2,..", required = true)]
-        vary: Vec<String>,
-        /// The transport whose parameters are swept.
-        #[arg(long, default_value = "stride")]
-        cc: String,
-        /// A transport to compare every point against (run once per distinct setting of the
-        /// fields outside the swept transport's own section).
-        #[arg(long)]
-        baseline: Option<String>,
-        /// Fixed overrides applied to every point (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        sets: Vec<String>,
-        /// Parallel simulations (default: all cores).
-        #[arg(long)]
-        jobs: Option<usize>,
-        /// Directory for sweep.csv and sweep.json.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Print the results as JSON on stdout.
-        #[arg(long)]
-        json: bool,
-        /// Run the simulations as Ray tasks on the Ray cluster at ADDRESS (`auto`, HOST:6379,
-        /// ray://HOST:10001, or `local` for a private instance started for this sweep) instead of
-        /// on this machine; same table and files. Needs a Python with `ray` (STRIDE_RAY_PYTHON,
-        /// default python3), and this `stride` binary and the scenario at the same paths on every
-        /// worker. See tools/ray/stride_ray_sweep.py.
-        #[arg(long, value_name = "ADDRESS", conflicts_with = "jobs")]
-        ray: Option<String>,
-    },
+    /// Example: stride sim sweep scenarios/quick.toml --vary stride.t_high=20us,40us,80us
+    /// --vary stride.beta=10mbit,40mbit --baseline dctcp
+    Sweep(SweepArgs),
 }
 
 pub fn run(a: SimArgs) -> anyhow::Result<()> {
@@ -144,27 +112,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
         SimCmd::Plot { dir } => plot_dir(&dir),
-        SimCmd::Sweep {
-            scenario,
-            vary,
-            cc,
-            baseline,
-            sets,
-            jobs,
-            out,
-            json,
-            ray,
-        } => sweep(SweepArgs {
-            scenario,
-            vary,
-            cc,
-            baseline,
-            sets,
-            jobs,
-            out,
-            json,
-            ray,
-        }),
+        SimCmd::Sweep(a) => sweep(a),
     }
 }
 
@@ -192,16 +140,39 @@ fn plot_dir(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// The arguments of `stride sim sweep`.
-struct SweepArgs {
-    scenario: PathBuf,
-    vary: Vec<String>,
-    cc: String,
-    baseline: Option<String>,
-    sets: Vec<String>,
-    jobs: Option<usize>,
-    out: Option<PathBuf>,
-    json: bool,
-    ray: Option<String>,
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    /// Scenario file (TOML).
+    pub scenario: PathBuf,
+    /// `section.field=v1,v2,...` (repeatable): the values to try for one field.
+    #[arg(long, value_name = "KEY=V1,V2,..", required = true)]
+    pub vary: Vec<String>,
+    /// The transport whose parameters are swept.
+    #[arg(long, default_value = "stride")]
+    pub cc: String,
+    /// A transport to compare every point against (run once per distinct setting of the
+    /// fields outside the swept transport's own section).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Fixed overrides applied to every point (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Parallel simulations (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Directory for sweep.csv and sweep.json.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the simulations as Ray tasks on the Ray cluster at ADDRESS (`auto`, HOST:6379,
+    /// ray://HOST:10001, or `local` for a private instance started for this sweep) instead of
+    /// on this machine; same table and files. Needs a Python with `ray` (STRIDE_RAY_PYTHON,
+    /// default python3), and this `stride` binary and the scenario at the same paths on every
+    /// worker. See tools/ray/stride_ray_sweep.py.
+    #[arg(long, value_name = "ADDRESS", conflicts_with = "jobs")]
+    pub ray: Option<String>,
 }
 
 /// `stride sim sweep`: the points on this machine or a Ray cluster, then the table and files.
