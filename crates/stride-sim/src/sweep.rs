@@ -49,7 +49,8 @@ pub struct SweepOutcome {
     /// The swept keys, in order.
     pub keys: Vec<String>,
     /// One JSON object per point: the key values, `completed`, `flows`, `drops`,
-    /// `categories` and (with a baseline) `improvement`.
+    /// `categories` and (with a baseline) `improvement`, `baseline_drops` and
+    /// `baseline_completed`.
     pub rows: Vec<Value>,
     /// The whole result: scenario, transport, baseline, fixed overrides, keys and points.
     pub result: Value,
@@ -200,6 +201,8 @@ where
         if let Some(&bi) = base_of_point.get(pi) {
             let imp = crate::report::improvement(r, &reports[bi]);
             row.insert("improvement".into(), serde_json::to_value(imp)?);
+            row.insert("baseline_drops".into(), json!(reports[bi].drops));
+            row.insert("baseline_completed".into(), json!(reports[bi].completed));
         }
         rows.push(Value::Object(row));
     }
