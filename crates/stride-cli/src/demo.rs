@@ -6,10 +6,7 @@ use crate::relay_cmd::stats_human;
 use crate::units::{fmt_ns, human, parse_bytes, parse_duration_ns, parse_rate, report, runtime};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::time::{Duration, Instant};
-use stride::relay::{Relay, RelayConfig};
-use stride::Endpoint;
-use tokio::io::AsyncWriteExt;
+use stride_apps::demo::{Demo, DemoConfig, Outcome};
 
 /// Arguments of `stride demo`.
 #[derive(Args, Debug)]
@@ -55,7 +52,6 @@ pub fn run(a: DemoArgs) -> anyhow::Result<()> {
 }
 
 async fn demo(a: DemoArgs) -> anyhow::Result<()> {
-    let lo = "127.0.0.1:0".parse().expect("addr");
     let mut rx_proto = stride::host_config(10_000_000_000);
     if let Some(d) = a.delayed_ack {
         if d == 0 {
@@ -63,64 +59,30 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
         }
         rx_proto.delayed_ack_ns = d;
     }
-    let receiver = Endpoint::bind_with(
-        lo,
-        stride::EndpointConfig {
-            proto: rx_proto,
-            ..stride::EndpointConfig::default()
-        },
-    )?;
-    let mut rc = RelayConfig::new(lo, receiver.local_addr());
-    rc.rate_bps = a.rate;
-    rc.delay_ns = a.delay;
-    rc.queue_bytes = a.queue;
-    let relay = Relay::spawn(rc)?;
     // By default the sender's NIC "runs at" the bottleneck rate: the controller's ceiling.
     let line = a.control.line_rate.unwrap_or(a.rate);
     let proto = a.control.config_for(a.rate, false)?;
-    let controller = match proto.cc.params_ref::<stride::proto::cc::StrideParams>() {
-        Some(p) => format!(
-            "STRIDE, line rate {:.2} Gbit/s, T_low {}, T_high {} (on software timestamps; `stride demo --help` explains the two delay figures)",
-            line as f64 / 1e9,
-            fmt_ns(u64::from(p.t_low)),
-            fmt_ns(u64::from(p.t_high))
-        ),
-        None => format!(
-            "{}, line rate {:.2} Gbit/s",
-            proto.cc.name(),
-            line as f64 / 1e9
-        ),
-    };
-    let sender = Endpoint::bind_with(
-        lo,
-        stride::EndpointConfig {
-            proto,
-            listen: false,
-            ..stride::EndpointConfig::default()
-        },
-    )?;
+    let controller = controller_line(&proto, line);
+    let d = Demo::start(DemoConfig {
+        bytes: a.bytes,
+        rate_bps: a.rate,
+        delay_ns: a.delay,
+        queue_bytes: a.queue,
+        receiver: rx_proto,
+        sender: proto,
+    })?;
     if !a.json {
         println!(
             "STRIDE demo: sender {} -> relay {} ({:.2} Gbit/s, {} one way, {} KiB queue) -> receiver {}",
-            sender.local_addr(),
-            relay.local_addr(),
+            d.sender_addr(),
+            d.relay_addr(),
             a.rate as f64 / 1e9,
             fmt_ns(a.delay),
             a.queue / 1024,
-            receiver.local_addr()
+            d.receiver_addr()
         );
         println!("controller: {controller}");
     }
-    let rx_ep = receiver.clone();
-    let sink = tokio::spawn(async move {
-        let mut s = rx_ep.accept().await.map_err(stride::Error::into_io)?;
-        let total = crate::units::discard_to_end(&mut s).await?;
-        s.shutdown().await?;
-        Ok::<u64, std::io::Error>(total)
-    });
-    let mut s = sender
-        .connect_timeout(relay.local_addr(), Duration::from_secs(3))
-        .await?;
     let pb = if a.json {
         ProgressBar::hidden()
     } else {
@@ -132,50 +94,58 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
         )?
         .progress_chars("=> "),
     );
-    let chunk = vec![0x5au8; 256 * 1024];
-    let start = Instant::now();
-    let mut written = 0u64;
-    let mut last = (Instant::now(), 0u64);
-    while written < a.bytes {
-        let n = (a.bytes - written).min(chunk.len() as u64) as usize;
-        s.write_all(&chunk[..n]).await?;
-        written += n as u64;
-        if last.0.elapsed() >= Duration::from_millis(200) {
-            let acked = written - s.unacked() as u64;
-            let cs = s.stats().unwrap_or_default();
-            let rate = (acked - last.1) as f64 * 8.0 / last.0.elapsed().as_secs_f64() / 1e9;
-            pb.set_position(acked);
+    let out = d
+        .run(|p| {
+            pb.set_position(p.acked);
             pb.set_message(format!(
-                "goodput {rate:.2} Gbit/s | sender's STT queueing estimate p50 {} p99 {} | retransmitted {}",
-                fmt_ns(cs.queue_delay.quantile(0.5)),
-                fmt_ns(cs.queue_delay.quantile(0.99)),
-                cs.retransmitted_packets
+                "goodput {:.2} Gbit/s | sender's STT queueing estimate p50 {} p99 {} | retransmitted {}",
+                p.goodput_gbps,
+                fmt_ns(p.stats.queue_delay.quantile(0.5)),
+                fmt_ns(p.stats.queue_delay.quantile(0.99)),
+                p.stats.retransmitted_packets
             ));
-            last = (Instant::now(), acked);
-        }
-    }
-    s.shutdown().await?;
-    let secs = start.elapsed().as_secs_f64();
+        })
+        .await?;
     pb.set_position(a.bytes);
     pb.finish_and_clear();
-    let got = sink.await??;
-    let cs = s.stats().unwrap_or_default();
-    let rs = relay.stop();
-    let mut m = report(written, secs, &cs);
+    print_outcome(&a, &out)
+}
+
+/// The controller the sender runs, as the demo names it.
+fn controller_line(proto: &stride::Config, line: u64) -> String {
+    match proto.cc.params_ref::<stride::proto::cc::StrideParams>() {
+        Some(p) => format!(
+            "STRIDE, line rate {:.2} Gbit/s, T_low {}, T_high {} (on software timestamps; `stride demo --help` explains the two delay figures)",
+            line as f64 / 1e9,
+            fmt_ns(u64::from(p.t_low)),
+            fmt_ns(u64::from(p.t_high))
+        ),
+        None => format!(
+            "{}, line rate {:.2} Gbit/s",
+            proto.cc.name(),
+            line as f64 / 1e9
+        ),
+    }
+}
+
+/// The demo's summary: the sender's report, the relay's counters, the receiver's losses.
+fn print_outcome(a: &DemoArgs, out: &Outcome) -> anyhow::Result<()> {
+    let (written, secs, got) = (out.written, out.seconds, out.received);
+    let mut m = report(written, secs, &out.stats);
     if got != written {
         anyhow::bail!("receiver got {got} of {written} bytes");
     }
     // Losses and waits outside the modelled bottleneck: datagrams the kernel dropped at the
     // receiver's socket, and reads that came late (the receiver's thread off its CPU).
-    let rio = receiver.io_stats();
+    let rio = &out.receiver_io;
     m.insert("receiver_socket_drops".into(), rio.rx_overflow.into());
     m.insert("receiver_late_reads".into(), rio.late_reads.into());
     if a.json {
-        m.insert("relay".into(), crate::relay_cmd::stats_json(&rs));
+        m.insert("relay".into(), crate::relay_cmd::stats_json(&out.relay));
         println!("{}", serde_json::Value::Object(m));
     } else {
         println!("sender:  {}", human(&m));
-        println!("{}", stats_human(&rs));
+        println!("{}", stats_human(&out.relay));
         println!(
             "receiver: {} datagrams dropped at its socket (buffer full), {} read more than {} after they arrived",
             rio.rx_overflow,

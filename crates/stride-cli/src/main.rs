@@ -30,15 +30,17 @@ enum Cmd {
     Sim(sim::SimArgs),
     /// The paper's testbed on this machine: namespaces, a kernel bottleneck, background
     /// traffic, STRIDE against kernel TCP (see crates/stride-testbed).
-    Testbed(stride_testbed::cli::TestbedArgs),
+    Testbed(testbed::TestbedArgs),
 }
 
 mod control;
 mod demo;
 mod perf;
 mod plot;
+mod ray;
 mod relay_cmd;
 mod sim;
+mod testbed;
 mod units;
 mod vectors;
 mod xfer;
@@ -56,7 +58,7 @@ fn main() {
         Cmd::Relay(a) => ("relay", relay_cmd::run(a)),
         Cmd::Demo(a) => ("demo", demo::run(a)),
         Cmd::Sim(a) => ("sim", sim::run(a)),
-        Cmd::Testbed(a) => ("testbed", stride_testbed::cli::run(a)),
+        Cmd::Testbed(a) => ("testbed", testbed::run(a)),
     };
     // One clear line on stderr and a non-zero status (no debug dump or backtrace).
     if let Err(e) = r {

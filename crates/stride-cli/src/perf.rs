@@ -1,17 +1,16 @@
 //! `stride perf`: memory-to-memory throughput with per-second interval reports, and
 //! request/response round trips, over STRIDE, kernel TCP or (round trips only) raw UDP, all
-//! through the same harness ([`stride::perf`]) so their figures compare. This file parses the
-//! arguments, runs the servers' accept loops and prints.
+//! through the same harness, servers and clients ([`stride_apps::perf`]) so their figures
+//! compare. This file parses the arguments, calls them and prints.
 
 use crate::control::ControlArgs;
 use crate::units::{fail, fmt_ns, human, parse_bytes, report, runtime};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
-use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
-use stride::perf::{bulk, round_trips, serve, udp_round_trips, RttSummary};
 use stride::Endpoint;
+use stride_apps::perf::{self, bulk, round_trips, udp_round_trips, Done, Job, RttSummary, Served};
 
 /// Arguments of `stride perf`.
 #[derive(Args, Debug)]
@@ -124,79 +123,7 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                         server(listen, json, usize::from(shards)).await
                     }
                 }
-                Role::Client {
-                    to,
-                    bytes,
-                    time,
-                    rr,
-                    size,
-                    json,
-                    parallel,
-                    endpoints,
-                    transport,
-                    control,
-                } => {
-                    let job = match rr {
-                        Some(count) => {
-                            if size == 0 || size > 65_000 {
-                                fail("perf client", "--size must be in 1..=65000");
-                            }
-                            Job::RoundTrips { count, size }
-                        }
-                        None => Job::Bulk {
-                            bytes,
-                            time: time.map(|d| d.as_secs_f64()),
-                        },
-                    };
-                    if parallel > 1 {
-                        let Job::Bulk { bytes, time } = job else {
-                            fail(
-                                "perf client",
-                                "--parallel needs a bulk job (--bytes or --time)",
-                            );
-                        };
-                        let proto = if transport.tcp {
-                            match control.tcp_pacing() {
-                                Err(e) => fail("perf client", e),
-                                Ok(Some(_)) => fail(
-                                    "perf client",
-                                    "--tcp --pin-rate takes one connection, not --parallel",
-                                ),
-                                Ok(None) => None,
-                            }
-                        } else {
-                            match control.config(to) {
-                                Ok(c) => Some(c),
-                                Err(e) => fail("perf client", e),
-                            }
-                        };
-                        if transport.udp {
-                            fail("perf client", "--udp needs --rr");
-                        }
-                        let shape = (
-                            usize::from(parallel),
-                            usize::from(endpoints.unwrap_or(parallel)),
-                        );
-                        parallel_client(to, shape, bytes, time, json, proto).await
-                    } else if transport.udp {
-                        match job {
-                            Job::RoundTrips { count, size } => {
-                                udp_client(to, count, size, json).await
-                            }
-                            Job::Bulk { .. } => fail("perf client", "--udp needs --rr"),
-                        }
-                    } else if transport.tcp {
-                        match control.tcp_pacing() {
-                            Ok(pace) => tcp_client(to, job, json, pace).await,
-                            Err(e) => fail("perf client", e),
-                        }
-                    } else {
-                        match control.config(to) {
-                            Ok(c) => client(to, job, json, c).await,
-                            Err(e) => fail("perf client", e),
-                        }
-                    }
-                }
+                Role::Client { .. } => client_role(a.role).await,
             }
         })
         .await
@@ -206,17 +133,86 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
     std::process::exit(code)
 }
 
-/// What a client does.
-#[derive(Clone, Copy, Debug)]
-enum Job {
-    Bulk {
-        bytes: Option<u64>,
-        time: Option<f64>,
-    },
-    RoundTrips {
-        count: u64,
-        size: u64,
-    },
+/// The job of `--rr`/`--size` or `--bytes`/`--time` (`--size` checked).
+fn job(rr: Option<u64>, size: u64, bytes: Option<u64>, time: Option<Duration>) -> Job {
+    match rr {
+        Some(count) => {
+            if size == 0 || size > 65_000 {
+                fail("perf client", "--size must be in 1..=65000");
+            }
+            Job::RoundTrips { count, size }
+        }
+        None => Job::Bulk {
+            bytes,
+            time: time.map(|d| d.as_secs_f64()),
+        },
+    }
+}
+
+/// `perf client` on tokio: picks the client for the transport and the job.
+async fn client_role(role: Role) -> i32 {
+    let Role::Client {
+        to,
+        bytes,
+        time,
+        rr,
+        size,
+        json,
+        parallel,
+        endpoints,
+        transport,
+        control,
+    } = role
+    else {
+        unreachable!("a client role")
+    };
+    let job = job(rr, size, bytes, time);
+    if parallel > 1 {
+        let Job::Bulk { bytes, time } = job else {
+            fail(
+                "perf client",
+                "--parallel needs a bulk job (--bytes or --time)",
+            );
+        };
+        let proto = if transport.tcp {
+            match control.tcp_pacing() {
+                Err(e) => fail("perf client", e),
+                Ok(Some(_)) => fail(
+                    "perf client",
+                    "--tcp --pin-rate takes one connection, not --parallel",
+                ),
+                Ok(None) => None,
+            }
+        } else {
+            match control.config(to) {
+                Ok(c) => Some(c),
+                Err(e) => fail("perf client", e),
+            }
+        };
+        if transport.udp {
+            fail("perf client", "--udp needs --rr");
+        }
+        let shape = (
+            usize::from(parallel),
+            usize::from(endpoints.unwrap_or(parallel)),
+        );
+        parallel_client(to, shape, bytes, time, json, proto).await
+    } else if transport.udp {
+        match job {
+            Job::RoundTrips { count, size } => udp_client(to, count, size, json).await,
+            Job::Bulk { .. } => fail("perf client", "--udp needs --rr"),
+        }
+    } else if transport.tcp {
+        match control.tcp_pacing() {
+            Ok(pace) => tcp_client(to, job, json, pace).await,
+            Err(e) => fail("perf client", e),
+        }
+    } else {
+        match control.config(to) {
+            Ok(c) => client(to, job, json, c).await,
+            Err(e) => fail("perf client", e),
+        }
+    }
 }
 
 fn server_line(json_out: bool, remote: SocketAddr, total: u64, secs: f64) {
@@ -232,7 +228,7 @@ fn server_line(json_out: bool, remote: SocketAddr, total: u64, secs: f64) {
     }
 }
 
-fn server_error(json_out: bool, remote: SocketAddr, e: io::Error) {
+fn server_error(json_out: bool, remote: SocketAddr, e: std::io::Error) {
     if json_out {
         println!(
             "{}",
@@ -240,6 +236,14 @@ fn server_error(json_out: bool, remote: SocketAddr, e: io::Error) {
         );
     } else {
         eprintln!("{remote}: failed: {e}");
+    }
+}
+
+/// A server's report of one connection: its line or its failure.
+fn print_served(json_out: bool, remote: SocketAddr, served: Served) {
+    match served {
+        Served::Bulk { bytes, seconds } => server_line(json_out, remote, bytes, seconds),
+        Served::Failed(e) => server_error(json_out, remote, e),
     }
 }
 
@@ -253,19 +257,8 @@ async fn server(listen: SocketAddr, json_out: bool, shards: usize) -> i32 {
         eps[0].local_addr(),
         if shards == 1 { "" } else { "s" }
     );
-    loop {
-        let mut s = match Endpoint::accept_any(&eps).await {
-            Ok(s) => s,
-            Err(e) => fail("perf server", e),
-        };
-        tokio::spawn(async move {
-            let remote = s.remote_addr();
-            let r = serve(&mut s, |n, t| server_line(json_out, remote, n, t)).await;
-            if let Err(e) = r {
-                server_error(json_out, remote, e);
-            }
-        });
-    }
+    let e = perf::serve_stride(&eps, move |remote, s| print_served(json_out, remote, s)).await;
+    fail("perf server", e)
 }
 
 async fn tcp_server(listen: SocketAddr, json_out: bool) -> i32 {
@@ -276,19 +269,8 @@ async fn tcp_server(listen: SocketAddr, json_out: bool) -> i32 {
     if let Ok(a) = l.local_addr() {
         eprintln!("perf server (tcp) listening on {a}");
     }
-    loop {
-        let (mut s, remote) = match l.accept().await {
-            Ok(s) => s,
-            Err(e) => fail("perf server", e),
-        };
-        let _ = s.set_nodelay(true);
-        tokio::spawn(async move {
-            let r = serve(&mut s, |n, t| server_line(json_out, remote, n, t)).await;
-            if let Err(e) = r {
-                server_error(json_out, remote, e);
-            }
-        });
-    }
+    let e = perf::serve_tcp(l, move |remote, s| print_served(json_out, remote, s)).await;
+    fail("perf server", e)
 }
 
 async fn udp_server(listen: SocketAddr) -> i32 {
@@ -299,15 +281,7 @@ async fn udp_server(listen: SocketAddr) -> i32 {
     if let Ok(a) = sock.local_addr() {
         eprintln!("perf server (udp echo) listening on {a}");
     }
-    let mut buf = vec![0u8; 65_536];
-    loop {
-        match sock.recv_from(&mut buf).await {
-            Ok((n, from)) => {
-                let _ = sock.send_to(&buf[..n], from).await;
-            }
-            Err(e) => fail("perf server", e),
-        }
-    }
+    fail("perf server", perf::udp_echo(&sock).await)
 }
 
 /// The round-trip report: count, size, median, p99, mean, min (ns).
@@ -323,7 +297,7 @@ fn rtt_report(transport: &str, size: u64, rtts: Vec<u64>) -> Map<String, Value> 
     // divide what the whole run cost by the exchanges it made.
     m.insert(
         "warm_up_round_trips".into(),
-        json!(stride::perf::warm_up(r.count as u64)),
+        json!(perf::warm_up(r.count as u64)),
     );
     m.insert("size".into(), json!(size));
     m.insert("rtt_p50_ns".into(), json!(r.p50));
@@ -351,25 +325,12 @@ fn print_rtt(json_out: bool, m: Map<String, Value>) {
     }
 }
 
-fn any_addr(to: SocketAddr) -> SocketAddr {
-    if to.is_ipv6() {
-        "[::]:0".parse().expect("addr")
-    } else {
-        "0.0.0.0:0".parse().expect("addr")
-    }
-}
-
 async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config) -> i32 {
-    let opts = stride::EndpointConfig {
-        proto,
-        listen: false,
-        ..stride::EndpointConfig::default()
-    };
-    let ep = match Endpoint::bind_with(any_addr(to), opts) {
+    let ep = match perf::client_endpoint(to, proto) {
         Ok(ep) => ep,
         Err(e) => fail("perf client", e),
     };
-    let mut s = match ep.connect_timeout(to, Duration::from_secs(3)).await {
+    let mut s = match ep.connect_timeout(to, perf::CONNECT_LIMIT).await {
         Ok(s) => s,
         Err(e) => fail(
             "perf client",
@@ -386,7 +347,7 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
                     // a reader can tell who received (the reader inline or the driver), how
                     // often the driver thread was woken and whether ACKs rode on requests.
                     let io = ep.io_stats();
-                    let n = (count + stride::perf::warm_up(count)) as f64;
+                    let n = (count + perf::warm_up(count)) as f64;
                     let per = |a: u64, b: u64| json!(((a - b) as f64 / n * 1e3).round() / 1e3);
                     m.insert(
                         "io_per_round_trip".into(),
@@ -416,32 +377,19 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
             "interval", "MBytes", "Gbit/s", "retx", "qdelay p50"
         );
     }
-    let mut next_report = Duration::from_secs(1);
-    let mut last_acked = 0u64;
-    let mut last_retx = 0u64;
-    let tick = |s: &stride::Stream, el: Duration, written: u64| {
-        if el < next_report {
-            return;
-        }
-        let acked = written - s.unacked() as u64;
-        let cs = s.stats().unwrap_or_default();
+    let tick = perf::intervals(|iv| {
         if !json_out {
-            let from = next_report.as_secs_f64() - 1.0;
-            let d = acked - last_acked;
             println!(
                 "{:>6.2}-{:>6.2} s  {:>10.2}  {:>12.3}  {:>8}  {:>10}",
-                from,
-                el.as_secs_f64(),
-                d as f64 / 1e6,
-                d as f64 * 8.0 / 1e9 / (el.as_secs_f64() - from),
-                cs.retransmitted_packets - last_retx,
-                fmt_ns(cs.queue_delay.quantile(0.5)),
+                iv.from,
+                iv.to,
+                iv.acked as f64 / 1e6,
+                iv.acked as f64 * 8.0 / 1e9 / (iv.to - iv.from),
+                iv.retransmitted,
+                fmt_ns(iv.queue_delay_p50),
             );
         }
-        last_acked = acked;
-        last_retx = cs.retransmitted_packets;
-        next_report += Duration::from_secs(1);
-    };
+    });
     let (written, secs, cores) = match bulk(&mut s, bytes, time, tick).await {
         Ok(b) => (b.bytes, b.seconds, b.cpu_cores),
         Err(e) => fail("perf client", format!("transfer failed: {e}")),
@@ -462,94 +410,39 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
     0
 }
 
-/// One connection of [`parallel_client`]: (bytes, seconds, retransmitted packets, timeouts).
-async fn one_bulk(
-    to: SocketAddr,
-    bytes: Option<u64>,
-    time: Option<f64>,
-    ep: Option<Endpoint>,
-) -> Result<(u64, f64, u64, u64), String> {
-    match ep {
-        Some(ep) => {
-            let mut s = ep
-                .connect_timeout(to, Duration::from_secs(3))
-                .await
-                .map_err(|e| format!("cannot connect to {to}: {e}"))?;
-            let b = bulk(&mut s, bytes, time, |_, _, _| {})
-                .await
-                .map_err(|e| format!("transfer failed: {e}"))?;
-            let cs = s.stats().unwrap_or_default();
-            Ok((b.bytes, b.seconds, cs.retransmitted_packets, cs.timeouts))
-        }
-        None => {
-            let mut s = tokio::net::TcpStream::connect(to)
-                .await
-                .map_err(|e| format!("cannot connect to {to}: {e}"))?;
-            let _ = s.set_nodelay(true);
-            let b = bulk(&mut s, bytes, time, |_, _, _| {})
-                .await
-                .map_err(|e| format!("transfer failed: {e}"))?;
-            Ok((b.bytes, b.seconds, 0, 0))
-        }
-    }
-}
-
 /// `--parallel N`: N bulk connections at once (STRIDE with `proto`, else TCP); reports their
 /// aggregate goodput (all bytes over the time from the first start to the last confirmation).
 async fn parallel_client(
     to: SocketAddr,
-    (n, k): (usize, usize),
+    shape: (usize, usize),
     bytes: Option<u64>,
     time: Option<f64>,
     json_out: bool,
     proto: Option<stride::Config>,
 ) -> i32 {
-    let mut eps = Vec::new();
-    if let Some(proto) = &proto {
-        let opts = stride::EndpointConfig {
-            proto: proto.clone(),
-            listen: false,
-            ..stride::EndpointConfig::default()
-        };
-        for _ in 0..k.min(n) {
-            match Endpoint::bind_with(any_addr(to), opts.clone()) {
-                Ok(ep) => eps.push(ep),
-                Err(e) => fail("perf client", e),
-            }
-        }
-    }
-    let cpu0 = stride::perf::cpu_seconds();
-    let start = std::time::Instant::now();
-    let mut tasks = Vec::with_capacity(n);
-    for i in 0..n as u64 {
-        let share = bytes.map(|b| b / n as u64 + u64::from(i < b % n as u64));
-        let ep = (!eps.is_empty()).then(|| eps[i as usize % eps.len()].clone());
-        tasks.push(tokio::spawn(one_bulk(to, share, time, ep)));
-    }
-    let (mut total, mut retx, mut timeouts, mut per) = (0u64, 0u64, 0u64, Vec::new());
-    for t in tasks {
-        match t.await {
-            Ok(Ok((b, secs, r, to))) => {
-                total += b;
-                retx += r;
-                timeouts += to;
-                per.push(b as f64 * 8.0 / secs.max(1e-9) / 1e9);
-            }
-            Ok(Err(e)) => fail("perf client", e),
-            Err(e) => fail("perf client", e),
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let cores = (stride::perf::cpu_seconds() - cpu0) / secs.max(1e-9);
+    let p = match perf::parallel_bulk(to, shape, bytes, time, proto.as_ref()).await {
+        Ok(p) => p,
+        Err(e) => fail("perf client", e),
+    };
+    let n = shape.0;
+    let total: u64 = p.connections.iter().map(|c| c.bytes).sum();
+    let retx: u64 = p.connections.iter().map(|c| c.retransmitted).sum();
+    let timeouts: u64 = p.connections.iter().map(|c| c.timeouts).sum();
+    let per: Vec<f64> = p
+        .connections
+        .iter()
+        .map(|c| c.bytes as f64 * 8.0 / c.seconds.max(1e-9) / 1e9)
+        .collect();
+    let secs = p.seconds;
     let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
     let transport = if proto.is_some() { "stride" } else { "tcp" };
     if json_out {
         println!(
             "{}",
-            json!({"transport": transport, "connections": n, "endpoints": eps.len(), "bytes": total, "seconds": secs,
+            json!({"transport": transport, "connections": n, "endpoints": p.endpoints, "bytes": total, "seconds": secs,
                    "goodput_gbps": gbps, "per_connection_gbps": per,
                    "retransmitted_packets": retx, "timeouts": timeouts,
-                   "cpu_cores": (cores * 1e3).round() / 1e3})
+                   "cpu_cores": (p.cpu_cores * 1e3).round() / 1e3})
         );
     } else {
         println!(
@@ -559,22 +452,12 @@ async fn parallel_client(
     0
 }
 
-/// Kernel TCP; with `pace` (bytes per second), paced by the kernel at that rate
-/// (`SO_MAX_PACING_RATE`: TCP's own pacing timer, or the `fq` qdisc where it is installed).
+/// Kernel TCP; with `pace` (bytes per second), paced by the kernel at that rate.
 async fn tcp_client(to: SocketAddr, job: Job, json_out: bool, pace: Option<u64>) -> i32 {
-    let mut s = match tokio::net::TcpStream::connect(to).await {
+    let mut s = match perf::tcp_client(to, pace).await {
         Ok(s) => s,
-        Err(e) => fail("perf client", format!("cannot connect to {to}: {e}")),
+        Err(e) => fail("perf client", e),
     };
-    let _ = s.set_nodelay(true);
-    if let Some(bytes_per_sec) = pace {
-        if let Err(e) = set_max_pacing_rate(&s, bytes_per_sec) {
-            fail(
-                "perf client",
-                format!("cannot pace the TCP socket (SO_MAX_PACING_RATE): {e}"),
-            );
-        }
-    }
     match job {
         Job::RoundTrips { count, size } => match round_trips(&mut s, count, size).await {
             Ok(rtts) => print_rtt(json_out, rtt_report("tcp", size, rtts)),
@@ -600,50 +483,12 @@ async fn tcp_client(to: SocketAddr, job: Job, json_out: bool, pace: Option<u64>)
     0
 }
 
-/// Caps a socket's pacing rate (Linux `SO_MAX_PACING_RATE`, 64-bit since 4.20).
-fn set_max_pacing_rate(s: &tokio::net::TcpStream, bytes_per_sec: u64) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: passes a live u64 and its size for the duration of the call.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
-            &bytes_per_sec as *const u64 as *const libc::c_void,
-            std::mem::size_of::<u64>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 async fn udp_client(to: SocketAddr, count: u64, size: u64, json_out: bool) -> i32 {
     match udp_round_trips(to, count, size).await {
         Ok(rtts) => print_rtt(json_out, rtt_report("udp", size, rtts)),
         Err(e) => fail("perf client", format!("round trips failed: {e}")),
     }
     0
-}
-
-/// What a blocking client job gave.
-enum Done {
-    Rtts(Vec<u64>),
-    Bulk(stride::perf::Bulk, Option<Box<stride::ConnStats>>),
-}
-
-/// Runs `job` on a blocking stream.
-fn blocking_job<S: stride::perf::HalfClose>(s: &mut S, job: Job) -> io::Result<Done> {
-    match job {
-        Job::RoundTrips { count, size } => {
-            stride::perf::round_trips_blocking(s, count, size).map(Done::Rtts)
-        }
-        Job::Bulk { bytes, time } => {
-            stride::perf::bulk_blocking(s, bytes, time).map(|b| Done::Bulk(b, None))
-        }
-    }
 }
 
 /// `--blocking`: the roles without tokio. None when the arguments do not ask for it.
@@ -688,102 +533,19 @@ fn run_blocking(a: &PerfArgs) -> Option<i32> {
             } else {
                 "stride"
             };
-            let job = match *rr {
-                Some(count) => {
-                    if *size == 0 || *size > 65_000 {
-                        fail("perf client", "--size must be in 1..=65000");
-                    }
-                    Job::RoundTrips { count, size: *size }
-                }
-                None if transport.udp => fail("perf client", "--udp needs --rr"),
-                None => Job::Bulk {
-                    bytes: *bytes,
-                    time: time.map(|d| d.as_secs_f64()),
-                },
-            };
+            if rr.is_none() && transport.udp {
+                fail("perf client", "--udp needs --rr");
+            }
+            let job = job(*rr, *size, *bytes, *time);
             let r = if transport.udp {
-                let Job::RoundTrips { count, size } = job else {
-                    unreachable!("refused above")
-                };
-                stride::perf::udp_round_trips_blocking(*to, count, size).map(Done::Rtts)
+                perf::udp_blocking(*to, job)
             } else if transport.tcp {
-                std::net::TcpStream::connect_timeout(to, Duration::from_secs(3)).and_then(
-                    |mut s| {
-                        s.set_nodelay(true)?;
-                        let d = blocking_job(&mut s, job)?;
-                        if let Done::Rtts(_) = d {
-                            s.shutdown(std::net::Shutdown::Write)?;
-                            let _ = io::copy(&mut s, &mut io::sink());
-                        }
-                        Ok(d)
-                    },
-                )
+                perf::tcp_blocking(*to, job)
             } else {
-                let proto = match control.config(*to) {
-                    Ok(c) => c,
-                    Err(e) => fail("perf client", e),
-                };
-                let opts = stride::EndpointConfig {
-                    proto,
-                    ..stride::EndpointConfig::default()
-                };
-                let mut c = match stride::blocking::Connection::connect_with(
-                    *to,
-                    Duration::from_secs(3),
-                    opts,
-                ) {
-                    Ok(c) => c,
-                    Err(e) => fail(
-                        "perf client",
-                        format!("peer unreachable or refused at {to}: {e}"),
-                    ),
-                };
-                let d = blocking_job(&mut c, job);
-                let stats = {
-                    let (ep, id) = c.endpoint();
-                    ep.conn_stats(id).map(Box::new)
-                };
-                let _ = c.close(Duration::from_secs(2));
-                d.map(|d| match d {
-                    Done::Bulk(b, _) => Done::Bulk(b, stats),
-                    other => other,
-                })
+                perf::stride_blocking(blocking_connect(*to, control), job)
             };
             match r {
-                Ok(Done::Rtts(r)) => {
-                    let mut m = rtt_report(name, *size, r);
-                    m.insert("blocking".into(), json!(true));
-                    print_rtt(*json, m);
-                }
-                Ok(Done::Bulk(b, stats)) => {
-                    // STRIDE's counters for STRIDE; TCP's line as the async TCP client gives it.
-                    let mut m = match stats {
-                        Some(cs) => report(b.bytes, b.seconds, &cs),
-                        None => {
-                            let mut m = Map::new();
-                            m.insert("bytes".into(), json!(b.bytes));
-                            m.insert("seconds".into(), json!(b.seconds));
-                            m.insert(
-                                "goodput_gbps".into(),
-                                json!(b.bytes as f64 * 8.0 / b.seconds.max(1e-9) / 1e9),
-                            );
-                            m
-                        }
-                    };
-                    m.insert("transport".into(), json!(name));
-                    m.insert("blocking".into(), json!(true));
-                    m.insert("cpu_cores".into(), json!((b.cpu_cores * 1e3).round() / 1e3));
-                    if *json {
-                        println!("{}", Value::Object(m));
-                    } else {
-                        println!(
-                            "total: {} bytes in {:.3} s = {:.3} Gbit/s ({name}, blocking)",
-                            b.bytes,
-                            b.seconds,
-                            b.bytes as f64 * 8.0 / b.seconds.max(1e-9) / 1e9
-                        );
-                    }
-                }
+                Ok(done) => print_blocking(name, *size, *json, done),
                 Err(e) => fail("perf client", format!("{name} failed: {e}")),
             }
             Some(0)
@@ -792,8 +554,66 @@ fn run_blocking(a: &PerfArgs) -> Option<i32> {
     }
 }
 
+/// A blocking STRIDE connection to `to` with the controller options.
+fn blocking_connect(to: SocketAddr, control: &ControlArgs) -> stride::blocking::Connection {
+    let proto = match control.config(to) {
+        Ok(c) => c,
+        Err(e) => fail("perf client", e),
+    };
+    let opts = stride::EndpointConfig {
+        proto,
+        ..stride::EndpointConfig::default()
+    };
+    match stride::blocking::Connection::connect_with(to, perf::CONNECT_LIMIT, opts) {
+        Ok(c) => c,
+        Err(e) => fail(
+            "perf client",
+            format!("peer unreachable or refused at {to}: {e}"),
+        ),
+    }
+}
+
+/// The report of a blocking client over `name`.
+fn print_blocking(name: &str, size: u64, json_out: bool, done: Done) {
+    match done {
+        Done::Rtts(r) => {
+            let mut m = rtt_report(name, size, r);
+            m.insert("blocking".into(), json!(true));
+            print_rtt(json_out, m);
+        }
+        Done::Bulk(b, stats) => {
+            // STRIDE's counters for STRIDE; TCP's line as the async TCP client gives it.
+            let mut m = match stats {
+                Some(cs) => report(b.bytes, b.seconds, &cs),
+                None => {
+                    let mut m = Map::new();
+                    m.insert("bytes".into(), json!(b.bytes));
+                    m.insert("seconds".into(), json!(b.seconds));
+                    m.insert(
+                        "goodput_gbps".into(),
+                        json!(b.bytes as f64 * 8.0 / b.seconds.max(1e-9) / 1e9),
+                    );
+                    m
+                }
+            };
+            m.insert("transport".into(), json!(name));
+            m.insert("blocking".into(), json!(true));
+            m.insert("cpu_cores".into(), json!((b.cpu_cores * 1e3).round() / 1e3));
+            if json_out {
+                println!("{}", Value::Object(m));
+            } else {
+                println!(
+                    "total: {} bytes in {:.3} s = {:.3} Gbit/s ({name}, blocking)",
+                    b.bytes,
+                    b.seconds,
+                    b.bytes as f64 * 8.0 / b.seconds.max(1e-9) / 1e9
+                );
+            }
+        }
+    }
+}
+
 fn blocking_server(listen: SocketAddr, json_out: bool, transport: Transport) -> i32 {
-    use stride::perf::serve_blocking;
     if transport.udp {
         let sock = match std::net::UdpSocket::bind(listen) {
             Ok(s) => s,
@@ -802,7 +622,7 @@ fn blocking_server(listen: SocketAddr, json_out: bool, transport: Transport) -> 
         if let Ok(a) = sock.local_addr() {
             eprintln!("perf server (udp echo, blocking) listening on {a}");
         }
-        fail("perf server", stride::perf::udp_echo_blocking(&sock));
+        fail("perf server", perf::udp_echo_blocking(&sock));
     }
     if transport.tcp {
         let l = match std::net::TcpListener::bind(listen) {
@@ -812,20 +632,8 @@ fn blocking_server(listen: SocketAddr, json_out: bool, transport: Transport) -> 
         if let Ok(a) = l.local_addr() {
             eprintln!("perf server (tcp, blocking) listening on {a}");
         }
-        loop {
-            let (mut s, remote) = match l.accept() {
-                Ok(s) => s,
-                Err(e) => fail("perf server", e),
-            };
-            let _ = s.set_nodelay(true);
-            std::thread::spawn(move || {
-                let r = serve_blocking(&mut s, |n, t| server_line(json_out, remote, n, t))
-                    .and_then(|()| s.shutdown(std::net::Shutdown::Write));
-                if let Err(e) = r {
-                    server_error(json_out, remote, e);
-                }
-            });
-        }
+        let e = perf::serve_tcp_blocking(&l, move |remote, s| print_served(json_out, remote, s));
+        fail("perf server", e);
     }
     let mut ep = match stride::blocking::Endpoint::bind(listen) {
         Ok(ep) => ep,
@@ -835,24 +643,8 @@ fn blocking_server(listen: SocketAddr, json_out: bool, transport: Transport) -> 
         "perf server (blocking, one client at a time) listening on {}",
         ep.local_addr()
     );
-    loop {
-        let c = match ep.accept(None) {
-            Ok(Some(c)) => c,
-            Ok(None) => continue,
-            Err(e) => fail("perf server", e),
-        };
-        let remote = ep.remote(c).unwrap_or(listen);
-        let r = serve_blocking(&mut ep.stream(c), |n, t| {
-            server_line(json_out, remote, n, t)
-        });
-        match r {
-            Ok(()) => {
-                let _ = ep.close(c, Duration::from_secs(2));
-            }
-            Err(e) => {
-                server_error(json_out, remote, e);
-                let _ = ep.abort(c);
-            }
-        }
-    }
+    let e = perf::serve_stride_blocking(&mut ep, listen, |remote, s| {
+        print_served(json_out, remote, s)
+    });
+    fail("perf server", e)
 }

@@ -1,11 +1,10 @@
-//! `stride relay`: a userspace bottleneck in front of a server (see `stride::relay`).
+//! `stride relay`: a userspace bottleneck in front of a server (see `stride_apps::relay`).
 
 use crate::units::{fmt_ns, parse_bytes, parse_duration_ns, parse_prob, parse_rate, runtime};
 use clap::Args;
 use serde_json::json;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use stride::relay::{Relay, RelayConfig, RelayStats};
+use stride_apps::relay::{Capture, CaptureError, Relay, RelayConfig, RelayStats};
 
 /// Arguments of `stride relay`.
 #[derive(Args, Debug)]
@@ -119,36 +118,13 @@ pub fn config(a: &RelayArgs) -> RelayConfig {
 
 /// `stride relay`.
 pub fn run(a: RelayArgs) -> anyhow::Result<()> {
-    // The capture file and the first write error (capturing stops at it).
-    type Capture = (
-        Option<stride_pcap::Writer<std::io::BufWriter<std::fs::File>>>,
-        Option<std::io::Error>,
-    );
-    let capture: Option<Arc<Mutex<Capture>>> = match &a.pcap {
-        Some(path) => {
-            let f = std::fs::File::create(path)
-                .map_err(|e| anyhow::anyhow!("--pcap {}: {e}", path.display()))?;
-            let w = stride_pcap::Writer::new(std::io::BufWriter::new(f))
-                .map_err(|e| anyhow::anyhow!("--pcap {}: {e}", path.display()))?;
-            Some(Arc::new(Mutex::new((Some(w), None))))
-        }
+    let capture = match &a.pcap {
+        Some(path) => Some(
+            Capture::create(path).map_err(|e| anyhow::anyhow!("--pcap {}: {e}", path.display()))?,
+        ),
         None => None,
     };
-    let tap: Option<stride::relay::Tap> = capture.clone().map(|c| {
-        Box::new(move |ts, from, to, data: &[u8]| {
-            let mut g = c.lock().unwrap_or_else(|p| p.into_inner());
-            let (w, first_err) = &mut *g;
-            if let Some(w) = w.as_mut() {
-                if let Err(e) = w.write_udp(ts, from, to, data) {
-                    *first_err = Some(e);
-                }
-            }
-            if first_err.is_some() {
-                *w = None; // stop capturing after the first write error
-            }
-        }) as stride::relay::Tap
-    });
-    let relay = match Relay::spawn_tapped(config(&a), tap) {
+    let relay = match Relay::spawn_tapped(config(&a), capture.as_ref().map(Capture::tap)) {
         Ok(r) => r,
         Err(e) => crate::units::fail("relay", format!("cannot listen on {}: {e}", a.listen)),
     };
@@ -173,17 +149,12 @@ pub fn run(a: RelayArgs) -> anyhow::Result<()> {
     })?;
     let s = relay.stop();
     if let (Some(c), Some(path)) = (capture, &a.pcap) {
-        let mut g = c.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = g.1.take() {
-            anyhow::bail!("--pcap {}: capture stopped: {e}", path.display());
-        }
-        if let Some(w) = g.0.take() {
-            let n = w.packets();
-            use std::io::Write;
-            w.into_inner()
-                .flush()
-                .map_err(|e| anyhow::anyhow!("--pcap {}: {e}", path.display()))?;
-            eprintln!("relay: {n} packets written to {}", path.display());
+        match c.finish() {
+            Ok(n) => eprintln!("relay: {n} packets written to {}", path.display()),
+            Err(CaptureError::Stopped(e)) => {
+                anyhow::bail!("--pcap {}: capture stopped: {e}", path.display())
+            }
+            Err(CaptureError::Flush(e)) => anyhow::bail!("--pcap {}: {e}", path.display()),
         }
     }
     if a.json {

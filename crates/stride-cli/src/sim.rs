@@ -80,41 +80,9 @@ enum SimCmd {
     /// lists), in parallel on all cores, and tabulate FCT per point; with --baseline, also the
     /// improvement factor (baseline FCT / transport FCT) at every point.
     ///
-    /// Example: stride sim sweep scenarios/quick.toml --vary stride.t_high_ns=20000,40000,80000
-    /// --vary stride.beta_mbps=10,40 --baseline dctcp
-    Sweep {
-        /// Scenario file (TOML).
-        scenario: PathBuf,
-        /// `section.field=v1,v2,...` (repeatable): the values to try for one field.
-        #[arg(long, value_name = "KEY=V1,V2,..", required = true)]
-        vary: Vec<String>,
-        /// The transport whose parameters are swept.
-        #[arg(long, default_value = "stride")]
-        cc: String,
-        /// A transport to compare every point against (run once per distinct setting of the
-        /// fields outside the swept transport's own section).
-        #[arg(long)]
-        baseline: Option<String>,
-        /// Fixed overrides applied to every point (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        sets: Vec<String>,
-        /// Parallel simulations (default: all cores).
-        #[arg(long)]
-        jobs: Option<usize>,
-        /// Directory for sweep.csv and sweep.json.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Print the results as JSON on stdout.
-        #[arg(long)]
-        json: bool,
-        /// Run the simulations as Ray tasks on the Ray cluster at ADDRESS (`auto`, HOST:6379,
-        /// ray://HOST:10001, or `local` for a private instance started for this sweep) instead of
-        /// on this machine; same table and files. Needs a Python with `ray` (STRIDE_RAY_PYTHON,
-        /// default python3), and this `stride` binary and the scenario at the same paths on every
-        /// worker. See tools/ray/stride_ray_sweep.py.
-        #[arg(long, value_name = "ADDRESS", conflicts_with = "jobs")]
-        ray: Option<String>,
-    },
+    /// Example: stride sim sweep scenarios/quick.toml --vary stride.t_high=20us,40us,80us
+    /// --vary stride.beta=10mbit,40mbit --baseline dctcp
+    Sweep(SweepArgs),
 }
 
 pub fn run(a: SimArgs) -> anyhow::Result<()> {
@@ -143,103 +111,145 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             loaded.sc.transports = cc.clone();
             execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
-        SimCmd::Plot { dir } => {
-            let path = dir.join("summary.json");
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let summary: Value = serde_json::from_str(&text)
-                .with_context(|| format!("{}: not a summary", path.display()))?;
-            let names: Vec<String> = summary["transports"]
-                .as_object()
-                .map(|m| m.keys().cloned().collect())
-                .unwrap_or_default();
-            let mut queues = Vec::new();
-            for n in names {
-                if let Ok(q) = std::fs::read_to_string(dir.join(format!("queue-{n}.csv"))) {
-                    queues.push((n, crate::plot::queue_series(&q)));
-                }
-            }
-            for f in crate::plot::write_plots(&dir, &summary, &queues)? {
-                println!("{}", f.display());
-            }
-            Ok(())
-        }
-        SimCmd::Sweep {
-            scenario,
-            vary,
-            cc,
-            baseline,
-            sets,
-            jobs,
-            out,
-            json,
-            ray,
-        } => {
-            check_transport(&cc)?;
-            if let Some(b) = &baseline {
-                check_transport(b)?;
-            }
-            let spec = stride_sim::sweep::SweepSpec {
-                scenario,
-                vary,
-                transport: cc,
-                baseline,
-                sets,
-                jobs,
-            };
-            let spec_ray = ray.is_some();
-            let o = match ray {
-                None => stride_sim::sweep::run(&spec)?,
-                Some(address) => {
-                    let opts = stride_sim::sweep::RayOptions {
-                        address,
-                        python: std::env::var_os("STRIDE_RAY_PYTHON")
-                            .map_or_else(|| PathBuf::from("python3"), PathBuf::from),
-                        stride: std::env::current_exe().context("locating the stride binary")?,
-                    };
-                    stride_sim::sweep::run_on_ray(&spec, &opts)?
-                }
-            };
-            for n in &o.notes {
-                eprintln!("stride sim sweep: note: {n}");
-            }
-            if !json {
-                eprintln!(
-                    "sweep: {} points of {}{}, {} simulations on {} {}",
-                    o.rows.len(),
-                    spec.transport,
-                    spec.baseline
-                        .as_ref()
-                        .map(|b| format!(" + baseline {b}"))
-                        .unwrap_or_default(),
-                    o.simulations,
-                    o.workers,
-                    if spec_ray { "Ray CPUs" } else { "threads" }
-                );
-            }
-            if let Some(dir) = &out {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-                std::fs::write(
-                    dir.join("sweep.json"),
-                    serde_json::to_string_pretty(&o.result)? + "\n",
-                )?;
-                std::fs::write(
-                    dir.join("sweep.csv"),
-                    stride_sim::sweep::to_csv(&o.keys, &o.rows),
-                )?;
-            }
-            if json {
-                println!("{}", serde_json::to_string(&o.result)?);
-            } else {
-                print!(
-                    "{}",
-                    stride_sim::sweep::table(&o.keys, &o.rows, spec.baseline.as_deref())
-                );
-            }
-            Ok(())
+        SimCmd::Plot { dir } => plot_dir(&dir),
+        SimCmd::Sweep(a) => sweep(a),
+    }
+}
+
+/// `stride sim plot DIR`: the plots of a `--out` directory, redrawn from its files.
+fn plot_dir(dir: &Path) -> anyhow::Result<()> {
+    let path = dir.join("summary.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let summary: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a summary", path.display()))?;
+    let names: Vec<String> = summary["transports"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut queues = Vec::new();
+    for n in names {
+        if let Ok(q) = std::fs::read_to_string(dir.join(format!("queue-{n}.csv"))) {
+            queues.push((n, crate::plot::queue_series(&q)));
         }
     }
+    for f in crate::plot::write_plots(dir, &summary, &queues)? {
+        println!("{}", f.display());
+    }
+    Ok(())
+}
+
+/// The arguments of `stride sim sweep`.
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    /// Scenario file (TOML).
+    pub scenario: PathBuf,
+    /// `section.field=v1,v2,...` (repeatable): the values to try for one field.
+    #[arg(long, value_name = "KEY=V1,V2,..", required = true)]
+    pub vary: Vec<String>,
+    /// The transport whose parameters are swept.
+    #[arg(long, default_value = "stride")]
+    pub cc: String,
+    /// A transport to compare every point against (run once per distinct setting of the
+    /// fields outside the swept transport's own section).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Fixed overrides applied to every point (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Parallel simulations (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Directory for sweep.csv and sweep.json.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Run the simulations as Ray tasks on the Ray cluster at ADDRESS (`auto`, HOST:6379,
+    /// ray://HOST:10001, or `local` for a private instance started for this sweep) instead of
+    /// on this machine; same table and files. Needs a Python with `ray` (STRIDE_RAY_PYTHON,
+    /// default python3), and this `stride` binary and the scenario at the same paths on every
+    /// worker. See tools/ray/stride_ray_sweep.py.
+    #[arg(long, value_name = "ADDRESS", conflicts_with = "jobs")]
+    pub ray: Option<String>,
+}
+
+/// `stride sim sweep`: the points on this machine or a Ray cluster, then the table and files.
+fn sweep(a: SweepArgs) -> anyhow::Result<()> {
+    let SweepArgs {
+        scenario,
+        vary,
+        cc,
+        baseline,
+        sets,
+        jobs,
+        out,
+        json,
+        ray,
+    } = a;
+    check_transport(&cc)?;
+    if let Some(b) = &baseline {
+        check_transport(b)?;
+    }
+    let spec = stride_sim::sweep::SweepSpec {
+        scenario,
+        vary,
+        transport: cc,
+        baseline,
+        sets,
+        jobs,
+    };
+    let spec_ray = ray.is_some();
+    let o = match ray {
+        None => stride_sim::sweep::run(&spec)?,
+        Some(address) => {
+            let opts = crate::ray::RayOptions {
+                address,
+                python: std::env::var_os("STRIDE_RAY_PYTHON")
+                    .map_or_else(|| PathBuf::from("python3"), PathBuf::from),
+                stride: std::env::current_exe().context("locating the stride binary")?,
+            };
+            crate::ray::run_on_ray(&spec, &opts)?
+        }
+    };
+    for n in &o.notes {
+        eprintln!("stride sim sweep: note: {n}");
+    }
+    if !json {
+        eprintln!(
+            "sweep: {} points of {}{}, {} simulations on {} {}",
+            o.rows.len(),
+            spec.transport,
+            spec.baseline
+                .as_ref()
+                .map(|b| format!(" + baseline {b}"))
+                .unwrap_or_default(),
+            o.simulations,
+            o.workers,
+            if spec_ray { "Ray CPUs" } else { "threads" }
+        );
+    }
+    if let Some(dir) = &out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(
+            dir.join("sweep.json"),
+            serde_json::to_string_pretty(&o.result)? + "\n",
+        )?;
+        std::fs::write(
+            dir.join("sweep.csv"),
+            stride_sim::sweep::to_csv(&o.keys, &o.rows),
+        )?;
+    }
+    if json {
+        println!("{}", serde_json::to_string(&o.result)?);
+    } else {
+        print!(
+            "{}",
+            stride_sim::sweep::table(&o.keys, &o.rows, spec.baseline.as_deref())
+        );
+    }
+    Ok(())
 }
 
 pub(crate) struct Outcome {
@@ -419,7 +429,35 @@ fn execute(
     for t in cc {
         check_transport(t)?;
     }
-    let show = !json_out && std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let outcomes = simulate_all(loaded, cc, out, !json_out, pcap)?;
+    let summary = summary_of(loaded, &outcomes, started)?;
+    let wrote = match out {
+        Some(dir) => write_out(dir, loaded, &outcomes, &summary)?,
+        None => {
+            "(no files written: give --out DIR for per-flow CSV, summary.json and plots)".into()
+        }
+    };
+    if json_out {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        print_table(&summary);
+    }
+    // stderr, so that --json keeps stdout pure JSON
+    eprintln!("{wrote}");
+    Ok(())
+}
+
+/// Each transport of `cc` simulated on its own thread (the simulations share nothing), with a
+/// progress bar each when `bars` and stderr is a terminal.
+fn simulate_all(
+    loaded: &Loaded,
+    cc: &[String],
+    out: Option<&Path>,
+    bars: bool,
+    pcap: Option<usize>,
+) -> anyhow::Result<Vec<Outcome>> {
+    let show = bars && std::io::stderr().is_terminal();
     let multi = indicatif::MultiProgress::new();
     let limit_us = (loaded.sc.limit_ms * 1e3) as u64;
     let (len, unit) = if open_ended(loaded) {
@@ -427,7 +465,6 @@ fn execute(
     } else {
         (loaded.flows.len() as u64, "flows done")
     };
-    let started = Instant::now();
     // Each transport on its own thread: the simulations share nothing.
     let results: Vec<anyhow::Result<Outcome>> = std::thread::scope(|s| {
         let handles: Vec<_> = cc
@@ -461,8 +498,13 @@ fn execute(
     for r in results {
         outcomes.push(r?);
     }
+    Ok(outcomes)
+}
+
+/// The summary of a run: per transport its report, and STRIDE's improvement over each other.
+fn summary_of(loaded: &Loaded, outcomes: &[Outcome], started: Instant) -> anyhow::Result<Value> {
     let mut transports = serde_json::Map::new();
-    for o in &outcomes {
+    for o in outcomes {
         transports.insert(o.name.clone(), serde_json::to_value(&o.report)?);
     }
     let mut improvements = serde_json::Map::new();
@@ -474,67 +516,65 @@ fn execute(
             );
         }
     }
-    let summary = json!({
+    Ok(json!({
         "scenario": loaded.sc.name,
         "hosts": loaded.sc.hosts(),
         "flows": loaded.flows.len(),
         "wall_seconds_total": started.elapsed().as_secs_f64(),
         "transports": Value::Object(transports),
         "improvement": Value::Object(improvements),
-    });
-    let mut wrote =
-        String::from("(no files written: give --out DIR for per-flow CSV, summary.json and plots)");
-    if let Some(dir) = out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        for o in &outcomes {
-            std::fs::write(dir.join(format!("flows-{}.csv", o.name)), &o.csv)?;
-            if o.queue_csv.lines().count() > 1 {
-                std::fs::write(dir.join(format!("queue-{}.csv", o.name)), &o.queue_csv)?;
-            }
-            if loaded.sc.trace.is_some() {
-                std::fs::write(dir.join(format!("trace-{}.csv", o.name)), &o.trace_csv)?;
-                std::fs::write(dir.join(format!("jain-{}.csv", o.name)), &o.jain_csv)?;
-            }
+    }))
+}
+
+/// Writes the per-flow, queue and trace CSVs, summary.json and the plots into `dir`; returns
+/// the line that names them.
+fn write_out(
+    dir: &Path,
+    loaded: &Loaded,
+    outcomes: &[Outcome],
+    summary: &Value,
+) -> anyhow::Result<String> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for o in outcomes {
+        std::fs::write(dir.join(format!("flows-{}.csv", o.name)), &o.csv)?;
+        if o.queue_csv.lines().count() > 1 {
+            std::fs::write(dir.join(format!("queue-{}.csv", o.name)), &o.queue_csv)?;
         }
-        std::fs::write(
-            dir.join("summary.json"),
-            serde_json::to_string_pretty(&summary)? + "\n",
-        )?;
-        let queues: Vec<(String, Vec<(f64, f64)>)> = outcomes
-            .iter()
-            .map(|o| (o.name.clone(), crate::plot::queue_series(&o.queue_csv)))
-            .collect();
-        let traces: Vec<crate::plot::TraceSeries> = outcomes
-            .iter()
-            .map(|o| crate::plot::TraceSeries {
-                name: o.name.clone(),
-                trace_csv: o.trace_csv.clone(),
-                jain_csv: o.jain_csv.clone(),
-            })
-            .collect();
-        crate::plot::write_plots(dir, &summary, &queues)
-            .and_then(|_| crate::plot::write_trace_plots(dir, &summary, &traces))
-            .with_context(|| {
-                format!(
-                    "the CSV and JSON files are in {}, but the plots could not be drawn",
-                    dir.display()
-                )
-            })?;
-        let mut files: Vec<String> = std::fs::read_dir(dir)?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        files.sort();
-        wrote = format!("wrote {}: {}", dir.display(), files.join(", "));
+        if loaded.sc.trace.is_some() {
+            std::fs::write(dir.join(format!("trace-{}.csv", o.name)), &o.trace_csv)?;
+            std::fs::write(dir.join(format!("jain-{}.csv", o.name)), &o.jain_csv)?;
+        }
     }
-    if json_out {
-        println!("{}", serde_json::to_string(&summary)?);
-    } else {
-        print_table(&summary);
-    }
-    // stderr, so that --json keeps stdout pure JSON
-    eprintln!("{wrote}");
-    Ok(())
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    let queues: Vec<(String, Vec<(f64, f64)>)> = outcomes
+        .iter()
+        .map(|o| (o.name.clone(), crate::plot::queue_series(&o.queue_csv)))
+        .collect();
+    let traces: Vec<crate::plot::TraceSeries> = outcomes
+        .iter()
+        .map(|o| crate::plot::TraceSeries {
+            name: o.name.clone(),
+            trace_csv: o.trace_csv.clone(),
+            jain_csv: o.jain_csv.clone(),
+        })
+        .collect();
+    crate::plot::write_plots(dir, summary, &queues)
+        .and_then(|_| crate::plot::write_trace_plots(dir, summary, &traces))
+        .with_context(|| {
+            format!(
+                "the CSV and JSON files are in {}, but the plots could not be drawn",
+                dir.display()
+            )
+        })?;
+    let mut files: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    Ok(format!("wrote {}: {}", dir.display(), files.join(", ")))
 }
 
 /// `all` stands for every registered transport the scenario can run (its build accepts the

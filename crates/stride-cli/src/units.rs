@@ -92,9 +92,6 @@ pub fn report(bytes: u64, seconds: f64, cs: &ConnStats) -> Map<String, Value> {
     m
 }
 
-/// Reads `s` to its end, discarding the bytes; returns how many there were.
-pub use stride::perf::discard_to_end;
-
 /// One human line for a report.
 pub fn human(m: &Map<String, Value>) -> String {
     let g = |k: &str| m.get(k).cloned().unwrap_or(Value::Null);

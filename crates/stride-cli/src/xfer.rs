@@ -1,4 +1,5 @@
-//! `stride send` and `stride recv`: arguments and printing; the protocol is [`stride::xfer`].
+//! `stride send` and `stride recv`: arguments and printing; the protocol, the endpoints'
+//! options and the receiver's accept loop are [`stride_apps::xfer`].
 
 use crate::control::ControlArgs;
 use crate::units::{fail, human, report, runtime};
@@ -8,12 +9,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use stride::xfer::{receive_file, send_file, ReceiveOptions, Received, SendOptions};
 use stride::Endpoint;
-
-/// SYN resends of `stride send`: 9.0 to 11.5 s with back-off (spec §6.6), inside its default
-/// 15 s connect timeout, for receivers overloaded by hundreds of concurrent starts.
-const SEND_SYN_RETRIES: u32 = 14;
+use stride_apps::xfer::{self, receive_file, send_file, ReceiveOptions, Received, SendOptions};
 
 /// Arguments of `stride recv`.
 #[derive(Args, Debug)]
@@ -168,22 +165,12 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
     }
     let rt = runtime()?;
     let code = rt.block_on(async move {
-        let mut proto = stride::host_config(10_000_000_000);
-        proto.idle_timeout_ns = a.idle_timeout;
-        if let Some(r) = a.recovery {
-            proto.recovery = r;
-        }
-        let opts = stride::EndpointConfig {
-            proto,
-            read_delay_slack_ns: (a.read_delay_slack > 0).then_some(a.read_delay_slack),
-            ..stride::EndpointConfig::default()
-        };
+        let opts = xfer::receiver_options(a.idle_timeout, a.recovery, a.read_delay_slack);
         let ep = match Endpoint::bind_with(a.listen, opts) {
             Ok(ep) => ep,
             Err(e) => fail("recv", format!("cannot listen on {}: {e}", a.listen)),
         };
         eprintln!("listening on {}", ep.local_addr());
-        let dir = std::sync::Arc::new(a.out.clone());
         let ropts = ReceiveOptions {
             force: a.force,
             stall_timeout: Duration::from_nanos(a.idle_timeout.max(1_000_000)),
@@ -209,37 +196,37 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
                 }
             });
         }
-        loop {
+        if a.once {
             let s = match ep.accept().await {
                 Ok(s) => s,
                 Err(e) => fail("recv", e),
             };
-            if a.once {
-                let r = receive_file(s, &dir, &ropts).await;
-                print_received(&r, a.json);
-                print_counters(&ep, u64::from(r.refused_name), a.json);
-                if r.error.is_some() {
-                    if a.json {
-                        eprintln!(
-                            "stride recv: {:?}: {}",
-                            r.name,
-                            r.error.as_deref().unwrap_or("")
-                        );
-                    }
-                    return 1;
+            let r = receive_file(s, &a.out, &ropts).await;
+            print_received(&r, a.json);
+            print_counters(&ep, u64::from(r.refused_name), a.json);
+            if r.error.is_some() {
+                if a.json {
+                    eprintln!(
+                        "stride recv: {:?}: {}",
+                        r.name,
+                        r.error.as_deref().unwrap_or("")
+                    );
                 }
-                return 0;
+                return 1;
             }
-            let (dir, refused) = (dir.clone(), refused.clone());
-            let json = a.json;
-            tokio::spawn(async move {
-                let r = receive_file(s, &dir, &ropts).await;
-                if r.refused_name {
-                    refused.fetch_add(1, Ordering::Relaxed);
-                }
-                print_received(&r, json);
-            });
+            return 0;
         }
+        let json = a.json;
+        let report = move |r: Received| {
+            if r.refused_name {
+                refused.fetch_add(1, Ordering::Relaxed);
+            }
+            print_received(&r, json);
+        };
+        fail(
+            "recv",
+            xfer::receive_files(&ep, &a.out, &ropts, report).await,
+        )
     });
     drop(rt);
     std::process::exit(code)
@@ -254,18 +241,11 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
         } else {
             "0.0.0.0:0".parse().expect("addr")
         });
-        let mut proto = match a.control.config(a.to) {
+        let proto = match a.control.config(a.to) {
             Ok(c) => c,
             Err(e) => fail("send", e),
         };
-        proto.give_up_ns = a.give_up.max(1);
-        // A receiver overloaded by hundreds of concurrent starts loses SYNs.
-        proto.max_retries = proto.max_retries.max(SEND_SYN_RETRIES);
-        let opts = stride::EndpointConfig {
-            proto,
-            listen: false,
-            ..stride::EndpointConfig::default()
-        };
+        let opts = xfer::sender_options(proto, a.give_up);
         let ep = match Endpoint::bind_with(bind, opts) {
             Ok(ep) => ep,
             Err(e) => fail("send", format!("cannot bind {bind}: {e}")),

@@ -7,6 +7,7 @@ use std::time::Instant;
 use stride_proto::cc::CcConfig;
 use stride_proto::wire::{Flags, Header, Packet, HEADER_LEN};
 use stride_proto::{Config, Connection, State};
+use stride_units::stats::median;
 
 fn run(mtu: usize, total: usize) -> (f64, f64) {
     let payload = (mtu - 20 - 8 - HEADER_LEN) as u16;
@@ -57,11 +58,6 @@ fn run(mtu: usize, total: usize) -> (f64, f64) {
     (total as f64 * 8.0 / secs / 1e9, secs * 1e9 / pkts)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let total = if quick { 64 << 20 } else { 512 << 20 };
@@ -79,6 +75,11 @@ fn main() {
             g.push(a);
             ns.push(b);
         }
-        println!("{:>9}B {:>12.1} {:>14.1}", mtu, median(g), median(ns));
+        println!(
+            "{:>9}B {:>12.1} {:>14.1}",
+            mtu,
+            median(&mut g),
+            median(&mut ns)
+        );
     }
 }

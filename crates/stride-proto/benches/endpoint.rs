@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use stride_proto::cc::CcConfig;
 use stride_proto::testkit::Pair;
 use stride_proto::Config;
+use stride_units::stats::median;
 
 /// Returns ns per DATA packet (sender, receiver) and the DATA packets sent.
 fn run(total: usize) -> (f64, f64, u64) {
@@ -109,11 +110,6 @@ fn run(total: usize) -> (f64, f64, u64) {
     )
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let total = if quick { 128 << 20 } else { 1 << 30 };
@@ -129,8 +125,8 @@ fn main() {
         "stride-proto endpoint, zero-copy bulk in memory, {} MiB per run, median of {runs} runs",
         total >> 20
     );
-    println!("sender   {:>7.1} ns per DATA packet (includes assembling the datagram: a memcpy the kernel does on a host)", median(snd));
-    println!("receiver {:>7.1} ns per DATA packet", median(rcv));
+    println!("sender   {:>7.1} ns per DATA packet (includes assembling the datagram: a memcpy the kernel does on a host)", median(&mut snd));
+    println!("receiver {:>7.1} ns per DATA packet", median(&mut rcv));
     // For bench/core_instructions.py: the work done in all, DATA packets.
     println!("units: {pkts}");
 }

@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 use stride_proto::testkit::Pair;
 use stride_proto::{Config, ConnHandle, Endpoint, Event};
+use stride_units::stats::median;
 
 const MSG: usize = 64;
 const ONE_WAY_NS: u64 = 10_000;
@@ -132,11 +133,6 @@ fn run(n: usize) -> (f64, f64) {
     (el.as_nanos() as f64 / n as f64, datagrams as f64 / n as f64)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (n, runs) = if quick { (20_000, 3) } else { (200_000, 7) };
@@ -151,8 +147,8 @@ fn main() {
     );
     println!(
         "{:>7.1} ns of core work per round trip (both sides), {:.2} datagrams per round trip",
-        median(ns),
-        median(dg)
+        median(&mut ns),
+        median(&mut dg)
     );
     // For bench/core_instructions.py: the work done in all, round trips.
     println!("units: {}", n * runs);

@@ -12,6 +12,7 @@
 use std::time::Instant;
 use stride_proto::testkit::Pair;
 use stride_proto::Config;
+use stride_units::stats::median;
 
 /// Moves every datagram between the two endpoints at `now` and drops their events;
 /// returns how many datagrams moved.
@@ -82,11 +83,7 @@ fn main() {
             counts[i] = ev;
         }
     }
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    };
-    let base = med(&mut results[0].clone());
+    let base = median(&mut results[0].clone());
     println!(
         "size of a Connection record: {} bytes (buffers, allocated when data flows, on top)",
         std::mem::size_of::<stride_proto::Connection>()
@@ -96,7 +93,7 @@ fn main() {
         sizes[0]
     );
     for (i, &n) in sizes.iter().enumerate() {
-        let m = med(&mut results[i]);
+        let m = median(&mut results[i]);
         println!("{n:>11}  {:>6}  {m:>10.0}  {:>6.2}", counts[i], m / base);
     }
 }

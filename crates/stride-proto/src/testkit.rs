@@ -70,6 +70,154 @@ impl Ord for Flight {
     }
 }
 
+/// Whether an event of probability `ppm` (parts per million) happens.
+fn chance(rng: &mut SplitMix, ppm: u32) -> bool {
+    ppm > 0 && rng.below(1_000_000) < u64::from(ppm)
+}
+
+/// The link between the client (at `a`) and the server (at `b`): its impairments, the
+/// generator that draws them, and the datagrams in flight by arrival time (ties in sending
+/// order).
+struct Air {
+    link: Link,
+    rng: SplitMix,
+    a: SocketAddr,
+    b: SocketAddr,
+    flights: BinaryHeap<Reverse<Flight>>,
+    seq: u64,
+}
+
+impl Air {
+    /// Puts every datagram `ep` may send at `now` on the link, impaired.
+    fn transmit(
+        &mut self,
+        ep: &mut Endpoint,
+        to_server: bool,
+        now: u64,
+        buf: &mut [u8],
+        out: &mut Outcome,
+    ) {
+        let (link, rng) = (&self.link, &mut self.rng);
+        while let Some(t) = ep.poll_transmit(now, buf) {
+            out.datagrams += 1;
+            if chance(rng, link.loss_ppm) {
+                continue;
+            }
+            let copies = if chance(rng, link.dup_ppm) { 2 } else { 1 };
+            for _ in 0..copies {
+                let mut at = now + link.delay_ns;
+                if link.reorder_ns > 0 && chance(rng, link.reorder_ppm) {
+                    at += rng.below(link.reorder_ns);
+                }
+                self.seq += 1;
+                self.flights.push(Reverse(Flight {
+                    at,
+                    seq: self.seq,
+                    to_server,
+                    data: buf[..t.len].to_vec(),
+                }));
+            }
+        }
+    }
+
+    /// When the next datagram arrives.
+    fn next_at(&self) -> Option<u64> {
+        self.flights.peek().map(|Reverse(f)| f.at)
+    }
+
+    /// Hands every datagram that arrived by `now` to its endpoint.
+    fn deliver(&mut self, now: u64, client: &mut Endpoint, server: &mut Endpoint) {
+        while let Some(Reverse(f)) = self.flights.peek() {
+            if f.at > now {
+                break;
+            }
+            let Reverse(f) = self.flights.pop().expect("peeked");
+            if f.to_server {
+                server.handle(now, self.a, &f.data);
+            } else {
+                client.handle(now, self.b, &f.data);
+            }
+        }
+    }
+}
+
+/// The applications of [`transfer`]: each writes its stream, closes its direction once all of
+/// it is written, and reads what arrives.
+struct Apps<'a> {
+    up: &'a [u8],
+    down: &'a [u8],
+    ch: ConnHandle,
+    sh: Option<ConnHandle>,
+    up_off: usize,
+    down_off: usize,
+    up_closed: bool,
+    down_closed: bool,
+    rbuf: Vec<u8>,
+}
+
+impl Apps<'_> {
+    /// One turn of both applications: their events, then their writes, closes and reads.
+    fn run(&mut self, client: &mut Endpoint, server: &mut Endpoint, out: &mut Outcome) {
+        while let Some((_, ev)) = client.poll_event() {
+            if let Event::Closed(r) = ev {
+                out.client_close = Some(r);
+            }
+        }
+        while let Some((h, ev)) = server.poll_event() {
+            match ev {
+                Event::Accepted => self.sh = Some(h),
+                Event::Closed(r) => out.server_close = Some(r),
+                _ => {}
+            }
+        }
+        self.client(client, out);
+        if let Some(s) = self.sh {
+            if server.conn(s).is_some() {
+                self.server(server, s, out);
+            }
+        }
+    }
+
+    /// The client writes `up` (closing once it is written and the connection established)
+    /// and reads.
+    fn client(&mut self, client: &mut Endpoint, out: &mut Outcome) {
+        let ch = self.ch;
+        let Some(c) = client.conn(ch) else {
+            return;
+        };
+        out.client_stats = c.stats().clone();
+        let established = c.state() == crate::State::Established;
+        if self.up_off < self.up.len() {
+            self.up_off += client.write(ch, &self.up[self.up_off..]).unwrap_or(0);
+        }
+        if self.up_off == self.up.len() && !self.up_closed && established {
+            self.up_closed = client.close(ch).is_ok();
+        }
+        while let Ok(n) = client.read(ch, &mut self.rbuf) {
+            if n == 0 {
+                break;
+            }
+            out.at_client.extend_from_slice(&self.rbuf[..n]);
+        }
+    }
+
+    /// The server writes `down` on connection `s` (closing once it is written) and reads.
+    fn server(&mut self, server: &mut Endpoint, s: ConnHandle, out: &mut Outcome) {
+        if self.down_off < self.down.len() {
+            self.down_off += server.write(s, &self.down[self.down_off..]).unwrap_or(0);
+        }
+        if self.down_off == self.down.len() && !self.down_closed {
+            self.down_closed = server.close(s).is_ok();
+        }
+        while let Ok(n) = server.read(s, &mut self.rbuf) {
+            if n == 0 {
+                break;
+            }
+            out.at_server.extend_from_slice(&self.rbuf[..n]);
+        }
+    }
+}
+
 /// Opens a connection from a client to a server across `link` (both directions impaired
 /// alike), sends `up` from client to server and `down` from server to client, closes both
 /// directions, and runs until both endpoints hold no connection or `limit_ns` of virtual time
@@ -97,10 +245,17 @@ pub fn transfer(
     let mut server = endpoint(&mut rng);
     server.listen(true);
     let mut now: u64 = 1_000_000;
-    let ch = client.connect(now, b).expect("connect");
-    let mut sh: Option<ConnHandle> = None;
-    let (mut up_off, mut down_off) = (0usize, 0usize);
-    let (mut up_closed, mut down_closed) = (false, false);
+    let mut apps = Apps {
+        up,
+        down,
+        ch: client.connect(now, b).expect("connect"),
+        sh: None,
+        up_off: 0,
+        down_off: 0,
+        up_closed: false,
+        down_closed: false,
+        rbuf: vec![0u8; 65_536],
+    };
     let mut out = Outcome {
         at_server: Vec::new(),
         at_client: Vec::new(),
@@ -112,90 +267,27 @@ pub fn transfer(
         datagrams: 0,
         client_stats: Default::default(),
     };
-    let mut air: BinaryHeap<Reverse<Flight>> = BinaryHeap::new();
-    let mut fseq = 0u64;
+    let mut air = Air {
+        link,
+        rng,
+        a,
+        b,
+        flights: BinaryHeap::new(),
+        seq: 0,
+    };
     let mut buf = vec![0u8; 65_536];
-    let mut rbuf = vec![0u8; 65_536];
     let mut iterations = 0u64;
-    let chance = |rng: &mut SplitMix, ppm: u32| ppm > 0 && rng.below(1_000_000) < u64::from(ppm);
     loop {
-        // Applications.
-        while let Some((h, ev)) = client.poll_event() {
-            if let Event::Closed(r) = ev {
-                out.client_close = Some(r);
-            }
-            let _ = h;
-        }
-        while let Some((h, ev)) = server.poll_event() {
-            match ev {
-                Event::Accepted => sh = Some(h),
-                Event::Closed(r) => out.server_close = Some(r),
-                _ => {}
-            }
-        }
-        if let Some(c) = client.conn(ch) {
-            out.client_stats = c.stats().clone();
-            let established = c.state() == crate::State::Established;
-            if up_off < up.len() {
-                up_off += client.write(ch, &up[up_off..]).unwrap_or(0);
-            }
-            if up_off == up.len() && !up_closed && established {
-                up_closed = client.close(ch).is_ok();
-            }
-            while let Ok(n) = client.read(ch, &mut rbuf) {
-                if n == 0 {
-                    break;
-                }
-                out.at_client.extend_from_slice(&rbuf[..n]);
-            }
-        }
-        if let Some(s) = sh {
-            if server.conn(s).is_some() {
-                if down_off < down.len() {
-                    down_off += server.write(s, &down[down_off..]).unwrap_or(0);
-                }
-                if down_off == down.len() && !down_closed {
-                    down_closed = server.close(s).is_ok();
-                }
-                while let Ok(n) = server.read(s, &mut rbuf) {
-                    if n == 0 {
-                        break;
-                    }
-                    out.at_server.extend_from_slice(&rbuf[..n]);
-                }
-            }
-        }
+        apps.run(&mut client, &mut server, &mut out);
         // Transmit everything that may leave now.
         for (ep, to_server) in [(&mut client, true), (&mut server, false)] {
-            while let Some(t) = ep.poll_transmit(now, &mut buf) {
-                out.datagrams += 1;
-                if chance(&mut rng, link.loss_ppm) {
-                    continue;
-                }
-                let copies = if chance(&mut rng, link.dup_ppm) { 2 } else { 1 };
-                for _ in 0..copies {
-                    let mut at = now + link.delay_ns;
-                    if link.reorder_ns > 0 && chance(&mut rng, link.reorder_ppm) {
-                        at += rng.below(link.reorder_ns);
-                    }
-                    fseq += 1;
-                    air.push(Reverse(Flight {
-                        at,
-                        seq: fseq,
-                        to_server,
-                        data: buf[..t.len].to_vec(),
-                    }));
-                }
-            }
+            air.transmit(ep, to_server, now, &mut buf, &mut out);
         }
-        if client.connection_count() == 0 && server.connection_count() == 0 && sh.is_some() {
+        if client.connection_count() == 0 && server.connection_count() == 0 && apps.sh.is_some() {
             break;
         }
         // Advance to the next event.
-        let mut next = u64::MAX;
-        if let Some(Reverse(f)) = air.peek() {
-            next = next.min(f.at);
-        }
+        let mut next = air.next_at().unwrap_or(u64::MAX);
         for t in [client.poll_timeout(), server.poll_timeout()]
             .into_iter()
             .flatten()
@@ -208,17 +300,7 @@ pub fn transfer(
         }
         let progressed = next > now;
         now = next;
-        while let Some(Reverse(f)) = air.peek() {
-            if f.at > now {
-                break;
-            }
-            let Reverse(f) = air.pop().expect("peeked");
-            if f.to_server {
-                server.handle(now, a, &f.data);
-            } else {
-                client.handle(now, b, &f.data);
-            }
-        }
+        air.deliver(now, &mut client, &mut server);
         client.handle_timeout(now);
         server.handle_timeout(now);
         if !progressed {

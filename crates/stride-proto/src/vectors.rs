@@ -146,8 +146,20 @@ pub fn cc_random(seed: u64, n_cases: usize, steps: usize) -> String {
 
 /// The checked-in controller vectors: (file name, contents).
 pub fn cc_files() -> Vec<(&'static str, String)> {
-    use CcEvent::*;
     let p = base_params();
+    vec![
+        ("branches.jsonl", branch_cases(&p)),
+        ("extremes.jsonl", extreme_cases(&p)),
+        ("wrap.jsonl", wrap_cases(&p)),
+        ("random.jsonl", random_cases()),
+        ("nack_gate.jsonl", gate_cases()),
+    ]
+}
+
+/// One hand-checked case per branch of Algorithm 1 and its threshold edges.
+fn branch_cases(p: &StrideParams) -> String {
+    use CcEvent::*;
+    let p = *p;
     let mut branches = String::new();
     branches.push_str(&cc_case_line("first-sample-low", &p, &[Sample(50_000)]));
     branches.push_str(&cc_case_line(
@@ -196,7 +208,13 @@ pub fn cc_files() -> Vec<(&'static str, String)> {
             Sample(10_000), // back to the minimum
         ],
     ));
+    branches
+}
 
+/// Saturation, floors and the largest and smallest shifts.
+fn extreme_cases(p: &StrideParams) -> String {
+    use CcEvent::*;
+    let p = *p;
     let mut extremes = String::new();
     let mut pe = p;
     pe.alpha_shift = 0;
@@ -245,7 +263,13 @@ pub fn cc_files() -> Vec<(&'static str, String)> {
         &p0,
         &[Sample(7), Sample(8), Sample(9)],
     ));
+    extremes
+}
 
+/// The mod-2^32 STT clock and the windowed minimum's rollover.
+fn wrap_cases(p: &StrideParams) -> String {
+    use CcEvent::*;
+    let p = *p;
     let mut wrap = String::new();
     wrap.push_str(&cc_case_line(
         "stt-wrap",
@@ -285,7 +309,11 @@ pub fn cc_files() -> Vec<(&'static str, String)> {
             Sample(12_600),
         ],
     ));
+    wrap
+}
 
+/// Random events on hand-checked and random parameters, and the paper's profile at 10 Gbit/s.
+fn random_cases() -> String {
     let mut rng = SplitMix::new(0x5712_1de0);
     let mut random = String::new();
     for i in 0..16 {
@@ -305,7 +333,13 @@ pub fn cc_files() -> Vec<(&'static str, String)> {
     let mut rng = SplitMix::new(7);
     let ev = random_events(&mut rng, 512, 3_000_000_000, 20_000);
     random.push_str(&cc_case_line("defaults-10g", &d, &ev));
+    random
+}
 
+/// The NACK gate (spec §8.6): hand-checked and random cases with it on, and the default
+/// profile at 10 Gbit/s (whatever its per-event switches are).
+fn gate_cases() -> String {
+    use CcEvent::*;
     // The NACK gate (spec §8.6): hand-checked and random cases with it on, and the default
     // profile at 10 Gbit/s (whatever its per-event switches are).
     let mut gate = String::new();
@@ -360,14 +394,7 @@ pub fn cc_files() -> Vec<(&'static str, String)> {
     let d = crate::cc::StrideParams::for_line_rate(crate::cc::rate_from_gbps(10.0));
     let ev = random_events(&mut rng, 512, 3_000_000_000, 20_000);
     gate.push_str(&cc_case_line("defaults-10g", &d, &ev));
-
-    vec![
-        ("branches.jsonl", branches),
-        ("extremes.jsonl", extremes),
-        ("wrap.jsonl", wrap),
-        ("random.jsonl", random),
-        ("nack_gate.jsonl", gate),
-    ]
+    gate
 }
 
 fn header_json(h: &Header) -> String {

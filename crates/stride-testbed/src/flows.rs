@@ -304,7 +304,7 @@ pub fn tcp_retrans(fd: i32) -> u64 {
 }
 
 /// Process ids of the iperf3 processes this process started and has not reaped yet (for the
-/// interrupt handler of [`crate::cli`]).
+/// interrupt handler, [`crate::clean_up_on_interrupt`]).
 pub static CHILD_PIDS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 
 /// The background generator: the testbed's pinned-rate UDP sender following a [`Pattern`].

@@ -24,8 +24,16 @@
 //! assert_eq!(parse_bytes("64KiB"), Ok(65_536));
 //! assert!(parse_duration_ns("20").unwrap_err().contains("needs a unit"));
 //! ```
+//!
+//! Around the grammar, two small pieces every front end shares: `overrides::apply_set`, the
+//! `--set dotted.key=value` override of a TOML file (feature `toml`), and
+//! [`stats::median`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+#[cfg(feature = "toml")]
+pub mod overrides;
+pub mod stats;
 
 /// Splits `s` into its number and its unit (unit trimmed, original case kept).
 fn split(s: &str) -> Result<(f64, &str), String> {

@@ -24,6 +24,15 @@ fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// CPU time (user + system) this process has used so far, in seconds.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<u64> = std::env::args()
         .skip(1)
@@ -108,7 +117,7 @@ async fn run(n: usize, secs: u64, bytes: usize) -> Result<(), Box<dyn std::error
     let conns = (client.connection_count(), server.connection_count());
 
     // Traffic: each connection writes once a second, staggered, then closes.
-    let cpu0 = stride::perf::cpu_seconds();
+    let cpu0 = cpu_seconds();
     let t = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for (i, mut s) in streams.into_iter().enumerate() {
@@ -139,7 +148,7 @@ async fn run(n: usize, secs: u64, bytes: usize) -> Result<(), Box<dyn std::error
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let traffic_s = t.elapsed().as_secs_f64();
-    let cpu = stride::perf::cpu_seconds() - cpu0;
+    let cpu = cpu_seconds() - cpu0;
     let writes = n as u64 * secs;
     let got = received.load(Ordering::Relaxed);
     let s = server.stats();

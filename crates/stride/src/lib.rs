@@ -3,9 +3,9 @@
 //! An [`Endpoint`] owns one UDP socket and serves many connections through one driver thread;
 //! [`Endpoint::connect`] and [`Endpoint::accept`] give [`Stream`]s, which implement tokio's
 //! `AsyncRead` and `AsyncWrite`. See [`endpoint`] for the driver's design (batched I/O, kernel
-//! receive timestamps, sub-millisecond pacing). [`relay`] is a userspace bottleneck for tests
-//! and demonstrations. [`xfer`] is the verified file transfer of `stride send`/`stride recv`,
-//! [`perf`] the throughput and round-trip harness of `stride perf`.
+//! receive timestamps, sub-millisecond pacing); [`blocking`] runs the core on the caller's
+//! thread instead. The applications on top (file transfer, the perf harness, the relay) are
+//! in the `stride-apps` crate.
 //!
 //! ```no_run
 //! # async fn demo() -> stride::Result<()> {
@@ -25,10 +25,7 @@ pub mod blocking;
 pub mod endpoint;
 pub mod error;
 pub mod overrides;
-pub mod perf;
-pub mod relay;
 pub mod sys;
-pub mod xfer;
 
 pub use bytes::Bytes;
 pub use endpoint::{

@@ -1,13 +1,12 @@
 //! The blocking, single-owner endpoint (`stride::blocking`): request/response with one
-//! datagram each way, bulk both ways with the async endpoint, loss and reordering through the
-//! relay, time limits.
+//! datagram each way, bulk both ways with the async endpoint, time limits. (Loss and
+//! reordering through the relay: `stride-apps`' relay tests.)
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::thread;
 use std::time::{Duration, Instant};
 use stride::blocking::{self, Connection};
-use stride::relay::{Relay, RelayConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn pattern(len: usize, seed: u32) -> Vec<u8> {
@@ -155,57 +154,25 @@ fn an_async_client_and_a_blocking_server_move_bulk() {
     assert_eq!(server.join().unwrap().0, data.len() as u64);
 }
 
-#[test]
-fn blocking_endpoints_repair_loss_and_reordering() {
-    let mut srv = blocking::Endpoint::bind(local()).unwrap();
-    let relay = Relay::spawn(RelayConfig {
-        loss: 0.02,
-        reorder: 0.02,
-        seed: 7,
-        ..RelayConfig::new(local(), srv.local_addr())
-    })
-    .unwrap();
-    let data = pattern(2_000_003, 4);
-    let want = data.clone();
-    let h = thread::spawn(move || {
-        let c = srv
-            .accept(Some(Duration::from_secs(10)))
-            .unwrap()
-            .expect("a client");
-        let mut got = Vec::new();
-        srv.stream(c).read_to_end(&mut got).unwrap();
-        srv.close(c, Duration::from_secs(5)).unwrap();
-        got
-    });
-    let mut c = Connection::connect(relay.local_addr(), Duration::from_secs(5)).unwrap();
-    c.write_all(&data).unwrap();
-    c.flush().unwrap();
-    let (ep, id) = c.endpoint();
-    let resent = ep.conn_stats(id).unwrap().retransmitted_packets;
-    assert!(resent > 0, "nothing was resent");
-    assert!(c.close(Duration::from_secs(10)).unwrap());
-    let got = h.join().unwrap();
-    assert!(
-        got == want,
-        "stream differs ({} bytes of {})",
-        got.len(),
-        want.len()
-    );
-    let st = relay.stop();
-    assert!(st.random_drops > 0, "the relay dropped nothing: {st:?}");
-}
-
+/// A read returns `TimedOut` on its limit while the peer stays silent (the server ends the
+/// stream only after the client's read has given up, so nothing else can end it), and a
+/// connect to nobody fails with `ConnectTimeout` on its limit, not with `Unreachable` after the
+/// core's SYN resends (seconds). The error kinds tell which limit ended the call whatever the
+/// machine's load; only the lower bound of the wait is timed.
 #[test]
 fn reads_and_connects_keep_their_time_limits() {
     let mut srv = blocking::Endpoint::bind(local()).unwrap();
     let at = srv.local_addr();
+    let (gave_up, given_up) = std::sync::mpsc::channel::<()>();
     let h = thread::spawn(move || {
         let c = srv
             .accept(Some(Duration::from_secs(10)))
             .unwrap()
             .expect("a client");
         // Say nothing until the client has given up waiting, then end the stream.
-        srv.drive(Duration::from_millis(300)).unwrap();
+        while given_up.try_recv().is_err() {
+            srv.drive(Duration::from_millis(10)).unwrap();
+        }
         srv.close(c, Duration::from_secs(5)).unwrap()
     });
     let mut c = Connection::connect(at, Duration::from_secs(5)).unwrap();
@@ -215,12 +182,12 @@ fn reads_and_connects_keep_their_time_limits() {
         .read(id, &mut [0u8; 16], Some(Duration::from_millis(50)))
         .unwrap_err();
     let waited = t.elapsed();
+    gave_up.send(()).unwrap();
     assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
     assert!(
         waited >= Duration::from_millis(50),
         "returned after {waited:?}"
     );
-    assert!(waited < Duration::from_secs(1), "returned after {waited:?}");
     // Then the server's FIN: end of stream.
     assert_eq!(
         ep.read(id, &mut [0u8; 16], Some(Duration::from_secs(5)))
@@ -232,14 +199,12 @@ fn reads_and_connects_keep_their_time_limits() {
 
     // Nobody answers at this address (a bound UDP socket that never reads).
     let silent = std::net::UdpSocket::bind(local()).unwrap();
-    let t = Instant::now();
     let r = Connection::connect(silent.local_addr().unwrap(), Duration::from_millis(200));
     assert!(
         matches!(r, Err(stride::Error::ConnectTimeout(_))),
         "{:?}",
         r.err()
     );
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 }
 
 /// A bulk writer whose send buffer never fills still takes its ACKs as it writes (each write

@@ -270,15 +270,21 @@ impl Stride {
 
     // The update path: `on_sample`, `nack`, `handshake`, `timeout` and what they call use
     // shifts, adds, subtracts and compares only (`tests/update_path.rs` parses this file).
+    /// The state of a first sample `s`: previous sample and both minimum buckets at `s`, no
+    /// gradient, an empty window.
+    fn start_from(&mut self, s: u32) {
+        self.init = true;
+        self.stt_old = s;
+        self.min_cur = s;
+        self.min_prev = s;
+        self.d = 0;
+        self.count = 0;
+    }
+
     /// One STT sample (Algorithm 1, lines 3-24).
     pub fn on_sample(&mut self, s: u32) {
         if !self.init {
-            self.init = true;
-            self.stt_old = s;
-            self.min_cur = s;
-            self.min_prev = s;
-            self.d = 0;
-            self.count = 0;
+            self.start_from(s);
         }
         // Line 4: dSTT = (1-a) dSTT + a (new - old) = dSTT + ((new - old - dSTT) >> i).
         let diff = wdiff(s, self.stt_old).clamp(-D_LIMIT, D_LIMIT - 1);
@@ -343,13 +349,7 @@ impl Stride {
             // A SYN crosses each hop faster than a full DATA packet (store and forward:
             // ~1.2 us per hop at 10 Gbit/s), so the seed tolerates t_low of such bias; any
             // smaller data sample replaces it as the windowed minimum.
-            let s = s.wrapping_add(self.p.t_low);
-            self.init = true;
-            self.stt_old = s;
-            self.min_cur = s;
-            self.min_prev = s;
-            self.d = 0;
-            self.count = 0;
+            self.start_from(s.wrapping_add(self.p.t_low));
         }
         if let (true, Some(g)) = (self.p.grant, grant_shift) {
             let cap = self.p.rate_max >> g.min(31);

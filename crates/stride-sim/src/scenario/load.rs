@@ -1,38 +1,7 @@
-//! Reading a scenario file: overrides, deprecated keys, validation, flows.
+//! Reading a scenario file: overrides, deprecated keys, sections, validation, flows.
 
-use super::{bad, Loaded, Scenario, ScenarioError, KEYS, KEYS_BEFORE_SECTIONS};
+use super::{Loaded, Scenario, ScenarioError, KEYS, KEYS_BEFORE_SECTIONS};
 use std::path::Path;
-
-/// Applies one `dotted.key=value` override to a parsed scenario table.
-pub fn apply_set(table: &mut toml::Table, set: &str) -> Result<(), ScenarioError> {
-    let Some((key, raw)) = set.split_once('=') else {
-        return Err(ScenarioError(format!(
-            "override {set:?}: expected `section.field=value`"
-        )));
-    };
-    let key = key.trim();
-    let raw = raw.trim();
-    let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
-        Ok(mut t) => t.remove("v").expect("parsed key"),
-        Err(_) => toml::Value::String(raw.to_string()),
-    };
-    let parts: Vec<&str> = key.split('.').collect();
-    if parts.iter().any(|p| p.is_empty()) {
-        return Err(ScenarioError(format!("override {set:?}: empty key")));
-    }
-    let mut t = table;
-    for p in &parts[..parts.len() - 1] {
-        let entry = t
-            .entry(p.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        t = match entry {
-            toml::Value::Table(t) => t,
-            _ => return Err(bad(key, format!("`{p}` is not a section"))),
-        };
-    }
-    t.insert(parts[parts.len() - 1].to_string(), value);
-    Ok(())
-}
 
 impl Scenario {
     /// Parses and validates a scenario file; CDF paths resolve against its directory.
@@ -50,7 +19,7 @@ impl Scenario {
         let mut table: toml::Table =
             toml::from_str(&text).map_err(|e| ScenarioError(format!("{}: {e}", path.display())))?;
         for s in sets {
-            apply_set(&mut table, s)?;
+            stride_units::overrides::apply_set(&mut table, s).map_err(ScenarioError)?;
         }
         let deprecations = crate::units::normalize(&mut table)?;
         let what = if sets.is_empty() {

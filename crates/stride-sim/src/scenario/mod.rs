@@ -12,7 +12,6 @@ mod load;
 mod sections;
 mod validate;
 
-pub use load::apply_set;
 pub use sections::{
     LossCfg, QueueCfg, RateChangeCfg, StrideCfg, TcpCfg, TopologyKind, TopologySpec, TraceCfg,
     WatchCfg, WorkloadKind, WorkloadSpec,

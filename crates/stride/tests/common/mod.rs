@@ -32,13 +32,18 @@ pub async fn one_way(server: &Endpoint, client: &Endpoint, data: &[u8]) -> Vec<u
 
 /// `rounds` request/response exchanges of 64 bytes on one connection from `client` to
 /// `server` (the server answers each request reversed; every answer is checked), then the
-/// stream is closed. Returns the server's I/O counters, read after its last write.
-pub async fn reverse_echo(server: Endpoint, client: &Endpoint, rounds: u32) -> stride::IoStats {
+/// stream is closed. Returns the server's I/O counters, read after its last write, and its
+/// connection's counters.
+pub async fn reverse_echo(
+    server: Endpoint,
+    client: &Endpoint,
+    rounds: u32,
+) -> (stride::IoStats, stride::ConnStats) {
     let addr = server.local_addr();
     let srv = tokio::spawn(async move {
         let mut s = server.accept().await.unwrap();
         answer_reversed(&mut s, rounds).await;
-        server.io_stats()
+        (server.io_stats(), s.stats().unwrap_or_default())
     });
     let mut c = client.connect(addr).await.unwrap();
     ask_reversed(&mut c, rounds, 0).await;

@@ -7,6 +7,10 @@
 //! way). `R`: the server echoes every byte back until the client closes. Raw UDP (round trips
 //! only): the server echoes each datagram ([`udp_round_trips`]).
 //!
+//! The servers ([`serve_stride`], [`serve_tcp`], [`udp_echo`] and their blocking forms) and
+//! the clients' building blocks ([`client_endpoint`], [`intervals`], [`parallel_bulk`],
+//! [`tcp_client`], the blocking [`Job`]s) are those of `stride perf`.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = stride::Endpoint::bind("127.0.0.1:0".parse().unwrap())?;
@@ -14,13 +18,25 @@
 //! let to = server.local_addr();
 //! tokio::spawn(async move {
 //!     let mut s = server.accept().await.unwrap();
-//!     let _ = stride::perf::serve(&mut s, |bytes, secs| println!("{bytes} B in {secs} s")).await;
+//!     let _ = stride_apps::perf::serve(&mut s, |bytes, secs| println!("{bytes} B in {secs} s")).await;
 //! });
 //! let mut s = client.connect(to).await?;
-//! let b = stride::perf::bulk(&mut s, Some(10_000_000), None, |_, _, _| {}).await?;
+//! let b = stride_apps::perf::bulk(&mut s, Some(10_000_000), None, |_, _, _| {}).await?;
 //! println!("{:.3} Gbit/s", b.bytes as f64 * 8.0 / b.seconds / 1e9);
 //! # Ok(()) }
 //! ```
+
+mod clients;
+mod servers;
+
+pub use clients::{
+    any_addr, blocking_job, client_endpoint, intervals, parallel_bulk, set_max_pacing_rate,
+    stride_blocking, tcp_blocking, tcp_client, udp_blocking, Done, Interval, Job, OneBulk,
+    Parallel, CONNECT_LIMIT,
+};
+pub use servers::{
+    serve_stride, serve_stride_blocking, serve_tcp, serve_tcp_blocking, udp_echo, Served,
+};
 
 use bytes::Bytes;
 use std::future::Future;
@@ -32,8 +48,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// What [`bulk`] and [`serve`] need beyond tokio's byte-stream traits: handing over a whole
 /// chunk and taking received bytes back. The default methods copy (kernel TCP, any tokio
 /// stream: one copy each way between the application and the kernel); a STRIDE
-/// [`crate::Stream`] overrides them with its zero-copy calls ([`crate::Stream::write_chunk`],
-/// [`crate::Stream::read_chunk`]), so neither end copies a byte in user space.
+/// [`stride::Stream`] overrides them with its zero-copy calls ([`stride::Stream::write_chunk`],
+/// [`stride::Stream::read_chunk`]), so neither end copies a byte in user space.
 pub trait ChunkIo: AsyncRead + AsyncWrite + Unpin + Send {
     /// Sends all of `chunk`.
     fn send_chunk(&mut self, chunk: &Bytes) -> impl Future<Output = io::Result<()>> + Send {
@@ -51,7 +67,7 @@ pub trait ChunkIo: AsyncRead + AsyncWrite + Unpin + Send {
 
 impl ChunkIo for tokio::net::TcpStream {}
 
-impl ChunkIo for crate::Stream {
+impl ChunkIo for stride::Stream {
     fn send_chunk(&mut self, chunk: &Bytes) -> impl Future<Output = io::Result<()>> + Send {
         self.write_chunk(chunk.clone())
     }
@@ -318,7 +334,7 @@ pub async fn udp_round_trips(to: SocketAddr, count: u64, size: u64) -> io::Resul
     Ok(rtts)
 }
 
-/// The blocking form of [`serve`] (for [`crate::blocking`] streams, std's `TcpStream`):
+/// The blocking form of [`serve`] (for [`stride::blocking`] streams, std's `TcpStream`):
 /// serves one connection of either mode until the client ends its direction. The caller ends
 /// ours (a STRIDE close, a TCP shutdown) afterwards.
 pub fn serve_blocking<S: std::io::Read + std::io::Write>(
@@ -373,9 +389,9 @@ impl HalfClose for std::net::TcpStream {
     }
 }
 
-impl HalfClose for crate::blocking::Connection {
+impl HalfClose for stride::blocking::Connection {
     fn shutdown_write(&mut self) -> io::Result<()> {
-        self.shutdown().map_err(crate::Error::into_io)
+        self.shutdown().map_err(stride::Error::into_io)
     }
 }
 

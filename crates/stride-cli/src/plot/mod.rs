@@ -1,6 +1,8 @@
-//! Plots of a simulation run, drawn with plotters in PNG and SVG: the improvement factor per
-//! size category (the paper's Fig. 9a for the average, 9b for the 99th percentile) and the
-//! queue occupancy of the watched switch ports.
+//! The plots of `stride sim` and `stride testbed`, drawn with plotters in PNG and SVG: of a
+//! simulation run, the improvement factor per size category (the paper's Fig. 9a for the
+//! average, 9b for the 99th percentile), the queue occupancy of the watched switch ports and
+//! the traces; of a testbed run, the figures it returns ([`draw_figure`]). Every transport has
+//! one colour and marker in all of them ([`style`]).
 //!
 //! Text needs a TrueType font, read at run time (nothing is bundled): `$STRIDE_FONT`, else
 //! DejaVu Sans or Liberation Sans from the usual system paths (`scripts/setup.sh` installs
@@ -45,79 +47,13 @@ pub fn ensure_font() -> anyhow::Result<()> {
     r.as_ref().map(|_| ()).map_err(|e| anyhow!("{e}"))
 }
 
+mod style;
+
+pub use style::{marker_points, series_style, style};
+
 const CATS: [&str; 5] = ["I", "II", "III", "IV", "all"];
 /// Flow sizes of each category (spec §8.5 #9).
 const CAT_RANGES: [&str; 5] = ["< 10 KB", "10-100 KB", "100 KB-1 MB", "> 1 MB", "all sizes"];
-
-/// A transport's marker shape in every plot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Marker {
-    /// Filled circle.
-    Circle,
-    /// Filled square.
-    Square,
-    /// Filled triangle.
-    Triangle,
-    /// Cross.
-    Cross,
-}
-
-/// One fixed colour and marker per transport, the same in every plot whatever else is in it.
-/// STRIDE variants are blue, the TCP family warm colours, the RDMA-style controllers greens
-/// and purples; a name not in the table gets grey.
-pub fn style(transport: &str) -> (RGBColor, Marker) {
-    use Marker::*;
-    match transport {
-        "stride" => (RGBColor(31, 119, 180), Circle),
-        "stride-paper" => (RGBColor(23, 190, 207), Square),
-        "dctcp" => (RGBColor(255, 127, 14), Square),
-        "newreno" => (RGBColor(214, 39, 40), Triangle),
-        "reno" => (RGBColor(255, 152, 150), Triangle),
-        "cubic" => (RGBColor(140, 86, 75), Cross),
-        "bbr" => (RGBColor(227, 119, 194), Circle),
-        "vegas" => (RGBColor(44, 160, 44), Triangle),
-        "aimd" => (RGBColor(188, 189, 34), Cross),
-        "timely" => (RGBColor(148, 103, 189), Circle),
-        "swift" => (RGBColor(152, 223, 138), Square),
-        "dcqcn" => (RGBColor(197, 176, 213), Triangle),
-        "hpcc" => (RGBColor(0, 0, 0), Cross),
-        "qcn" => (RGBColor(255, 187, 120), Circle),
-        _ => (RGBColor(127, 127, 127), Cross),
-    }
-}
-
-/// The outline of `m` around (0, 0), `s` pixels from the centre: every marker is one polygon,
-/// so legends and series take the same element type whatever the marker.
-pub fn marker_points(m: Marker, s: i32) -> Vec<(i32, i32)> {
-    let t = (s / 3).max(1);
-    match m {
-        Marker::Circle => (0..12)
-            .map(|k| {
-                let a = f64::from(k) * std::f64::consts::PI / 6.0;
-                (
-                    (f64::from(s) * a.cos()).round() as i32,
-                    (f64::from(s) * a.sin()).round() as i32,
-                )
-            })
-            .collect(),
-        Marker::Square => vec![(-s, -s), (s, -s), (s, s), (-s, s)],
-        Marker::Triangle => vec![(0, -s - 1), (s + 1, s), (-s - 1, s)],
-        Marker::Cross => vec![
-            (-t, -s),
-            (t, -s),
-            (t, -t),
-            (s, -t),
-            (s, t),
-            (t, t),
-            (t, s),
-            (-t, s),
-            (-t, t),
-            (-s, t),
-            (-s, -t),
-            (-t, -t),
-        ],
-    }
-}
 
 /// Grouped bars: for each category, one bar per compared transport, height = other FCT /
 /// STRIDE FCT for `stat` ("avg" or "p99"), with a reference line at 1.
@@ -356,7 +292,7 @@ where
         .label_style(("sans-serif", 14))
         .draw()?;
     for (name, pts) in series {
-        let (color, m) = style(name.split(' ').next().unwrap_or(name));
+        let (color, m) = series_style(name);
         let shown: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.0 <= xmax).collect();
         chart
             .draw_series(LineSeries::new(
@@ -412,6 +348,11 @@ macro_rules! png_and_svg {
         $written.push(svg);
     }};
 }
+
+// After the macro, which it uses.
+mod category;
+
+pub use category::draw_figure;
 
 /// Writes fct-avg (Fig. 9a), fct-p99 (Fig. 9b) and, with queue samples, queue plots, each as
 /// PNG and SVG; returns the files written.
@@ -540,37 +481,6 @@ pub fn write_trace_plots(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Every transport the project names, now or soon.
-    const NAMES: [&str; 14] = [
-        "stride",
-        "stride-paper",
-        "newreno",
-        "dctcp",
-        "vegas",
-        "aimd",
-        "timely",
-        "dcqcn",
-        "swift",
-        "hpcc",
-        "qcn",
-        "cubic",
-        "bbr",
-        "reno",
-    ];
-
-    #[test]
-    fn every_named_transport_has_its_own_fixed_style() {
-        let grey = style("no-such-transport");
-        for (i, a) in NAMES.iter().enumerate() {
-            assert_ne!(style(a), grey, "{a} falls back to grey");
-            for b in &NAMES[i + 1..] {
-                assert_ne!(style(a), style(b), "{a} and {b} look alike");
-            }
-        }
-        // Fixed: a transport's look does not depend on what else is plotted.
-        assert_eq!(style("dctcp"), style("dctcp"));
-    }
 
     #[test]
     fn the_queue_axis_ends_with_the_activity_not_the_longest_tail() {

@@ -1,12 +1,12 @@
-//! Attacks on the file receiver (`stride::xfer::receive_file`): concurrent uploads of one name,
-//! planted `.part` files and symlinks.
+//! Attacks on the file receiver (`stride_apps::xfer::receive_file`): concurrent uploads of one
+//! name, planted `.part` files and symlinks.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use stride::xfer::{
+use stride::{Endpoint, Stream};
+use stride_apps::xfer::{
     encode_header, receive_file, send_file, ReceiveOptions, Received, SendOptions, Status,
 };
-use stride::{Endpoint, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 

@@ -1,7 +1,7 @@
-//! Sends a file to a receiver on loopback with `stride::xfer`, then measures 10 MB of bulk
-//! throughput with `stride::perf`, both in one process.
+//! Sends a file to a receiver on loopback with `stride_apps::xfer`, then measures 10 MB of bulk
+//! throughput with `stride_apps::perf`, both in one process.
 //!
-//! `cargo run --release -p stride --example loopback_transfer [FILE]` (default: a generated
+//! `cargo run --release -p stride-apps --example loopback_transfer [FILE]` (default: a generated
 //! 4 MB file in a temporary directory).
 
 use std::path::PathBuf;
@@ -32,9 +32,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let srv = server.clone();
     let receiver = tokio::spawn(async move {
         let s = srv.accept().await?;
-        Ok::<_, stride::Error>(stride::xfer::receive_file(s, &dir, &Default::default()).await)
+        Ok::<_, stride::Error>(stride_apps::xfer::receive_file(s, &dir, &Default::default()).await)
     });
-    let sent = stride::xfer::send_file(&client, to, &file, &Default::default()).await?;
+    let sent = stride_apps::xfer::send_file(&client, to, &file, &Default::default()).await?;
     let got = receiver.await??;
     println!(
         "sent {} ({} bytes in {:.3} s, blake3 {}); receiver: {}",
@@ -48,11 +48,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Throughput: the perf harness on a new connection.
     tokio::spawn(async move {
         let mut s = server.accept().await.map_err(stride::Error::into_io)?;
-        stride::perf::serve(&mut s, |_, _| {}).await?;
+        stride_apps::perf::serve(&mut s, |_, _| {}).await?;
         Ok::<_, std::io::Error>(())
     });
     let mut s = client.connect(to).await?;
-    let b = stride::perf::bulk(&mut s, Some(10_000_000), None, |_, _, _| {}).await?;
+    let b = stride_apps::perf::bulk(&mut s, Some(10_000_000), None, |_, _, _| {}).await?;
     println!(
         "bulk: {} bytes in {:.3} s = {:.3} Gbit/s",
         b.bytes,

@@ -1,10 +1,11 @@
 //! Testbed files (TOML), in the simulator's style: unknown fields are errors, and every
 //! semantic error names its field (`field `bottleneck.rate`: ...`).
 
-use crate::topo::{Bottleneck, Qdisc};
-use crate::units::{parse_bytes, parse_rate};
+use crate::topo::Bottleneck;
 use serde::Deserialize;
 use std::path::Path;
+
+mod check;
 
 /// The paper's block-size categories (Fig. 6/7), in KiB: [lo, hi).
 pub const BLOCKS_KIB: [(u64, u64); 5] =
@@ -318,36 +319,6 @@ fn bad(field: &str, why: impl std::fmt::Display) -> TestbedError {
     TestbedError(format!("field `{field}`: {why}"))
 }
 
-/// Applies one `section.field=value` override to a parsed table.
-pub fn apply_set(table: &mut toml::Table, set: &str) -> Result<(), TestbedError> {
-    let Some((key, raw)) = set.split_once('=') else {
-        return Err(TestbedError(format!(
-            "override {set:?}: expected `section.field=value`"
-        )));
-    };
-    let (key, raw) = (key.trim(), raw.trim());
-    let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
-        Ok(mut t) => t.remove("v").expect("parsed key"),
-        Err(_) => toml::Value::String(raw.to_string()),
-    };
-    let parts: Vec<&str> = key.split('.').collect();
-    if parts.iter().any(|p| p.is_empty()) {
-        return Err(TestbedError(format!("override {set:?}: empty key")));
-    }
-    let mut t = table;
-    for p in &parts[..parts.len() - 1] {
-        let e = t
-            .entry(p.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        t = match e {
-            toml::Value::Table(t) => t,
-            _ => return Err(bad(key, format!("`{p}` is not a section"))),
-        };
-    }
-    t.insert(parts[parts.len() - 1].to_string(), value);
-    Ok(())
-}
-
 /// Background rate pattern, in bit/s.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Pattern {
@@ -473,6 +444,29 @@ impl Transport {
     }
 }
 
+/// Linux's TCP congestion controls by the names `TCP_CONGESTION` takes, the testbed's defaults
+/// first: the kernel transports a testbed run can name (which of them this kernel offers is
+/// [`kernel_ccs`]), listed so that figures give each a fixed colour whatever the machine.
+pub const KNOWN_KERNEL_CCS: &[&str] = &[
+    "cubic",
+    "bbr",
+    "reno",
+    "dctcp",
+    "vegas",
+    "westwood",
+    "htcp",
+    "bic",
+    "highspeed",
+    "hybla",
+    "illinois",
+    "scalable",
+    "lp",
+    "veno",
+    "yeah",
+    "cdg",
+    "nv",
+];
+
 /// The congestion controls this kernel offers.
 pub fn kernel_ccs() -> Vec<String> {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -510,7 +504,7 @@ impl Testbed {
         let mut table: toml::Table =
             toml::from_str(text).map_err(|e| TestbedError(e.to_string()))?;
         for set in sets {
-            apply_set(&mut table, set)?;
+            stride_units::overrides::apply_set(&mut table, set).map_err(TestbedError)?;
         }
         let file: TestbedFile = toml::Value::Table(table)
             .try_into()
@@ -518,248 +512,20 @@ impl Testbed {
         Self::validate(file)
     }
 
+    /// Checks every field in file order and derives the values the experiments use; the first
+    /// error found is returned.
     fn validate(file: TestbedFile) -> Result<Testbed, TestbedError> {
-        let mode = match file.mode.as_str() {
-            "netns" => Mode::Netns,
-            "relay" => Mode::Relay,
-            "auto" => Mode::Auto,
-            m => return Err(bad("mode", format!("{m:?} is not netns, relay or auto"))),
-        };
-        if !["fct", "ack_interval", "stt", "coexistence"].contains(&file.experiment.as_str()) {
-            return Err(bad(
-                "experiment",
-                format!(
-                    "{:?} is not fct, ack_interval, stt or coexistence",
-                    file.experiment
-                ),
-            ));
-        }
-        if file.repetitions == 0 {
-            return Err(bad("repetitions", "must be at least 1"));
-        }
-        let b = &file.bottleneck;
-        let rate = parse_rate(&b.rate).map_err(|e| bad("bottleneck.rate", e))?;
-        if rate < 1_000_000 {
-            return Err(bad("bottleneck.rate", "must be at least 1mbit"));
-        }
-        let queue = parse_bytes(&b.queue).map_err(|e| bad("bottleneck.queue", e))?;
-        if queue < 3000 {
-            return Err(bad(
-                "bottleneck.queue",
-                "must hold at least two 1500-byte packets",
-            ));
-        }
-        let burst = parse_bytes(&b.burst).map_err(|e| bad("bottleneck.burst", e))?;
-        if burst < 1600 {
-            return Err(bad(
-                "bottleneck.burst",
-                "must hold at least one 1500-byte packet",
-            ));
-        }
-        let qdisc = match b.qdisc.as_str() {
-            "tbf" => Qdisc::Tbf,
-            "htb" => Qdisc::Htb,
-            q => {
-                return Err(bad(
-                    "bottleneck.qdisc",
-                    format!("{q:?} is not tbf or htb (netem is not available in this kernel)"),
-                ))
-            }
-        };
-        let link = Bottleneck {
-            rate_bps: rate,
-            queue_bytes: queue,
-            burst_bytes: burst,
-            qdisc,
-        };
-        // Background rates may be absolute or a percentage of the bottleneck.
-        let bg_rate = |field: &str, v: &str| -> Result<u64, TestbedError> {
-            let r = if let Some(p) = v.trim().strip_suffix('%') {
-                let f: f64 = p
-                    .trim()
-                    .parse()
-                    .map_err(|_| bad(field, format!("{v:?} is not a rate or a percentage")))?;
-                if !(0.0..=200.0).contains(&f) {
-                    return Err(bad(field, "percentage must be within 0..200"));
-                }
-                (rate as f64 * f / 100.0) as u64
-            } else {
-                parse_rate(v).map_err(|e| bad(field, e))?
-            };
-            Ok(r)
-        };
-        let bg = &file.background;
-        if !["pinned", "iperf3"].contains(&bg.generator.as_str()) {
-            return Err(bad(
-                "background.generator",
-                format!("{:?} is not pinned or iperf3", bg.generator),
-            ));
-        }
-        if !(64..=1472).contains(&bg.packet) {
-            return Err(bad("background.packet", "must be within 64..=1472 bytes"));
-        }
-        if file.background.patterns.is_empty() {
-            return Err(bad("background.patterns", "must name at least one pattern"));
-        }
-        let mut patterns = Vec::new();
-        for p in &bg.patterns {
-            let pat = match p.as_str() {
-                "none" => Pattern::None,
-                "fixed" => Pattern::Fixed(bg_rate("background.fixed_rate", &bg.fixed_rate)?),
-                "random" => {
-                    let min = bg_rate("background.random_min", &bg.random_min)?;
-                    let max = bg_rate("background.random_max", &bg.random_max)?;
-                    if max < min {
-                        return Err(bad("background.random_max", "is below random_min"));
-                    }
-                    if !positive(bg.random_period_ms) {
-                        return Err(bad("background.random_period_ms", "must be positive"));
-                    }
-                    Pattern::Random {
-                        min,
-                        max,
-                        period_ns: (bg.random_period_ms * 1e6) as u64,
-                        seed: file.seed,
-                    }
-                }
-                "linear" => {
-                    if !positive(bg.linear_period_s) {
-                        return Err(bad("background.linear_period_s", "must be positive"));
-                    }
-                    Pattern::Linear {
-                        from: bg_rate("background.linear_from", &bg.linear_from)?,
-                        to: bg_rate("background.linear_to", &bg.linear_to)?,
-                        period_ns: (bg.linear_period_s * 1e9) as u64,
-                    }
-                }
-                other => {
-                    return Err(bad(
-                        "background.patterns",
-                        format!("unknown pattern {other:?} (none, fixed, random, linear)"),
-                    ))
-                }
-            };
-            if bg.generator == "iperf3"
-                && matches!(pat, Pattern::Random { .. } | Pattern::Linear { .. })
-            {
-                return Err(bad(
-                    "background.generator",
-                    "iperf3 holds one fixed rate per run: use generator = \"pinned\" for the random and linear patterns",
-                ));
-            }
-            patterns.push(pat);
-        }
-        let fg = &file.foreground;
+        let mode = check::header(&file)?;
+        let link = check::bottleneck(&file.bottleneck)?;
+        let patterns = check::background(&file, link.rate_bps)?;
         let kernel = kernel_ccs();
-        let mut transports = Vec::new();
-        if fg.transports.is_empty() {
-            return Err(bad(
-                "foreground.transports",
-                "must name at least one transport",
-            ));
-        }
-        for t in &fg.transports {
-            if t == "stride" {
-                transports.push(Transport::Stride);
-            } else if kernel.iter().any(|k| k == t) {
-                transports.push(Transport::Tcp(t.clone()));
-            } else {
-                return Err(bad(
-                    "foreground.transports",
-                    format!(
-                        "{t:?} is neither stride nor a congestion control this kernel offers ({})",
-                        kernel.join(", ")
-                    ),
-                ));
-            }
-        }
-        if fg.blocks.is_empty() || fg.blocks.iter().any(|b| !(1..=5).contains(b)) {
-            return Err(bad(
-                "foreground.blocks",
-                "must list categories within 1..=5",
-            ));
-        }
-        if fg.flows_per_block == 0 {
-            return Err(bad("foreground.flows_per_block", "must be at least 1"));
-        }
-        if !["back_to_back", "poisson"].contains(&fg.arrival.as_str()) {
-            return Err(bad(
-                "foreground.arrival",
-                format!("{:?} is not back_to_back or poisson", fg.arrival),
-            ));
-        }
-        if !(fg.load > 0.0 && fg.load < 1.0) {
-            return Err(bad("foreground.load", "must be within (0, 1)"));
-        }
-        if !positive(fg.timeout_s) {
-            return Err(bad("foreground.timeout_s", "must be positive"));
-        }
-        let line_bps = match &file.stride.line_rate {
-            Some(s) => parse_rate(s).map_err(|e| bad("stride.line_rate", e))?,
-            None => rate,
-        };
-        if line_bps < 1_000_000 {
-            return Err(bad("stride.line_rate", "must be at least 1mbit"));
-        }
-        let ack = |field: &str, s: &str| -> Result<u32, TestbedError> {
-            let v = parse_bytes(s).map_err(|e| bad(field, e))?;
-            if !(1440..=4 << 20).contains(&v) {
-                return Err(bad(field, "must be within 1440 bytes ..= 4 MiB"));
-            }
-            Ok(v as u32)
-        };
-        let ack_interval = match &file.stride.ack_interval {
-            Some(s) => ack("stride.ack_interval", s)?,
-            None => 64 * 1024,
-        };
-        let mut sweep_intervals = Vec::new();
-        for s in &file.ack_sweep.intervals {
-            sweep_intervals.push(ack("ack_sweep.intervals", s)?);
-        }
-        if sweep_intervals.is_empty() {
-            return Err(bad(
-                "ack_sweep.intervals",
-                "must list at least one interval",
-            ));
-        }
-        let sweep_block =
-            parse_bytes(&file.ack_sweep.block).map_err(|e| bad("ack_sweep.block", e))?;
-        if sweep_block == 0 {
-            return Err(bad("ack_sweep.block", "must be positive"));
-        }
-        if file.ack_sweep.flows == 0 {
-            return Err(bad("ack_sweep.flows", "must be at least 1"));
-        }
-        let s = &file.stt;
-        if s.interval_us == 0 {
-            return Err(bad("stt.interval_us", "must be positive"));
-        }
-        if !positive(s.duration_s) {
-            return Err(bad("stt.duration_s", "must be positive"));
-        }
-        if !(16..=1472).contains(&s.packet) {
-            return Err(bad("stt.packet", "must be within 16..=1472 bytes"));
-        }
-        let c = &file.coexistence;
-        for a in &c.against {
-            if a != "none" && !kernel.iter().any(|k| k == a) {
-                return Err(bad(
-                    "coexistence.against",
-                    format!(
-                        "{a:?} is not a congestion control this kernel offers ({})",
-                        kernel.join(", ")
-                    ),
-                ));
-            }
-        }
-        if !positive(c.duration_s) {
-            return Err(bad("coexistence.duration_s", "must be positive"));
-        }
-        if c.sample_ms == 0 {
-            return Err(bad("coexistence.sample_ms", "must be positive"));
-        }
+        let transports = check::foreground(&file.foreground, &kernel)?;
+        let (line_bps, ack_interval) = check::stride(&file.stride, link.rate_bps)?;
+        let (sweep_intervals, sweep_block) = check::ack_sweep(&file.ack_sweep)?;
+        check::stt(&file.stt)?;
+        check::coexistence(&file.coexistence, &kernel)?;
         Ok(Testbed {
-            against: c.against.clone(),
+            against: file.coexistence.against.clone(),
             mode,
             link,
             patterns,
@@ -812,6 +578,33 @@ mod tests {
         // Unknown keys inside a section are named too.
         let e = Testbed::parse("name = \"t\"\nexperiment = \"fct\"\n[bottleneck]\nrate = \"100mbit\"\nqueue = \"64KiB\"\nqueue_size = 3\n").unwrap_err().0;
         assert!(e.contains("queue_size"), "{e}");
+    }
+
+    #[test]
+    fn rates_follow_the_one_unit_grammar() {
+        // A bare number is ambiguous (bit/s? Mbit/s?): refused with the grammar's hint.
+        let e = Testbed::parse(&MIN.replace("100mbit", "100"))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("field `bottleneck.rate`") && e.contains("needs a unit"),
+            "{e}"
+        );
+        let e = err("[background]\nfixed_rate = \"60\"\n");
+        assert!(
+            e.contains("field `background.fixed_rate`") && e.contains("needs a unit"),
+            "{e}"
+        );
+        let t = Testbed::parse_with(
+            MIN,
+            &[
+                "stride.line_rate=1.5Gbit/s".into(),
+                "background.fixed_rate=60mbps".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(t.line_bps, 1_500_000_000);
+        assert_eq!(t.patterns[0], Pattern::Fixed(60_000_000));
     }
 
     #[test]

@@ -1,0 +1,211 @@
+//! The sending side: one file per connection, confirmed by the receiver.
+
+use super::{
+    connect_error, encode_header, read_status, transfer_error, within, Status, CHUNK, STALL_TIMEOUT,
+};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use stride::{ConnStats, Endpoint, EndpointConfig};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// A file the receiver confirmed.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    /// The name it was sent under.
+    pub name: String,
+    /// Its size.
+    pub bytes: u64,
+    /// Seconds from connecting to the receiver's confirmation.
+    pub seconds: f64,
+    /// BLAKE3 of its bytes.
+    pub checksum: blake3::Hash,
+    /// The connection's counters at the confirmation.
+    pub stats: ConnStats,
+}
+
+/// Options of [`send_file`].
+#[derive(Clone, Copy, Debug)]
+pub struct SendOptions {
+    /// Give up connecting after this long. Default 15 s: above `stride send`'s SYN give-up
+    /// (`max_retries` 14: 9.0 to 11.5 s of resends), so an overloaded receiver still gets the
+    /// SYN; with the core's default 8 retries the core gives up first (3.7 to 4.8 s).
+    pub connect_timeout: Duration,
+    /// Give up (aborting the connection) when a write makes no progress for this long, or
+    /// when the receiver's status has not come this long (plus one second per 100 MB for the
+    /// receiver's check) after the last byte left. Default [`STALL_TIMEOUT`].
+    pub stall_timeout: Duration,
+}
+
+impl Default for SendOptions {
+    fn default() -> Self {
+        SendOptions {
+            connect_timeout: Duration::from_secs(15),
+            stall_timeout: STALL_TIMEOUT,
+        }
+    }
+}
+
+/// The sender's side of one transfer on `wr`: the header for `name` (`size` bytes), the bytes
+/// of `file` (at `path`) and their hash, then the end of the direction; every write bounded by
+/// `stall`. Returns the hash, or the message of what failed.
+async fn write_file<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    file: &mut tokio::fs::File,
+    path: &Path,
+    name: &str,
+    size: u64,
+    stall: Duration,
+) -> Result<blake3::Hash, String> {
+    let head = encode_header(name, size);
+    within(stall, wr.write_all(&head))
+        .await
+        .map_err(|e| transfer_error(&e))?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut left = size;
+    while left > 0 {
+        let want = left.min(CHUNK as u64) as usize;
+        let n = file
+            .read(&mut buf[..want])
+            .await
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if n == 0 {
+            return Err(format!("{}: file shrank while sending", path.display()));
+        }
+        hasher.update(&buf[..n]);
+        within(stall, wr.write_all(&buf[..n]))
+            .await
+            .map_err(|e| transfer_error(&e))?;
+        left -= n as u64;
+    }
+    let hash = hasher.finalize();
+    within(stall, wr.write_all(hash.as_bytes()))
+        .await
+        .map_err(|e| transfer_error(&e))?;
+    within(stall, wr.shutdown())
+        .await
+        .map_err(|e| transfer_error(&e))?;
+    Ok(hash)
+}
+
+/// SYN resends of a sender ([`sender_options`]): 9.0 to 11.5 s with back-off (spec §6.6),
+/// inside the default 15 s connect timeout ([`SendOptions::connect_timeout`]), for receivers
+/// overloaded by hundreds of concurrent starts.
+pub const SEND_SYN_RETRIES: u32 = 14;
+
+/// The endpoint options of a sender (`stride send`) with protocol configuration `proto`: not
+/// listening, giving up on a peer after `give_up_ns` (at least 1 ns) of unacknowledged data,
+/// and resending its SYN at least [`SEND_SYN_RETRIES`] times (a receiver overloaded by hundreds
+/// of concurrent starts loses SYNs).
+pub fn sender_options(mut proto: stride::Config, give_up_ns: u64) -> EndpointConfig {
+    proto.give_up_ns = give_up_ns.max(1);
+    proto.max_retries = proto.max_retries.max(SEND_SYN_RETRIES);
+    EndpointConfig {
+        proto,
+        listen: false,
+        ..EndpointConfig::default()
+    }
+}
+
+/// Sends the file at `path` to the receiver at `to` on a new connection of `ep`; Ok only when
+/// the receiver confirmed size and hash. Every wait is bounded (see [`SendOptions`]); on
+/// failure the connection is aborted, so the receiver learns of it at once.
+pub async fn send_file(
+    ep: &Endpoint,
+    to: SocketAddr,
+    path: &Path,
+    opts: &SendOptions,
+) -> Result<Sent, String> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| format!("{}: not a file name in UTF-8", path.display()))?
+        .to_string();
+    let mut file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = file
+        .metadata()
+        .await
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
+    let size = meta.len();
+    let stall = opts.stall_timeout;
+    let check_time = stall + Duration::from_secs(size / 100_000_000);
+    let start = Instant::now();
+    let stream = ep
+        .connect_timeout(to, opts.connect_timeout)
+        .await
+        .map_err(|e| connect_error(&e, to))?;
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let outcome = async {
+        let writer = write_file(&mut wr, &mut file, path, &name, size, stall);
+        tokio::pin!(writer);
+        let status = async { read_status(&mut rd).await };
+        tokio::pin!(status);
+        let (hash, st) = tokio::select! {
+            w = &mut writer => {
+                let w = match w {
+                    Ok(h) => h,
+                    Err(e) => {
+                        // The receiver may have said why it stopped us.
+                        if let Ok(Ok((st, msg))) = tokio::time::timeout(Duration::from_millis(500), &mut status).await {
+                            if st != Status::Ok { return Err(format!("receiver: {msg}")); }
+                        }
+                        return Err(e);
+                    }
+                };
+                // Every byte is acknowledged: the receiver checks the file and answers.
+                (w, within(check_time, &mut status).await)
+            }
+            st = &mut status => {
+                match st {
+                    // The confirmation can overtake our own notice that the last bytes were
+                    // acknowledged: the writer finishes right after.
+                    Ok((Status::Ok, m)) => match tokio::time::timeout(Duration::from_secs(5), &mut writer).await {
+                        Ok(Ok(h)) => (h, Ok((Status::Ok, m))),
+                        Ok(Err(e)) => return Err(e),
+                        Err(_) => return Err("receiver confirmed before the data ended".into()),
+                    },
+                    Ok((_, msg)) => return Err(format!("receiver: {msg}")),
+                    Err(e) => return Err(transfer_error(&e)),
+                }
+            }
+        };
+        match st {
+            Ok((Status::Ok, _)) => Ok(hash),
+            Ok((_, msg)) => Err(format!("receiver: {msg}")),
+            Err(e) => Err(format!(
+                "no confirmation from the receiver: {}",
+                transfer_error(&e)
+            )),
+        }
+    }
+    .await;
+    let mut stream = rd.unsplit(wr);
+    let hash = match outcome {
+        Ok(h) => h,
+        Err(e) => {
+            stream.abort();
+            return Err(e);
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let stats = stream.stats().unwrap_or_default();
+    // Wait (briefly) for the receiver's end of stream so its FIN is acknowledged.
+    let mut sink = [0u8; 256];
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+    Ok(Sent {
+        name,
+        bytes: size,
+        seconds,
+        checksum: hash,
+        stats,
+    })
+}
