@@ -69,3 +69,34 @@ impl Scenario {
         crate::qdisc::read(&self.qdisc_settings())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key the unknown-key message lists is a field of [`Scenario`] (not left over for
+    /// the disciplines' sections).
+    #[test]
+    fn the_listed_keys_are_the_scenario_fields() {
+        let base = "name = \"t\"\n[topology]\nkind = \"dumbbell\"\nsenders = 1\nreceivers = 1\n\
+                    host_gbps = 1.0\nbottleneck_gbps = 1.0\nlink_delay_ns = 1000\n\
+                    [workload]\nkind = \"incast\"\nsenders = 1\nbytes = 1\n";
+        for &key in KEYS {
+            let mut t: toml::Table = toml::from_str(base).unwrap();
+            t.entry(key.to_string())
+                .or_insert(toml::Value::String("x".into()));
+            if let Ok(sc) = toml::Value::Table(t).try_into::<Scenario>() {
+                assert!(!sc.qdisc.contains_key(key), "{key} is not a field");
+            }
+        }
+        let mut t: toml::Table = toml::from_str(base).unwrap();
+        t.insert("sede".into(), toml::Value::Integer(3));
+        let sc: Scenario = toml::Value::Table(t).try_into().unwrap();
+        let e = sc.read_sections().unwrap_err().0;
+        assert!(
+            e.starts_with("unknown field `sede`, expected one of `name`, `seed`")
+                && e.contains("`trace`, `ecn`, `red`, `qcn`, `pfc`"),
+            "{e}"
+        );
+    }
+}
