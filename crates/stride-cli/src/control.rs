@@ -119,7 +119,12 @@ impl ControlArgs {
                 "t_high_ns" => "--t-high",
                 other => other,
             };
-            anyhow::anyhow!("{flag}: {}", e.why.replace("t_high", "--t-high"))
+            // A threshold flag's check names the other threshold by its flag too.
+            let why = match e.field {
+                "t_low_ns" | "t_high_ns" => e.why.replace("t_high", "--t-high"),
+                _ => e.why,
+            };
+            anyhow::anyhow!("{flag}: {why}")
         })?;
         if let Some(r) = self.recovery {
             c.recovery = r;
