@@ -38,7 +38,7 @@ use pacer::Pacer;
 use recv::RecvState;
 use rtt::{RtoTimer, RttEstimator};
 use send::SendState;
-use signals::Signals;
+use signals::CongestionState;
 
 /// A buffer that empties while holding more than this is freed (see [`Connection::read`]).
 const IDLE_BUFFER: usize = 64 * 1024;
@@ -133,7 +133,7 @@ pub struct Connection {
     // ---- sender ----
     send: SendState,
     pacer: Pacer,
-    signals: Signals,
+    signals: CongestionState,
     rtt: RttEstimator,
     rto: RtoTimer,
     /// The STT and RTT of the latest pure ACK of new data (for tracing).
@@ -178,7 +178,7 @@ impl Connection {
             syn_due: is_client,
             send: SendState::new(iss),
             pacer: Pacer::new(),
-            signals: Signals::new(&cfg, now),
+            signals: CongestionState::new(&cfg, now),
             rtt: RttEstimator::new(),
             rto: RtoTimer::new(cfg.initial_rto_ns),
             echoed_stt: None,

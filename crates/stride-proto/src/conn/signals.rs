@@ -8,9 +8,9 @@ use crate::config::Config;
 use crate::stats::ConnStats;
 
 /// The controller and the ECN state around it.
-pub(super) struct Signals {
+pub(super) struct CongestionState {
     cc: Box<dyn Controller>,
-    /// The controller's window cap, read after every controller event ([`Signals::refresh`]):
+    /// The controller's window cap, read after every controller event ([`CongestionState::refresh`]):
     /// the window is consulted several times per packet, the controller is a virtual call.
     window: Option<u32>,
     /// CE-marked DATA packets received, mod 2^16 (echoed in every ACK).
@@ -24,11 +24,11 @@ pub(super) struct Signals {
     ce_pending: u32,
 }
 
-impl Signals {
+impl CongestionState {
     /// The configured controller, started at `now`.
-    pub(super) fn new(cfg: &Config, now: u64) -> Signals {
+    pub(super) fn new(cfg: &Config, now: u64) -> CongestionState {
         let cc = cfg.cc.build(now);
-        Signals {
+        CongestionState {
             window: cc.window(),
             cc,
             ce_received: 0,
@@ -44,7 +44,7 @@ impl Signals {
         &*self.cc
     }
 
-    /// The controller, to hand it an event; [`Signals::refresh`] must follow.
+    /// The controller, to hand it an event; [`CongestionState::refresh`] must follow.
     pub(super) fn cc_mut(&mut self) -> &mut dyn Controller {
         &mut *self.cc
     }
@@ -56,7 +56,7 @@ impl Signals {
         pacer.set_rate(self.cc.rate(), cfg);
     }
 
-    /// The controller's window cap (as of the latest [`Signals::refresh`]).
+    /// The controller's window cap (as of the latest [`CongestionState::refresh`]).
     pub(super) fn window(&self) -> Option<u32> {
         debug_assert_eq!(
             self.window,
