@@ -231,6 +231,13 @@ pub struct Signals {
 }
 
 impl Signals {
+    /// No signal beyond STT samples, NACKs and timeouts.
+    pub const NONE: Signals = Signals {
+        ecn: false,
+        int: false,
+        qcn: false,
+    };
+
     /// The names of the signals set in `self` and not in `have`.
     pub fn missing(self, have: Signals) -> Vec<&'static str> {
         let mut m = Vec::new();
@@ -282,11 +289,7 @@ pub struct Registered {
     pub fit: Option<fn(&mut CcConfig, &Fabric)>,
 }
 
-const NONE: Signals = Signals {
-    ecn: false,
-    int: false,
-    qcn: false,
-};
+const NONE: Signals = Signals::NONE;
 
 /// Every built-in controller by name. A new algorithm is one module and one line here (or one
 /// [`register`] call from outside the crate).

@@ -51,11 +51,7 @@ impl Controller for Example {
 static EXAMPLE: Registered = Registered {
     name: "example-aimd",
     about: "an example AIMD rate controller",
-    needs: Signals {
-        ecn: false,
-        int: false,
-        qcn: false,
-    },
+    needs: Signals::NONE,
     rdma_nic: false,
     listed: false,
     make: |line| CcConfig::new(ExampleParams::for_line_rate(line)),

@@ -226,11 +226,7 @@ fn a_controller_registered_outside_the_core_runs_by_name() {
     static HALF: Registered = Registered {
         name: "half-line",
         about: "a fixed rate at half the line",
-        needs: Signals {
-            ecn: false,
-            int: false,
-            qcn: false,
-        },
+        needs: Signals::NONE,
         rdma_nic: false,
         listed: false,
         make: |line| CcConfig::fixed(line >> 1),

@@ -14,11 +14,7 @@ use stride_proto::Config;
 /// The signals a UDP host delivers to its controller beyond STT samples, NACKs and timeouts:
 /// none (it reads no ECN marks from its socket, and no switch sends it INT records or QCN
 /// feedback). A controller that needs one is refused.
-pub const HOST_SIGNALS: Signals = Signals {
-    ecn: false,
-    int: false,
-    qcn: false,
-};
+pub const HOST_SIGNALS: Signals = Signals::NONE;
 
 /// Changes to the host profile; `None` keeps the profile's value.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
