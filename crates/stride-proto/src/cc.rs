@@ -289,15 +289,13 @@ pub struct Registered {
     pub fit: Option<fn(&mut CcConfig, &Fabric)>,
 }
 
-const NONE: Signals = Signals::NONE;
-
 /// Every built-in controller by name. A new algorithm is one module and one line here (or one
 /// [`register`] call from outside the crate).
 pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "stride",
         about: "STRIDE: Algorithm 1 with the profile mechanisms of spec §8.6 (handshake minimum, NACK gate)",
-        needs: NONE,
+        needs: Signals::NONE,
         rdma_nic: false,
         listed: true,
         make: |l| CcConfig::stride(StrideParams::for_line_rate(l)),
@@ -306,7 +304,7 @@ pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "stride-paper",
         about: "STRIDE's Algorithm 1 exactly as the paper (spec §8.4, every mechanism off)",
-        needs: NONE,
+        needs: Signals::NONE,
         rdma_nic: false,
         listed: true,
         make: |l| CcConfig::stride(StrideParams::paper(l)),
@@ -315,7 +313,7 @@ pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "stride-ext",
         about: "STRIDE with per-sample mechanisms the RTL lacks (hyper-active increase, rate-scaled steps, first-sample cut)",
-        needs: NONE,
+        needs: Signals::NONE,
         rdma_nic: false,
         listed: false,
         make: |l| CcConfig::new(stride_ext::StrideExtParams::for_line_rate(l)),
@@ -324,7 +322,7 @@ pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "fixed",
         about: "no congestion control: a fixed rate (the line rate)",
-        needs: NONE,
+        needs: Signals::NONE,
         rdma_nic: false,
         listed: false,
         make: CcConfig::fixed,
@@ -333,7 +331,7 @@ pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "timely",
         about: "TIMELY (Mittal et al. 2015): RTT gradient",
-        needs: NONE,
+        needs: Signals::NONE,
         rdma_nic: true,
         listed: true,
         make: |l| CcConfig::new(timely::TimelyParams::for_line_rate(l)),
@@ -342,7 +340,7 @@ pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "dcqcn",
         about: "DCQCN reaction point (Zhu et al. 2015): ECN marks -> CNP",
-        needs: Signals { ecn: true, ..NONE },
+        needs: Signals { ecn: true, ..Signals::NONE },
         rdma_nic: true,
         listed: true,
         make: |l| CcConfig::new(dcqcn::DcqcnParams::for_line_rate(l)),
@@ -351,7 +349,7 @@ pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "swift",
         about: "Swift (Kumar et al. 2020): delay target with flow and topology scaling",
-        needs: NONE,
+        needs: Signals::NONE,
         rdma_nic: true,
         listed: true,
         make: |l| CcConfig::new(swift::SwiftParams::for_line_rate(l)),
@@ -360,7 +358,7 @@ pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "qcn",
         about: "QCN reaction point (IEEE 802.1Qau, the QCN seed's values): switch feedback frames",
-        needs: Signals { qcn: true, ..NONE },
+        needs: Signals { qcn: true, ..Signals::NONE },
         rdma_nic: true,
         listed: true,
         make: |l| CcConfig::new(qcn::QcnParams::for_line_rate(l)),
@@ -369,7 +367,7 @@ pub static REGISTRY: &[Registered] = &[
     Registered {
         name: "hpcc",
         about: "HPCC (Li et al. 2019): INT-based window, utilisation target eta",
-        needs: Signals { int: true, ..NONE },
+        needs: Signals { int: true, ..Signals::NONE },
         rdma_nic: true,
         listed: true,
         make: |l| CcConfig::new(hpcc::HpccParams::for_line_rate(l)),
