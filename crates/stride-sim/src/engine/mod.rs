@@ -1,5 +1,5 @@
-//! The discrete-event engine: integer nanoseconds, a binary heap ordered by (time, sequence) so
-//! equal-time events run in the order they were scheduled (deterministic for a seed).
+//! The discrete-event engine: integer nanoseconds, a radix heap of events (`queue`) from which
+//! equal-time events come out in the order they were scheduled (deterministic for a seed).
 //!
 //! `run` is the event loop and the counters of a run, `forward` the per-hop path of a packet
 //! (ECMP, admission to a queue, transmission), `control` the one path of control frames,
@@ -12,6 +12,7 @@ mod forward;
 mod host;
 mod loss;
 mod pfc;
+mod queue;
 mod run;
 
 pub use host::{Ctx, Flow, FlowTrace, HostStack, TraceSample};
@@ -23,8 +24,7 @@ use crate::net::{Packet, Payload, Topology};
 use crate::qdisc::SimRng;
 use forward::RouteTable;
 use loss::LinkLoss;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use queue::EventQueue;
 
 /// One event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -51,8 +51,7 @@ pub struct Sim {
     /// The network.
     pub topo: Topology,
     hosts: Vec<Box<dyn HostStack>>,
-    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    seq: u64,
+    events: EventQueue,
     now: u64,
     packets: Vec<Option<Packet>>,
     /// Per packet id: the link it arrived by / waits in a switch for (PFC accounting).
@@ -118,8 +117,7 @@ impl Sim {
         let mut s = Sim {
             topo,
             hosts,
-            heap: BinaryHeap::new(),
-            seq: 0,
+            events: EventQueue::default(),
             now: 0,
             packets: Vec::new(),
             via: Vec::new(),
@@ -158,8 +156,7 @@ impl Sim {
     }
 
     fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Reverse((t, self.seq, ev)));
+        self.events.push(t, ev);
     }
 
     /// Changes the link rate of `port` to `rate_bps` at time `at` (a hotspot whose service

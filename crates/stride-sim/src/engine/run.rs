@@ -2,7 +2,6 @@
 
 use super::{Ev, Sim};
 use crate::net::Payload;
-use std::cmp::Reverse;
 
 /// Counters of a run.
 #[derive(Clone, Debug, Default)]
@@ -77,7 +76,7 @@ impl Sim {
     pub fn run_with_progress(&mut self, limit_ns: u64, mut progress: impl FnMut(Progress)) -> bool {
         let total = self.flows.len() as u64;
         while self.completed < total {
-            let Some(Reverse((t, _, ev))) = self.heap.pop() else {
+            let Some((t, ev)) = self.events.pop() else {
                 break;
             };
             if t > limit_ns {
