@@ -1,57 +1,57 @@
-//! The event queue: a radix heap over integer nanoseconds.
+//! The event queue: a hierarchical timing wheel (a radix heap of base 64) over integer
+//! nanoseconds.
 //!
-//! A discrete-event simulator never schedules into the past, so the keys it pops only grow.
-//! A radix heap uses that: it keeps the time of the last event popped (`now`) and files each
-//! pending event in the bucket of the highest bit in which its time differs from `now`. Bucket
-//! 0 holds the events due at `now` itself; when it is empty, the lowest non-empty bucket is
-//! emptied, its earliest time becomes `now`, and its events are filed again, each into a lower
-//! bucket than before. An event thus moves at most 64 times and in practice a few times (the
-//! bits of its distance from `now`), each move a sequential read and an append, where a binary
-//! heap's pop walks a path of a tree larger than the cache.
+//! A discrete-event simulator never schedules into the past, so the times it pops only grow.
+//! The queue keeps the time of the last event popped (`now`) and files each pending event by
+//! the highest 6-bit digit in which its time differs from `now` (its level) and by its time's
+//! digit at that level (its slot). Level 0 slots hold one time each, so their events leave
+//! straight from the front. When level 0 is empty, the first slot of the lowest non-empty level
+//! is emptied: `now` moves to that slot's start and its events are filed again, each at a
+//! lower level. An event is so filed once per level it descends (one or two for the
+//! microseconds between a packet's hops), each move a sequential read and an append, where a
+//! binary heap's pop walks a path of a tree larger than the cache.
 //!
 //! Order: events due at the same time come out in the order they were scheduled, as the binary
-//! heap ordered by (time, sequence number) did. Each bucket stays in scheduling order: a push
-//! appends the newest event, and refiling moves a bucket's events, in order, into buckets that
-//! were empty. The queue therefore needs no sequence number, and runs are identical per seed to
-//! those of the binary heap it replaces.
+//! heap ordered by (time, sequence number) did. Each slot stays in scheduling order: a push
+//! appends the newest event, and refiling moves a slot's events, in order, into slots of lower
+//! levels, which are empty then. The queue therefore needs no sequence number, and runs are
+//! identical per seed to those of the binary heap it replaces.
 
 use super::Ev;
 use std::collections::VecDeque;
 
-/// Buckets 1..=64: bucket `b` holds events whose time differs from `now` first at bit `b - 1`.
-const BUCKETS: usize = 65;
+/// Bits per level (64 slots).
+const BITS: u32 = 6;
+/// Levels: 11 * 6 bits cover a 64-bit time.
+const LEVELS: usize = 11;
+const SLOTS: usize = 1 << BITS;
 
 /// Pending events by time (see the module documentation).
 #[derive(Debug)]
 pub(super) struct EventQueue {
-    /// The time of the last event popped: no event may be scheduled before it.
+    /// The time of the last event popped (or the start of the slot being refiled): no event
+    /// may be scheduled before it.
     now: u64,
-    /// Events due at `now`, in scheduling order.
-    due: VecDeque<Ev>,
-    /// `buckets[b]` for b in 1..=64 (index 0 unused: those events are in `due`).
-    buckets: Vec<Vec<(u64, Ev)>>,
-    /// Bit b set: `buckets[b]` is not empty (bit 0 unused).
-    occupied: u128,
+    /// Level 0: `due[d]` holds the events at time `now` with its low digit replaced by `d`.
+    due: Vec<VecDeque<Ev>>,
+    /// Levels 1..LEVELS: `upper[(level - 1) * SLOTS + digit]`, events with their times.
+    upper: Vec<Vec<(u64, Ev)>>,
+    /// Per level, bit d set: slot d is not empty.
+    occupied: [u64; LEVELS],
 }
 
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
             now: 0,
-            due: VecDeque::new(),
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
-            occupied: 0,
+            due: (0..SLOTS).map(|_| VecDeque::new()).collect(),
+            upper: (0..(LEVELS - 1) * SLOTS).map(|_| Vec::new()).collect(),
+            occupied: [0; LEVELS],
         }
     }
 }
 
 impl EventQueue {
-    /// The bucket of time `t` relative to `now` (0: due now).
-    #[inline]
-    fn bucket(now: u64, t: u64) -> usize {
-        (64 - (t ^ now).leading_zeros()) as usize
-    }
-
     /// Schedules `ev` at time `t`, which must not be before the last event popped.
     #[inline]
     pub(super) fn push(&mut self, t: u64, ev: Ev) {
@@ -60,54 +60,70 @@ impl EventQueue {
             "an event at {t} ns scheduled after time {} ns",
             self.now
         );
-        let b = Self::bucket(self.now, t);
-        if b == 0 {
-            self.due.push_back(ev);
+        self.file(t, ev);
+    }
+
+    #[inline]
+    fn file(&mut self, t: u64, ev: Ev) {
+        let x = t ^ self.now;
+        if x < SLOTS as u64 {
+            let d = (t as usize) & (SLOTS - 1);
+            self.due[d].push_back(ev);
+            self.occupied[0] |= 1 << d;
         } else {
-            self.buckets[b].push((t, ev));
-            self.occupied |= 1 << b;
+            let level = ((63 - x.leading_zeros()) / BITS) as usize;
+            let d = ((t >> (BITS as usize * level)) as usize) & (SLOTS - 1);
+            self.upper[(level - 1) * SLOTS + d].push((t, ev));
+            self.occupied[level] |= 1 << d;
         }
     }
 
     /// The earliest event and its time (of equal times, the first scheduled).
     #[inline]
     pub(super) fn pop(&mut self) -> Option<(u64, Ev)> {
-        if self.due.is_empty() {
-            if self.occupied == 0 {
-                return None;
-            }
-            self.refile();
+        while self.occupied[0] == 0 {
+            let level = self.occupied.iter().position(|&m| m != 0)?;
+            self.refile(level);
         }
-        self.due.pop_front().map(|ev| (self.now, ev))
+        let d = self.occupied[0].trailing_zeros() as usize;
+        let slot = &mut self.due[d];
+        let ev = slot.pop_front().expect("occupied slot");
+        if slot.is_empty() {
+            self.occupied[0] &= !(1 << d);
+        }
+        self.now = (self.now & !(SLOTS as u64 - 1)) | d as u64;
+        Some((self.now, ev))
     }
 
-    /// Empties the lowest non-empty bucket: its earliest time becomes `now`, and each of its
-    /// events goes to the bucket of its time relative to the new `now` (a lower one).
-    fn refile(&mut self) {
-        let b = self.occupied.trailing_zeros() as usize;
-        let mut moving = std::mem::take(&mut self.buckets[b]);
-        self.occupied &= !(1 << b);
-        let now = moving.iter().map(|&(t, _)| t).min().expect("occupied bucket");
-        self.now = now;
+    /// Empties the first occupied slot of `level` (every lower level is empty): `now` moves to
+    /// the slot's start and each of its events is filed at a lower level.
+    fn refile(&mut self, level: usize) {
+        let d = self.occupied[level].trailing_zeros() as usize;
+        self.occupied[level] &= !(1 << d);
+        let shift = BITS as usize * level;
+        let below = (1u64 << shift) - 1;
+        let above = if shift + (BITS as usize) < 64 {
+            !((1u64 << (shift + BITS as usize)) - 1)
+        } else {
+            0
+        };
+        self.now = (self.now & above) | ((d as u64) << shift);
+        let i = (level - 1) * SLOTS + d;
+        let mut moving = std::mem::take(&mut self.upper[i]);
         for &(t, ev) in &moving {
-            let nb = Self::bucket(now, t);
-            debug_assert!(nb < b, "refiling moves an event down");
-            if nb == 0 {
-                self.due.push_back(ev);
-            } else {
-                self.buckets[nb].push((t, ev));
-                self.occupied |= 1 << nb;
-            }
+            debug_assert!(t >= self.now && (t ^ self.now) <= below, "refiling moves down");
+            self.file(t, ev);
         }
         moving.clear();
-        // The emptied bucket keeps its allocation for the events it will hold next.
-        self.buckets[b] = moving;
+        // The emptied slot keeps its allocation for the events it will hold next.
+        self.upper[i] = moving;
     }
 
     /// Events pending.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.due.len() + self.buckets.iter().map(Vec::len).sum::<usize>()
+        self.due.iter().map(VecDeque::len).sum::<usize>()
+            + self.upper.iter().map(Vec::len).sum::<usize>()
     }
 }
 
