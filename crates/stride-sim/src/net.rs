@@ -139,51 +139,55 @@ impl Packet {
 pub type NodeId = u32;
 
 /// A unidirectional port: an output queue feeding a link.
+///
+/// Laid out in declaration order (`repr(C)`), the fields a packet's hop reads first: those of a
+/// switch port's fast path fill the first two cache lines, counters and PFC state follow.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Port {
-    /// Node owning the queue.
-    pub from: NodeId,
-    /// Node at the far end of the link.
-    pub to: NodeId,
+    /// Switch ports: (start of serialization, wire bytes) of packets accepted but not yet
+    /// started. A switch port's schedule is computed at enqueue (FIFO, work-conserving), so a
+    /// packet costs one event per hop; entries leave this list lazily as time passes them.
+    pub sched: VecDeque<(u64, u32)>,
+    /// Bytes queued (waiting, not being serialized). For switch ports, exact after
+    /// [`Port::advance`] to the current time.
+    pub qbytes: u64,
+    /// Switch ports: when the last accepted packet finishes serializing.
+    pub free_at: u64,
     /// Link rate, bit/s.
     pub rate_bps: u64,
     /// Propagation delay, ns.
     pub delay_ns: u64,
     /// Buffer, bytes (drop-tail).
     pub cap_bytes: u64,
+    /// Node owning the queue.
+    pub from: NodeId,
+    /// Node at the far end of the link.
+    pub to: NodeId,
     /// What happens to an accepted packet (ECN marks, congestion notification).
     pub qdisc: Box<dyn QueueDiscipline>,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Busy time, ns.
+    pub busy_ns: u64,
+    /// Largest queue seen, bytes.
+    pub max_qbytes: u64,
     /// Switch ports: run per packet (a real FIFO of packets and a `PortFree` event per packet)
     /// instead of fixing each departure at enqueue. Needed when the discipline acts at dequeue
     /// and for PFC and INT; off, a packet costs one event per hop.
     pub per_packet: bool,
-    /// Host NIC ports and per-packet switch ports: queued packets (indices into the arena).
-    pub queue: VecDeque<usize>,
-    /// Switch ports: (start of serialization, wire bytes) of packets accepted but not yet
-    /// started. A switch port's schedule is computed at enqueue (FIFO, work-conserving), so a
-    /// packet costs one event per hop; entries leave this list lazily as time passes them.
-    pub sched: VecDeque<(u64, u32)>,
-    /// Switch ports: when the last accepted packet finishes serializing.
-    pub free_at: u64,
-    /// Bytes queued (waiting, not being serialized). For switch ports, exact after
-    /// [`Port::advance`] to the current time.
-    pub qbytes: u64,
     /// A packet is being serialized.
     pub busy: bool,
+    /// Stamp INT records on packets that carry an INT stack (switch ports with INT on).
+    pub int: bool,
+    /// Host NIC ports and per-packet switch ports: queued packets (indices into the arena).
+    pub queue: VecDeque<usize>,
     /// Packets dropped at this port.
     pub drops: u64,
     /// Packets marked CE at this port.
     pub marks: u64,
     /// When this port marked its first packet CE, ns (`u64::MAX`: never).
     pub first_mark_ns: u64,
-    /// Largest queue seen, bytes.
-    pub max_qbytes: u64,
-    /// Bytes sent.
-    pub tx_bytes: u64,
-    /// Busy time, ns.
-    pub busy_ns: u64,
-    /// Stamp INT records on packets that carry an INT stack (switch ports with INT on).
-    pub int: bool,
     /// PFC ingress accounting at the far end (`to`): bytes that arrived over this link and
     /// still wait in the switch `to`.
     pub in_bytes: u64,
