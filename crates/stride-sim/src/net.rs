@@ -2,7 +2,7 @@
 //! and the topology graph they form.
 
 use crate::control::ControlFrame;
-use crate::qdisc::QueueDiscipline;
+use crate::qdisc::{EnqueueRule, QueueDiscipline};
 use std::collections::VecDeque;
 
 /// Bytes added to every datagram on the wire: Ethernet header + FCS (18), IPv4 (20), UDP (8),
@@ -164,8 +164,8 @@ pub struct Port {
     pub from: NodeId,
     /// Node at the far end of the link.
     pub to: NodeId,
-    /// What happens to an accepted packet (ECN marks, congestion notification).
-    pub qdisc: Box<dyn QueueDiscipline>,
+    /// `qdisc`'s enqueue rule, taken when it is set.
+    pub(crate) rule: EnqueueRule,
     /// Bytes sent.
     pub tx_bytes: u64,
     /// Busy time, ns.
@@ -180,6 +180,9 @@ pub struct Port {
     pub busy: bool,
     /// Stamp INT records on packets that carry an INT stack (switch ports with INT on).
     pub int: bool,
+    /// What happens to an accepted packet (ECN marks, congestion notification); set with the
+    /// port ([`Topology::set_qdisc`]), read with [`Port::qdisc`].
+    pub(crate) qdisc: Box<dyn QueueDiscipline>,
     /// Host NIC ports and per-packet switch ports: queued packets (indices into the arena).
     pub queue: VecDeque<usize>,
     /// Packets dropped at this port.
@@ -213,6 +216,11 @@ pub struct Port {
 }
 
 impl Port {
+    /// The port's queue discipline.
+    pub fn qdisc(&self) -> &dyn QueueDiscipline {
+        self.qdisc.as_ref()
+    }
+
     /// Whether the port is paused at `now`.
     pub fn paused(&self, now: u64) -> bool {
         self.paused_until > now
@@ -320,13 +328,15 @@ impl Topology {
 
     fn add_port(&mut self, from: NodeId, to: NodeId, l: LinkSpec, q: QueueSpec) -> usize {
         let idx = self.ports.len();
+        let qdisc = crate::qdisc::from_spec(&q);
         self.ports.push(Port {
             from,
             to,
             rate_bps: l.rate_bps,
             delay_ns: l.delay_ns,
             cap_bytes: q.cap_bytes,
-            qdisc: crate::qdisc::from_spec(&q),
+            rule: qdisc.enqueue_rule(),
+            qdisc,
             per_packet: false,
             queue: VecDeque::new(),
             sched: VecDeque::new(),
@@ -491,6 +501,7 @@ impl Topology {
             if self.ports[i].from >= self.hosts {
                 let d = make(i);
                 self.ports[i].per_packet |= d.acts_at_dequeue();
+                self.ports[i].rule = d.enqueue_rule();
                 self.ports[i].qdisc = d;
             }
         }

@@ -570,12 +570,12 @@ fn scenario_sections_reach_the_switches() {
         .topo
         .ports
         .iter()
-        .any(|p| p.qdisc.name() == "ecn-step-dequeue"));
+        .any(|p| p.qdisc().name() == "ecn-step-dequeue"));
     let red = run(
         "red",
         "[red]\nkmin_bytes = 5000\nkmax_bytes = 200000\npmax = 0.01\n",
     );
-    assert!(red.topo.ports.iter().any(|p| p.qdisc.name() == "red-ecn"));
+    assert!(red.topo.ports.iter().any(|p| p.qdisc().name() == "red-ecn"));
     let int = run("int", "[int]\nenabled = true\n");
     assert!(int.topo.ports.iter().any(|p| p.int));
 }
@@ -592,7 +592,7 @@ fn queue_discipline_picks_by_name() {
     let run = |l: stride_sim::scenario::Loaded| {
         let mut sim = l.sc.sim("dctcp", &l.flows).unwrap();
         assert!(sim.run(2_000_000_000, |_, _| {}));
-        let names: Vec<&str> = sim.topo.ports.iter().map(|p| p.qdisc.name()).collect();
+        let names: Vec<&str> = sim.topo.ports.iter().map(|p| p.qdisc().name()).collect();
         (sim.stats.clone(), names.join(","))
     };
     let implied = run(scenario("implied", SCN).unwrap());

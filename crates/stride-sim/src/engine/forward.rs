@@ -4,6 +4,7 @@
 use super::{mix, Ev, Sim, LOCAL};
 use crate::control::QcnFeedback;
 use crate::net::{IntHop, Packet, Topology};
+use crate::qdisc::{EnqueueRule, Verdict};
 
 /// The switches' ECMP sets, compacted for the forwarding hot path: each switch has only a few
 /// distinct candidate sets (in a FatTree: its up-links, or one down-link), so a (switch,
@@ -84,7 +85,14 @@ impl Sim {
             pt.drops += 1;
             return;
         }
-        let verdict = pt.qdisc.enqueue(q, p.wire, p.ect, &mut self.rng);
+        let verdict = match pt.rule {
+            EnqueueRule::Accept => Verdict::default(),
+            EnqueueRule::MarkAbove(k) => Verdict {
+                mark: p.ect && q > k,
+                feedback: None,
+            },
+            EnqueueRule::Call => pt.qdisc.enqueue(q, p.wire, p.ect, &mut self.rng),
+        };
         if verdict.mark && p.ect {
             p.ce = true;
             pt.marks += 1;

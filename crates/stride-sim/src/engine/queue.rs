@@ -111,7 +111,10 @@ impl EventQueue {
         let i = (level - 1) * SLOTS + d;
         let mut moving = std::mem::take(&mut self.upper[i]);
         for &(t, ev) in &moving {
-            debug_assert!(t >= self.now && (t ^ self.now) <= below, "refiling moves down");
+            debug_assert!(
+                t >= self.now && (t ^ self.now) <= below,
+                "refiling moves down"
+            );
             self.file(t, ev);
         }
         moving.clear();

@@ -1,6 +1,6 @@
 //! Drop-tail: no active queue management; the buffer limit the engine enforces is all.
 
-use super::{Discipline, QueueDiscipline, SimRng, Verdict};
+use super::{Discipline, EnqueueRule, QueueDiscipline, SimRng, Verdict};
 
 /// Drop-tail (the engine drops a packet that does not fit the buffer; nothing else happens).
 #[derive(Clone, Copy, Debug, Default)]
@@ -12,6 +12,9 @@ impl QueueDiscipline for DropTail {
     }
     fn enqueue(&mut self, _q: u64, _wire: u32, _ect: bool, _rng: &mut SimRng) -> Verdict {
         Verdict::default()
+    }
+    fn enqueue_rule(&self) -> EnqueueRule {
+        EnqueueRule::Accept
     }
 }
 

@@ -3,7 +3,7 @@
 //! simulator's default; marking at dequeue (the queue a packet leaves behind it) signals one
 //! queueing delay earlier and is the option many switch ASICs offer.
 
-use super::{Discipline, QueueDiscipline, Section, Settings, SimRng, Verdict};
+use super::{Discipline, EnqueueRule, QueueDiscipline, Section, Settings, SimRng, Verdict};
 use crate::scenario::ScenarioError;
 use serde::Deserialize;
 
@@ -36,6 +36,13 @@ impl QueueDiscipline for EcnStep {
         Verdict {
             mark: !self.at_dequeue && ect && q > self.k_bytes,
             feedback: None,
+        }
+    }
+    fn enqueue_rule(&self) -> EnqueueRule {
+        if self.at_dequeue {
+            EnqueueRule::Accept
+        } else {
+            EnqueueRule::MarkAbove(self.k_bytes)
         }
     }
     fn acts_at_dequeue(&self) -> bool {
@@ -109,6 +116,40 @@ fn check(s: &Settings) -> Result<(), ScenarioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The inline rule a port applies gives the verdicts the discipline's own `enqueue` gives,
+    /// for drop-tail and both step markers, around the threshold and either ECT value.
+    #[test]
+    fn inline_rules_agree_with_enqueue() {
+        let mut rng = SimRng(7);
+        let mut ds: Vec<Box<dyn QueueDiscipline>> = vec![
+            Box::new(super::super::droptail::DropTail),
+            Box::new(EcnStep::new(1000, false)),
+            Box::new(EcnStep::new(1000, true)),
+        ];
+        for d in &mut ds {
+            let rule = d.enqueue_rule();
+            assert_ne!(rule, EnqueueRule::Call, "{}", d.name());
+            for q in [0, 999, 1000, 1001, 1_000_000] {
+                for ect in [false, true] {
+                    let inline = match rule {
+                        EnqueueRule::Accept => Verdict::default(),
+                        EnqueueRule::MarkAbove(k) => Verdict {
+                            mark: ect && q > k,
+                            feedback: None,
+                        },
+                        EnqueueRule::Call => unreachable!(),
+                    };
+                    assert_eq!(
+                        inline,
+                        d.enqueue(q, 1500, ect, &mut rng),
+                        "{} q={q}",
+                        d.name()
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn marks_above_k_only_where_configured() {

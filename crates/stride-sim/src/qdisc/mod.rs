@@ -104,6 +104,19 @@ pub struct Verdict {
     pub feedback: Option<Feedback>,
 }
 
+/// How a port applies its discipline at enqueue, chosen once when the discipline is set: the
+/// common rules run inline on the per-hop path, anything else calls
+/// [`QueueDiscipline::enqueue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnqueueRule {
+    /// Accept without marking or feedback.
+    Accept,
+    /// Mark an ECN-capable packet CE when more than this many bytes wait ahead of it.
+    MarkAbove(u64),
+    /// Call the discipline.
+    Call,
+}
+
 /// A queue discipline of one output port.
 pub trait QueueDiscipline: std::fmt::Debug {
     /// The name reports use.
@@ -111,6 +124,11 @@ pub trait QueueDiscipline: std::fmt::Debug {
     /// A packet of `wire` bytes was accepted into the buffer with `q` bytes waiting ahead of
     /// it (not counting a packet being serialized).
     fn enqueue(&mut self, q: u64, wire: u32, ect: bool, rng: &mut SimRng) -> Verdict;
+    /// The rule its `enqueue` follows, if it is one of the inline ones (its `enqueue` must
+    /// then give the rule's verdict and change no state): the port applies it without a call.
+    fn enqueue_rule(&self) -> EnqueueRule {
+        EnqueueRule::Call
+    }
     /// Whether [`QueueDiscipline::dequeue`] does anything (the port then runs per packet).
     fn acts_at_dequeue(&self) -> bool {
         false
