@@ -4,6 +4,7 @@
 use crate::control::QcnFeedback;
 use crate::engine::{flow_hash, Ctx, FlowTrace, HostStack};
 use crate::net::{IntStack, Packet, Payload, WIRE_OVERHEAD};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use stride_proto::wire::HEADER_LEN;
@@ -32,8 +33,8 @@ struct Sending {
 pub struct StrideHost {
     id: u32,
     ep: Endpoint,
-    sending: HashMap<ConnHandle, Sending>,
-    receiving: HashMap<ConnHandle, u32>,
+    sending: FxHashMap<ConnHandle, Sending>,
+    receiving: FxHashMap<ConnHandle, u32>,
     /// Flow ids by (source host, source connection id), shared by all hosts of a run.
     registry: std::rc::Rc<std::cell::RefCell<HashMap<(u32, u32), u32>>>,
     /// Transmit scratch.
@@ -47,11 +48,11 @@ pub struct StrideHost {
     /// echoes the latest stack from each source on its next ACK there.
     int: bool,
     /// The latest INT stack received from each source host, not yet echoed.
-    echo: HashMap<u32, IntStack>,
+    echo: FxHashMap<u32, IntStack>,
     /// Controllers that scale with the path's length (Swift): the switch count of the
     /// latest packet from each host, told to the connections sending there when it changes
     /// (`None`: not reported).
-    path_hops: Option<HashMap<u32, u8>>,
+    path_hops: Option<FxHashMap<u32, u8>>,
 }
 
 /// What every simulated application writes (a shared page of zeros, not a buffer per host).
@@ -73,14 +74,14 @@ impl StrideHost {
         StrideHost {
             id,
             ep,
-            sending: HashMap::new(),
-            receiving: HashMap::new(),
+            sending: FxHashMap::default(),
+            receiving: FxHashMap::default(),
             registry,
             buf: vec![0u8; 65_536],
             rx: vec![0u8; 65_536],
             ect: false,
             int: false,
-            echo: HashMap::new(),
+            echo: FxHashMap::default(),
             path_hops: None,
         }
     }
@@ -88,7 +89,7 @@ impl StrideHost {
     /// Tells each sending connection how many switches its path crosses, as its packets
     /// from the peer show (see the `path_hops` field).
     pub fn with_path_hops(mut self, on: bool) -> Self {
-        self.path_hops = on.then(HashMap::new);
+        self.path_hops = on.then(FxHashMap::default);
         self
     }
 

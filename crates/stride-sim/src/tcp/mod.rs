@@ -14,7 +14,8 @@ pub mod vegas;
 use crate::engine::{flow_hash, Ctx, FlowTrace, HostStack};
 use crate::net::{Packet, Payload};
 use crate::scenario::{Scenario, ScenarioError};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Bytes on the wire around a TCP payload: Ethernet header + FCS (18), preamble + gap (20),
 /// IPv4 (20), TCP (20). A full 1460-byte segment is 1538 bytes, like a full STRIDE packet.
@@ -244,8 +245,8 @@ impl<C: Congestion> TcpHost<C> {
             id,
             cfg,
             cc,
-            senders: HashMap::new(),
-            receivers: HashMap::new(),
+            senders: HashMap::default(),
+            receivers: HashMap::default(),
             ready: VecDeque::new(),
             acks: VecDeque::new(),
             timers: BTreeSet::new(),
