@@ -5,6 +5,12 @@
 //! 32-byte BLAKE3 hash, then ends its direction. The receiver answers with a status (one code
 //! byte, a u16 length, a UTF-8 message) before ending its own direction.
 //!
+//! An authenticated upload (version 2, [`encode_header_auth`], see [`auth`]) adds to the
+//! header the sender's clock, 16 random bytes and a keyed BLAKE3 tag; after the hash, a tag
+//! binding the hash to the header; and the receiver's status ends with a tag of its own. A
+//! receiver with a key refuses version 1, one without refuses version 2, both with
+//! [`Status::Unauthenticated`] before any file is created.
+//!
 //! The receiver stores a file so that no remote sender can corrupt or redirect it:
 //! - one upload per name at a time (per process): a second upload of a name still in progress
 //!   is refused with [`Status::Busy`], as is any upload beyond [`upload_limit`] (derived from
@@ -42,11 +48,15 @@
 //! # Ok(()) }
 //! ```
 
+pub mod auth;
 mod receive;
 mod send;
 
+pub use auth::Key;
+
 pub use receive::{
     receive_file, receive_files, receiver_options, upload_limit, ReceiveOptions, Received,
+    ReceiverState, Refusals,
 };
 pub use send::{send_file, sender_options, SendOptions, Sent, SEND_SYN_RETRIES};
 
@@ -57,8 +67,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// First four bytes of a transfer.
 pub const MAGIC: &[u8; 4] = b"STRF";
-/// Protocol version this module speaks.
+/// Protocol version of an unauthenticated upload.
 pub const VERSION: u8 = 1;
+/// Protocol version of an authenticated upload (a header with an auth block, a body tag and a
+/// tagged answer; see [`auth`]).
+pub const VERSION_AUTH: u8 = 2;
 /// Bytes moved per read and write.
 pub const CHUNK: usize = 256 * 1024;
 
@@ -81,6 +94,11 @@ pub enum Status {
     /// Another upload of the same name is in progress, or the receiver is at its limit of
     /// uploads in progress.
     Busy = 6,
+    /// The upload is not authenticated as the receiver requires (no key, another key, a
+    /// replayed header), or the source address is not allowed.
+    Unauthenticated = 7,
+    /// The declared size does not fit the receiver's free space (less its reserve) or quota.
+    NoSpace = 8,
 }
 
 impl Status {
@@ -93,6 +111,8 @@ impl Status {
             3 => Status::Exists,
             4 => Status::WriteFailed,
             6 => Status::Busy,
+            7 => Status::Unauthenticated,
+            8 => Status::NoSpace,
             _ => Status::Protocol,
         }
     }
@@ -132,6 +152,22 @@ pub fn encode_header(name: &str, size: u64) -> Vec<u8> {
     head.extend_from_slice(name.as_bytes());
     head.extend_from_slice(&size.to_be_bytes());
     head
+}
+
+/// The header of an authenticated upload (version [`VERSION_AUTH`]): the fields of
+/// [`encode_header`], then the auth block of [`Key::seal_header`]. Returns it with its tag.
+pub fn encode_header_auth(
+    name: &str,
+    size: u64,
+    key: &Key,
+) -> std::io::Result<(Vec<u8>, [u8; 32])> {
+    let mut head = encode_header(name, size);
+    head[4] = VERSION_AUTH;
+    let block = key.seal_header(&head)?;
+    head.extend_from_slice(&block);
+    let mut tag = [0u8; 32];
+    tag.copy_from_slice(&block[auth::AUTH_BYTES - 32..]);
+    Ok((head, tag))
 }
 
 /// A readable message for an I/O error of a transfer stream.
@@ -177,25 +213,55 @@ async fn within<T>(
     }
 }
 
-async fn write_status(s: &mut Stream, st: Status, msg: &str) {
+/// How a receiver's answer ends: nothing (a version-1 upload), or a tag (version 2): all zero
+/// from a receiver without a key, else [`Key::status_tag`] for the header's tag.
+#[derive(Clone, Default)]
+enum Seal {
+    #[default]
+    None,
+    Zero,
+    Tag(Key, [u8; 32]),
+}
+
+async fn write_status(s: &mut Stream, st: Status, msg: &str, seal: &Seal) {
     let m = msg.as_bytes();
     let m = &m[..m.len().min(1024)];
     let mut b = vec![st as u8];
     b.extend_from_slice(&(m.len() as u16).to_be_bytes());
     b.extend_from_slice(m);
+    match seal {
+        Seal::None => {}
+        Seal::Zero => b.extend_from_slice(&[0u8; 32]),
+        Seal::Tag(key, head) => b.extend_from_slice(key.status_tag(head, st as u8, m).as_bytes()),
+    }
     let _ = within(CLOSE_WAIT, s.write_all(&b)).await;
     let _ = tokio::time::timeout(CLOSE_WAIT, s.shutdown()).await;
 }
 
-async fn read_status<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<(Status, String)> {
+/// Reads the receiver's answer; with `auth` (the key and the header's tag) also its tag, and
+/// an answer whose tag does not check reads as [`Status::Unauthenticated`] with a message
+/// saying so.
+async fn read_status<R: AsyncRead + Unpin>(
+    r: &mut R,
+    auth: Option<(&Key, &[u8; 32])>,
+) -> std::io::Result<(Status, String)> {
     let code = r.read_u8().await?;
     let len = r.read_u16().await?;
     let mut m = vec![0u8; usize::from(len)];
     r.read_exact(&mut m).await?;
-    Ok((
-        Status::from_u8(code),
-        String::from_utf8_lossy(&m).into_owned(),
-    ))
+    let msg = String::from_utf8_lossy(&m).into_owned();
+    if let Some((key, head)) = auth {
+        let mut tag = [0u8; 32];
+        r.read_exact(&mut tag).await?;
+        if key.status_tag(head, code, &m) != blake3::Hash::from(tag) {
+            let said = if msg.is_empty() { "stored".into() } else { msg };
+            return Ok((
+                Status::Unauthenticated,
+                format!("its answer ({said:?}) is not authenticated by the key (a receiver without the key, or another key)"),
+            ));
+        }
+    }
+    Ok((Status::from_u8(code), msg))
 }
 
 #[cfg(test)]

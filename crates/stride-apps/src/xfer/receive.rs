@@ -1,11 +1,13 @@
 //! The receiving side: one file per connection, stored so that no remote sender can corrupt
 //! or redirect it (see the module documentation of [`super`]).
 
+use super::auth::{ReplayGuard, AUTH_BYTES};
 use super::{
-    name_ok, shown_name, transfer_error, within, write_status, Status, CHUNK, CLOSE_WAIT, MAGIC,
-    STALL_TIMEOUT, VERSION,
+    name_ok, shown_name, transfer_error, within, write_status, Key, Seal, Status, CHUNK,
+    CLOSE_WAIT, MAGIC, STALL_TIMEOUT, VERSION, VERSION_AUTH,
 };
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use stride::{Endpoint, EndpointConfig, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -39,14 +41,21 @@ async fn sync_dir(dir: &Path) {
     }
 }
 
-/// Options of [`receive_file`].
-#[derive(Clone, Copy, Debug)]
+/// Options of [`receive_file`]. Clones share one [`ReceiverState`]: give every connection of
+/// a receiver a clone of the same options.
+#[derive(Clone, Debug)]
 pub struct ReceiveOptions {
     /// Replace an existing file of the same name.
     pub force: bool,
     /// Give up (and delete the temporary file) when the sender's bytes make no progress for
     /// this long; keepalives do not count. Default [`STALL_TIMEOUT`].
     pub stall_timeout: Duration,
+    /// Accept only uploads authenticated with this key (None: anyone who reaches the port).
+    pub key: Option<Key>,
+    /// Accept only senders whose address is in one of these networks (empty: any address).
+    pub allow: Vec<ipnet::IpNet>,
+    /// What the connections of this receiver share (counters, recent headers).
+    pub state: Arc<ReceiverState>,
 }
 
 impl Default for ReceiveOptions {
@@ -54,7 +63,45 @@ impl Default for ReceiveOptions {
         ReceiveOptions {
             force: false,
             stall_timeout: STALL_TIMEOUT,
+            key: None,
+            allow: Vec::new(),
+            state: Arc::default(),
         }
+    }
+}
+
+/// Counters of the uploads a receiver refused or dropped, by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// Not authenticated with the receiver's key (no key, another key, a bad tag, a replayed
+    /// header or a clock too far off).
+    pub unauthenticated: u64,
+    /// From an address outside the allowed networks.
+    pub not_allowed: u64,
+}
+
+/// The state the connections of one receiver share: its counters and the recent
+/// authenticated headers (for replay detection).
+#[derive(Debug, Default)]
+pub struct ReceiverState {
+    refusals: std::sync::Mutex<Refusals>,
+    replay: std::sync::Mutex<ReplayGuard>,
+}
+
+impl std::fmt::Debug for ReplayGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplayGuard")
+    }
+}
+
+impl ReceiverState {
+    /// The counters so far.
+    pub fn refusals(&self) -> Refusals {
+        *self.refusals.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn count(&self, f: impl FnOnce(&mut Refusals)) {
+        f(&mut self.refusals.lock().unwrap_or_else(|e| e.into_inner()));
     }
 }
 
@@ -96,7 +143,7 @@ where
             Ok(s) => s,
             Err(e) => return e,
         };
-        let (dir, opts, report) = (dir.clone(), *opts, report.clone());
+        let (dir, opts, report) = (dir.clone(), opts.clone(), report.clone());
         tokio::spawn(async move {
             let r = receive_file(s, &dir, &opts).await;
             report(r);
@@ -104,41 +151,144 @@ where
     }
 }
 
+/// A header as read: the name's bytes, the declared size and, for an authenticated upload, its
+/// tag.
+struct Header {
+    name: Vec<u8>,
+    size: u64,
+    tag: Option<[u8; 32]>,
+}
+
+/// A refusal to answer with: status, message, how the answer is sealed, and the name the
+/// header gave (empty if it was not read).
+type Answer = (Status, String, Seal, Vec<u8>);
+
+/// Reads the header (each read bounded by `stall`) and checks its authentication against
+/// the receiver's `key`. Err(None): the sender broke off (nothing to answer).
+async fn read_header(
+    s: &mut Stream,
+    stall: Duration,
+    opts: &ReceiveOptions,
+) -> Result<Header, Option<Answer>> {
+    let mut head = [0u8; 7];
+    within(stall, s.read_exact(&mut head))
+        .await
+        .map_err(|_| None)?;
+    let version = head[4];
+    if &head[..4] != MAGIC || (version != VERSION && version != VERSION_AUTH) {
+        return Err(Some((
+            Status::Protocol,
+            "bad header: not a STRIDE file transfer".into(),
+            Seal::None,
+            Vec::new(),
+        )));
+    }
+    let nlen = usize::from(u16::from_be_bytes([head[5], head[6]]));
+    let rest = nlen
+        + 8
+        + if version == VERSION_AUTH {
+            AUTH_BYTES
+        } else {
+            0
+        };
+    let mut all = head.to_vec();
+    all.resize(7 + rest, 0);
+    within(stall, s.read_exact(&mut all[7..]))
+        .await
+        .map_err(|_| None)?;
+    let name = all[7..7 + nlen].to_vec();
+    let size = u64::from_be_bytes(all[7 + nlen..15 + nlen].try_into().expect("8 bytes"));
+    let refuse = |msg: &str, seal| {
+        opts.state.count(|c| c.unauthenticated += 1);
+        Err(Some((
+            Status::Unauthenticated,
+            msg.to_string(),
+            seal,
+            name.clone(),
+        )))
+    };
+    match (version == VERSION_AUTH, &opts.key) {
+        (false, None) => Ok(Header {
+            name,
+            size,
+            tag: None,
+        }),
+        (false, Some(_)) => refuse(
+            "this receiver accepts only authenticated uploads (send --key)",
+            Seal::None,
+        ),
+        (true, None) => refuse("this receiver has no key (send without --key)", Seal::Zero),
+        (true, Some(key)) => {
+            let (signed, tag) = all.split_at(all.len() - 32);
+            let tag: [u8; 32] = tag.try_into().expect("32 bytes");
+            let seal = Seal::Tag(key.clone(), tag);
+            if !key.header_ok(signed, &tag) {
+                return refuse("not authenticated (another key?)", seal);
+            }
+            let block = &signed[signed.len() - 24..];
+            let ts = u64::from_be_bytes(block[..8].try_into().expect("8 bytes"));
+            let nonce: [u8; 16] = block[8..].try_into().expect("16 bytes");
+            let admitted = opts
+                .state
+                .replay
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .admit_now(ts, nonce);
+            match admitted {
+                Ok(()) => Ok(Header {
+                    name,
+                    size,
+                    tag: Some(tag),
+                }),
+                Err(why) => refuse(&format!("refused: {why}"), seal),
+            }
+        }
+    }
+}
+
+/// Whether `opts` lets the sender at `from` upload (its address in an allowed network).
+fn allowed(opts: &ReceiveOptions, from: std::net::SocketAddr) -> bool {
+    let ip = from.ip().to_canonical();
+    opts.allow.is_empty() || opts.allow.iter().any(|n| n.contains(&ip))
+}
+
 /// Receives one file from `s` into `dir`, answers the sender with the outcome and returns it.
 pub async fn receive_file(mut s: Stream, dir: &Path, opts: &ReceiveOptions) -> Received {
     let (force, stall) = (opts.force, opts.stall_timeout);
     let mut out = Received::default();
-    // Header.
-    let mut head = [0u8; 7];
-    if let Err(e) = within(stall, s.read_exact(&mut head)).await {
-        out.error = Some(format!("bad header: {}", transfer_error(&e)));
+    if !allowed(opts, s.remote_addr()) {
+        opts.state.count(|c| c.not_allowed += 1);
+        let msg = format!("{} is not an allowed address", s.remote_addr().ip());
+        // Before the header: its version is unknown. A version-1 sender ignores the zero tag,
+        // a version-2 one shows the message as unauthenticated.
+        write_status(&mut s, Status::Unauthenticated, &msg, &Seal::Zero).await;
+        out.error = Some(msg);
         return out;
     }
-    if &head[..4] != MAGIC || head[4] != VERSION {
-        out.error = Some("bad header: not a STRIDE file transfer".into());
-        write_status(&mut s, Status::Protocol, "bad header").await;
-        return out;
-    }
-    let nlen = usize::from(u16::from_be_bytes([head[5], head[6]]));
-    let mut nb = vec![0u8; nlen];
-    let size = match within(stall, async {
-        s.read_exact(&mut nb).await?;
-        s.read_u64().await
-    })
-    .await
-    {
-        Ok(v) => v,
-        Err(e) => {
-            out.error = Some(format!("bad header: {}", transfer_error(&e)));
+    let head = match read_header(&mut s, stall, opts).await {
+        Ok(h) => h,
+        Err(None) => {
+            out.error = Some("bad header: the sender broke off".into());
+            return out;
+        }
+        Err(Some((st, msg, seal, name))) => {
+            out.name = shown_name(&String::from_utf8_lossy(&name));
+            write_status(&mut s, st, &msg, &seal).await;
+            out.error = Some(msg);
             return out;
         }
     };
+    let seal = match (&opts.key, head.tag) {
+        (Some(k), Some(t)) => Seal::Tag(k.clone(), t),
+        _ => Seal::None,
+    };
+    let (nb, size) = (head.name, head.size);
     out.name = String::from_utf8_lossy(&nb).into_owned();
     if std::str::from_utf8(&nb).is_err() || !name_ok(&out.name) {
         out.name = shown_name(&out.name);
         out.refused_name = true;
         let msg = format!("refused name {:?}", out.name);
-        write_status(&mut s, Status::RefusedName, &msg).await;
+        write_status(&mut s, Status::RefusedName, &msg, &seal).await;
         out.error = Some(msg);
         return out;
     }
@@ -147,20 +297,20 @@ pub async fn receive_file(mut s: Stream, dir: &Path, opts: &ReceiveOptions) -> R
         Ok(c) => c,
         Err(Refusal::Full(n)) => {
             let msg = format!("receiver busy: {n} uploads in progress (its limit)");
-            write_status(&mut s, Status::Busy, &msg).await;
+            write_status(&mut s, Status::Busy, &msg, &seal).await;
             out.error = Some(msg);
             return out;
         }
         Err(Refusal::NameBusy) => {
             let msg = format!("another upload of {:?} is in progress", out.name);
-            write_status(&mut s, Status::Busy, &msg).await;
+            write_status(&mut s, Status::Busy, &msg, &seal).await;
             out.error = Some(msg);
             return out;
         }
     };
     if !force && std::fs::symlink_metadata(&fin).is_ok() {
         let msg = format!("{:?} already exists (receiver needs --force)", out.name);
-        write_status(&mut s, Status::Exists, &msg).await;
+        write_status(&mut s, Status::Exists, &msg, &seal).await;
         out.error = Some(msg);
         return out;
     }
@@ -168,7 +318,7 @@ pub async fn receive_file(mut s: Stream, dir: &Path, opts: &ReceiveOptions) -> R
         Ok(v) => v,
         Err(e) => {
             let msg = format!("create: {}", io_msg(&e));
-            write_status(&mut s, Status::WriteFailed, &msg).await;
+            write_status(&mut s, Status::WriteFailed, &msg, &seal).await;
             out.error = Some(msg);
             return out;
         }
@@ -178,15 +328,22 @@ pub async fn receive_file(mut s: Stream, dir: &Path, opts: &ReceiveOptions) -> R
         part: &part,
         fin: &fin,
         force,
+        auth: match &seal {
+            Seal::Tag(k, t) => Some((k, *t)),
+            _ => None,
+        },
     };
     let (st, msg) = store(&mut s, file, size, stall, &target, &mut out).await;
+    if st == Status::Unauthenticated {
+        opts.state.count(|c| c.unauthenticated += 1);
+    }
     if st != Status::Ok {
         let _ = tokio::fs::remove_file(&part).await;
         out.error = Some(msg.clone());
         out.bytes = 0;
         out.checksum.clear();
     }
-    write_status(&mut s, st, &msg).await;
+    write_status(&mut s, st, &msg, &seal).await;
     // Let the sender's end of stream arrive (and be acknowledged) before the stream goes.
     let mut sink = [0u8; 4096];
     let ended = tokio::time::timeout(stall.min(CLOSE_WAIT), async {
@@ -207,6 +364,9 @@ struct Target<'a> {
     part: &'a Path,
     fin: &'a Path,
     force: bool,
+    /// The key and the header's tag of an authenticated upload: the body's hash must come
+    /// with its tag.
+    auth: Option<(&'a Key, [u8; 32])>,
 }
 
 /// Copies the body from `s` into `file`, reads the sender's hash, flushes the file and hashes
@@ -225,15 +385,22 @@ async fn store(
     match result {
         Err((st, msg)) => (st, msg),
         Ok(file) => {
-            let mut theirs = [0u8; 32];
-            match within(stall, s.read_exact(&mut theirs)).await {
+            let mut theirs = [0u8; 64];
+            let trailer = if target.auth.is_some() { 64 } else { 32 };
+            match within(stall, s.read_exact(&mut theirs[..trailer])).await {
                 Err(e) => (
                     Status::Protocol,
                     format!("no checksum: {}", transfer_error(&e)),
                 ),
+                Ok(_) if !trailer_ok(&theirs, target.auth) => (
+                    Status::Unauthenticated,
+                    "the body's checksum is not authenticated by the key".into(),
+                ),
                 Ok(_) => match sync_and_hash(file).await {
                     Err(e) => (Status::WriteFailed, format!("fsync: {}", io_msg(&e))),
-                    Ok((stored, hash)) if stored != size || blake3::Hash::from(theirs) != hash => {
+                    Ok((stored, hash))
+                        if stored != size || blake3::Hash::from(theirs_hash(&theirs)) != hash =>
+                    {
                         (Status::ChecksumMismatch, "checksum mismatch".into())
                     }
                     Ok((_, hash)) => {
@@ -255,6 +422,20 @@ async fn store(
             }
         }
     }
+}
+
+/// The sender's hash of the body (the first 32 bytes of its trailer).
+fn theirs_hash(trailer: &[u8; 64]) -> [u8; 32] {
+    trailer[..32].try_into().expect("32 bytes")
+}
+
+/// Whether the trailer's hash comes with a valid tag (always, for an unauthenticated upload).
+fn trailer_ok(trailer: &[u8; 64], auth: Option<(&Key, [u8; 32])>) -> bool {
+    let Some((key, head)) = auth else {
+        return true;
+    };
+    let tag: [u8; 32] = trailer[32..].try_into().expect("32 bytes");
+    key.body_tag(&head, &blake3::Hash::from(theirs_hash(trailer))) == blake3::Hash::from(tag)
 }
 
 /// The names being received in this process (full target paths): one upload per name.

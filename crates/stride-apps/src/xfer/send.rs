@@ -1,7 +1,8 @@
 //! The sending side: one file per connection, confirmed by the receiver.
 
 use super::{
-    connect_error, encode_header, read_status, transfer_error, within, Status, CHUNK, STALL_TIMEOUT,
+    connect_error, encode_header, encode_header_auth, read_status, transfer_error, within, Key,
+    Status, CHUNK, STALL_TIMEOUT,
 };
 use std::net::SocketAddr;
 use std::path::Path;
@@ -25,7 +26,7 @@ pub struct Sent {
 }
 
 /// Options of [`send_file`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SendOptions {
     /// Give up connecting after this long. Default 15 s: above `stride send`'s SYN give-up
     /// (`max_retries` 14: 9.0 to 11.5 s of resends), so an overloaded receiver still gets the
@@ -35,6 +36,9 @@ pub struct SendOptions {
     /// when the receiver's status has not come this long (plus one second per 100 MB for the
     /// receiver's check) after the last byte left. Default [`STALL_TIMEOUT`].
     pub stall_timeout: Duration,
+    /// Authenticate the upload with this key (the receiver must hold the same), and believe
+    /// only an answer authenticated by it.
+    pub key: Option<Key>,
 }
 
 impl Default for SendOptions {
@@ -42,23 +46,25 @@ impl Default for SendOptions {
         SendOptions {
             connect_timeout: Duration::from_secs(15),
             stall_timeout: STALL_TIMEOUT,
+            key: None,
         }
     }
 }
 
-/// The sender's side of one transfer on `wr`: the header for `name` (`size` bytes), the bytes
-/// of `file` (at `path`) and their hash, then the end of the direction; every write bounded by
+/// The sender's side of one transfer on `wr`: the header `head` (of `size` bytes), the bytes
+/// of `file` (at `path`) and their hash (with its tag for an authenticated upload: `auth`
+/// holds the key and the header's tag), then the end of the direction; every write bounded by
 /// `stall`. Returns the hash, or the message of what failed.
 async fn write_file<W: AsyncWrite + Unpin>(
     wr: &mut W,
     file: &mut tokio::fs::File,
     path: &Path,
-    name: &str,
+    head: &[u8],
     size: u64,
     stall: Duration,
+    auth: Option<(&Key, &[u8; 32])>,
 ) -> Result<blake3::Hash, String> {
-    let head = encode_header(name, size);
-    within(stall, wr.write_all(&head))
+    within(stall, wr.write_all(head))
         .await
         .map_err(|e| transfer_error(&e))?;
     let mut hasher = blake3::Hasher::new();
@@ -80,7 +86,11 @@ async fn write_file<W: AsyncWrite + Unpin>(
         left -= n as u64;
     }
     let hash = hasher.finalize();
-    within(stall, wr.write_all(hash.as_bytes()))
+    let mut trailer = hash.as_bytes().to_vec();
+    if let Some((key, head_tag)) = auth {
+        trailer.extend_from_slice(key.body_tag(head_tag, &hash).as_bytes());
+    }
+    within(stall, wr.write_all(&trailer))
         .await
         .map_err(|e| transfer_error(&e))?;
     within(stall, wr.shutdown())
@@ -133,6 +143,14 @@ pub async fn send_file(
         return Err(format!("{}: not a regular file", path.display()));
     }
     let size = meta.len();
+    let (head, head_tag) = match &opts.key {
+        Some(k) => {
+            let (h, t) = encode_header_auth(&name, size, k).map_err(|e| e.to_string())?;
+            (h, Some(t))
+        }
+        None => (encode_header(&name, size), None),
+    };
+    let auth = opts.key.as_ref().zip(head_tag.as_ref());
     let stall = opts.stall_timeout;
     let check_time = stall + Duration::from_secs(size / 100_000_000);
     let start = Instant::now();
@@ -142,9 +160,9 @@ pub async fn send_file(
         .map_err(|e| connect_error(&e, to))?;
     let (mut rd, mut wr) = tokio::io::split(stream);
     let outcome = async {
-        let writer = write_file(&mut wr, &mut file, path, &name, size, stall);
+        let writer = write_file(&mut wr, &mut file, path, &head, size, stall, auth);
         tokio::pin!(writer);
-        let status = async { read_status(&mut rd).await };
+        let status = async { read_status(&mut rd, auth).await };
         tokio::pin!(status);
         let (hash, st) = tokio::select! {
             w = &mut writer => {
