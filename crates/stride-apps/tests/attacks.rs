@@ -209,3 +209,224 @@ async fn addresses_outside_allow_are_refused_and_a_keyless_receiver_says_so() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&src);
 }
+
+/// Opens an upload of `size` declared bytes from `c` and trickles one byte every `every`
+/// until the receiver answers; returns the answer (or the error that ended the stream).
+async fn trickle(c: Endpoint, to: SocketAddr, name: String, every: Duration) -> String {
+    let Ok(s) = c.connect(to).await else {
+        return "connect failed".into();
+    };
+    let (mut rd, mut wr) = tokio::io::split(s);
+    let reader = async {
+        let code = rd.read_u8().await?;
+        let len = rd.read_u16().await?;
+        let mut m = vec![0u8; usize::from(len)];
+        rd.read_exact(&mut m).await?;
+        Ok::<_, std::io::Error>(format!(
+            "{:?}: {}",
+            Status::from_u8(code),
+            String::from_utf8_lossy(&m)
+        ))
+    };
+    let writer = async {
+        if wr
+            .write_all(&encode_header(&name, 10_000_000))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        loop {
+            if wr.write_all(&[7]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(every).await;
+        }
+    };
+    tokio::select! {
+        r = reader => r.unwrap_or_else(|e| format!("ended: {e}")),
+        _ = writer => "writer failed".into(),
+    }
+}
+
+/// Attack: trickling uploads from 5 source addresses (127.0.0.2 to .6) try to hold every
+/// slot. Each source stops at its cap, a sixth address takes the slowest slot of a busiest
+/// source, a real upload completes during the flood, and after the grace span the trickling
+/// uploads are dropped as too slow. `STRIDE_ATTACK_FULL=1` runs it at the scale of the
+/// receiver's defaults: 4096 connections, 256 per source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickling_sources_cannot_lock_the_receiver() {
+    let full = std::env::var_os("STRIDE_ATTACK_FULL").is_some();
+    let (per_source, conns, grace) = if full {
+        (256, 4096 / 5 + 1, Duration::from_secs(10))
+    } else {
+        (4, 6, Duration::from_secs(1))
+    };
+    let dir = tempdir("trickle");
+    let opts = ReceiveOptions {
+        limits: stride_apps::xfer::Limits {
+            max_uploads: 5 * per_source,
+            max_per_source: per_source,
+            min_rate: 64 * 1024,
+            grace,
+            ..Default::default()
+        },
+        ..ReceiveOptions::default()
+    };
+    let state = opts.state.clone();
+    let (ep, _reports) = receiver(&dir, opts);
+    let to = ep.local_addr();
+    let mut attackers = tokio::task::JoinSet::new();
+    for src in 2..=6 {
+        let c = client(&format!("127.0.0.{src}"));
+        for i in 0..conns {
+            let name = format!("t{src}-{i}");
+            attackers.spawn(trickle(c.clone(), to, name, Duration::from_millis(300)));
+        }
+    }
+    let t = std::time::Instant::now();
+    while state.uploads() < 5 * per_source {
+        assert!(t.elapsed() < grace, "the flood never filled the receiver");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(state.refusals().busy > 0, "no source was held to its cap");
+    // The real upload, from another address, while every slot is taken.
+    let src = tempdir("trickle-src");
+    let file = src.join("real.bin");
+    let body = data(2_000_000, 5);
+    std::fs::write(&file, &body).unwrap();
+    let sent = send_file(&client("127.0.0.1"), to, &file, &SendOptions::default()).await;
+    sent.expect("the real upload failed during the flood");
+    assert_eq!(std::fs::read(dir.join("real.bin")).unwrap(), body);
+    assert!(state.refusals().evicted >= 1, "{:?}", state.refusals());
+    // Every trickling upload ends: refused, dropped for a share, or too slow.
+    let mut outcomes = Vec::new();
+    let bound = grace * 3 + Duration::from_secs(5);
+    while let Some(r) = tokio::time::timeout(bound, attackers.join_next())
+        .await
+        .expect("a trickling upload outlived the minimum rate")
+    {
+        outcomes.push(r.unwrap());
+    }
+    assert!(
+        outcomes.iter().any(|o| o.contains("too slow")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.iter().any(|o| o.contains("per-source limit")),
+        "{outcomes:?}"
+    );
+    assert!(state.refusals().too_slow >= 1);
+    assert!(entries(&dir) == ["real.bin"], "{:?}", entries(&dir));
+    eprintln!("{:?} after {:?}", state.refusals(), t.elapsed());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&src);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sizes_beyond_the_free_space_or_quota_are_refused_at_once() {
+    let dir = tempdir("space");
+    let opts = ReceiveOptions {
+        limits: stride_apps::xfer::Limits {
+            quota: Some(1_000_000),
+            ..Default::default()
+        },
+        ..ReceiveOptions::default()
+    };
+    let state = opts.state.clone();
+    let (ep, _reports) = receiver(&dir, opts);
+    let to = ep.local_addr();
+    let c = client("127.0.0.1");
+    // More than any disk: refused on the header alone.
+    let (st, msg) = raw(&c, to, &encode_header("huge.bin", 1 << 60)).await;
+    assert_eq!(st, Status::NoSpace, "{msg}");
+    assert!(msg.contains("no room"), "{msg}");
+    // Two uploads of 600 kB under a 1 MB quota: the second is refused while the first, holding
+    // its claim, is in progress; the first completes.
+    let a = data(600_000, 1);
+    let mut first = c.connect(to).await.unwrap();
+    first
+        .write_all(&encode_header("a.bin", a.len() as u64))
+        .await
+        .unwrap();
+    first.write_all(&a[..1000]).await.unwrap();
+    let t = std::time::Instant::now();
+    while entries(&dir).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the first upload never started"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (st, msg) = raw(&c, to, &encode_header("b.bin", 600_000)).await;
+    assert_eq!(st, Status::NoSpace, "{msg}");
+    assert!(msg.contains("quota"), "{msg}");
+    first.write_all(&a[1000..]).await.unwrap();
+    first.write_all(blake3::hash(&a).as_bytes()).await.unwrap();
+    first.shutdown().await.unwrap();
+    let (st, msg) = answer(&mut first).await;
+    assert_eq!(st, Status::Ok, "{msg}");
+    assert_eq!(state.refusals().no_space, 2);
+    assert_eq!(entries(&dir), ["a.bin"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_upload_frees_its_name_at_once() {
+    let dir = tempdir("retry");
+    let (ep, _reports) = receiver(&dir, ReceiveOptions::default());
+    let to = ep.local_addr();
+    let c = client("127.0.0.1");
+    let body = data(50_000, 6);
+    // A wrong hash; the sender keeps its direction open (the receiver would wait for its end).
+    let mut bad = encode_header("r.bin", body.len() as u64);
+    bad.extend_from_slice(&body);
+    bad.extend_from_slice(&[0u8; 32]);
+    let mut s = c.connect(to).await.unwrap();
+    s.write_all(&bad).await.unwrap();
+    let (st, msg) = answer(&mut s).await;
+    assert_eq!(st, Status::ChecksumMismatch, "{msg}");
+    let mut good = encode_header("r.bin", body.len() as u64);
+    good.extend_from_slice(&body);
+    good.extend_from_slice(blake3::hash(&body).as_bytes());
+    let (st, msg) = raw(&c, to, &good).await;
+    assert_eq!(st, Status::Ok, "the retry was refused: {msg}");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn only_unlocked_temporary_files_of_this_tool_are_removed_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir("orphans");
+    let mk = |name: &str, mode: u32| {
+        let p = dir.join(name);
+        std::fs::write(&p, b"partial").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    };
+    mk("dead.bin.0123456789abcdef.part", 0o600);
+    let live = mk("live.bin.fedcba9876543210.part", 0o600);
+    let held = std::fs::File::open(&live).unwrap();
+    fs4::FileExt::try_lock(&held).unwrap();
+    mk("mine.0123456789abcdef.part", 0o644); // not a mode this tool uses
+    mk("notes.part", 0o600); // not this tool's naming
+    let victim = mk("victim", 0o600);
+    std::os::unix::fs::symlink(&victim, dir.join("link.0123456789abcdef.part")).unwrap();
+    let gone = stride_apps::xfer::remove_orphans(&dir).unwrap();
+    assert_eq!(gone, ["dead.bin.0123456789abcdef.part"]);
+    let mut left = entries(&dir);
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "link.0123456789abcdef.part",
+            "live.bin.fedcba9876543210.part",
+            "mine.0123456789abcdef.part",
+            "notes.part",
+            "victim"
+        ]
+    );
+    drop(held);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use stride::Endpoint;
 use stride_apps::xfer::{
-    self, receive_file, send_file, ReceiveOptions, Received, Refusals, SendOptions,
+    self, receive_file, send_file, Limits, ReceiveOptions, Received, Refusals, SendOptions,
 };
 
 /// Arguments of `stride recv`.
@@ -70,6 +70,30 @@ pub struct RecvArgs {
     /// address); repeat for several. Others are refused at once, and counted.
     #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
     pub allow: Vec<ipnet::IpNet>,
+    /// Most uploads in progress at once [default: half the descriptor limit less 64, at most
+    /// 4096].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_uploads: Option<u64>,
+    /// Most uploads in progress at once from one source address (an IPv6 /64 counts as one);
+    /// when every slot is taken, a source holding fewer takes the slowest upload of the
+    /// source holding most.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_uploads_per_source: u64,
+    /// Drop an upload that moves fewer than this many bytes per second over any --grace span
+    /// (the first one, from the connection's start, includes the header); 0 turns it off.
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes, default_value = "16KiB")]
+    pub min_rate: u64,
+    /// The span over which --min-rate is measured.
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout, default_value = "10s")]
+    pub grace: Duration,
+    /// Refuse an upload whose declared size does not fit the free space less this reserve
+    /// (and less what the uploads in progress still have to write).
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes, default_value = "64MiB")]
+    pub reserve: u64,
+    /// Refuse an upload that would make the files in --out hold more than this (with the
+    /// uploads in progress).
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes)]
+    pub quota: Option<u64>,
 }
 
 /// A network (`10.0.0.0/8`) or a single address (`10.0.0.1`, as /32 or /128).
@@ -168,6 +192,10 @@ fn counters(ep: &Endpoint, refused_names: u64, r: &Refusals) -> (serde_json::Val
         "refused_names": refused_names,
         "unauthenticated_uploads": r.unauthenticated,
         "uploads_from_addresses_not_allowed": r.not_allowed,
+        "uploads_refused_busy": r.busy,
+        "uploads_dropped_too_slow": r.too_slow,
+        "uploads_dropped_for_fair_share": r.evicted,
+        "uploads_refused_no_space": r.no_space,
         "malformed_datagrams": s.malformed,
         "truncated_datagrams": io.truncated,
         "unknown_connection_datagrams": s.unknown,
@@ -182,11 +210,16 @@ fn counters(ep: &Endpoint, refused_names: u64, r: &Refusals) -> (serde_json::Val
     }});
     let h = format!(
         "stride recv: counters: {refused_names} refused names, {} unauthenticated uploads, {} from \
-addresses not allowed, {} malformed and {} truncated datagrams, \
+addresses not allowed; uploads {} refused busy, {} dropped too slow, {} dropped for a fair share, \
+{} refused for space; {} malformed and {} truncated datagrams, \
 {} datagrams for unknown connections ({} with bad cookies), {} handshakes refused (full) and {} \
 (per-source limit), {} RSTs suppressed by the rate limit; {} connections accepted",
         r.unauthenticated,
         r.not_allowed,
+        r.busy,
+        r.too_slow,
+        r.evicted,
+        r.no_space,
         s.malformed,
         io.truncated,
         s.unknown,
@@ -214,12 +247,62 @@ fn print_counters(
     j
 }
 
+/// The receiver's options from its arguments (exits on a bad key).
+fn receive_options(a: &RecvArgs) -> ReceiveOptions {
+    let max = a.max_uploads.map_or(xfer::upload_limit(), |n| n as usize);
+    ReceiveOptions {
+        force: a.force,
+        stall_timeout: Duration::from_nanos(a.idle_timeout.max(1_000_000)),
+        key: load_key("recv", &a.key),
+        allow: a.allow.clone(),
+        limits: Limits {
+            max_uploads: max,
+            max_per_source: (a.max_uploads_per_source as usize).min(max),
+            min_rate: a.min_rate,
+            grace: a.grace,
+            reserve: a.reserve,
+            quota: a.quota,
+        },
+        ..ReceiveOptions::default()
+    }
+}
+
+/// What `stride recv` says after it started listening on `at`: the temporary files it removed,
+/// and who may upload.
+fn start_notes(orphans: &[String], ropts: &ReceiveOptions, at: SocketAddr) {
+    if !orphans.is_empty() {
+        let names: Vec<_> = orphans
+            .iter()
+            .map(|g| format!("{:?}", xfer::shown_name(g)))
+            .collect();
+        eprintln!(
+            "stride recv: removed {} temporary file(s) left by a receiver that died: {}",
+            orphans.len(),
+            names.join(", ")
+        );
+    }
+    if ropts.key.is_none() {
+        let from = if ropts.allow.is_empty() {
+            ""
+        } else {
+            " from the --allow networks"
+        };
+        eprintln!(
+            "stride recv: warning: no --key: anyone who can reach {at}{from} may upload files"
+        );
+    }
+}
+
 /// `stride recv`.
 pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
     if let Err(e) = std::fs::create_dir_all(&a.out) {
         fail("recv", format!("cannot create {}: {e}", a.out.display()));
     }
-    let key = load_key("recv", &a.key);
+    let ropts = receive_options(&a);
+    let orphans = match xfer::remove_orphans(&a.out) {
+        Ok(gone) => gone,
+        Err(e) => fail("recv", format!("cannot read {}: {e}", a.out.display())),
+    };
     let rt = runtime()?;
     let code = rt.block_on(async move {
         let opts = xfer::receiver_options(a.idle_timeout, a.recovery, a.read_delay_slack);
@@ -228,24 +311,7 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
             Err(e) => fail("recv", format!("cannot listen on {}: {e}", a.listen)),
         };
         eprintln!("listening on {}", ep.local_addr());
-        let ropts = ReceiveOptions {
-            force: a.force,
-            stall_timeout: Duration::from_nanos(a.idle_timeout.max(1_000_000)),
-            key,
-            allow: a.allow.clone(),
-            ..ReceiveOptions::default()
-        };
-        if ropts.key.is_none() {
-            eprintln!(
-                "stride recv: warning: no --key: anyone who can reach {}{} may upload files",
-                ep.local_addr(),
-                if a.allow.is_empty() {
-                    ""
-                } else {
-                    " from the --allow networks"
-                }
-            );
-        }
+        start_notes(&orphans, &ropts, ep.local_addr());
         let refused = std::sync::Arc::new(AtomicU64::new(0));
         {
             let (ep, refused, json) = (ep.clone(), refused.clone(), a.json);

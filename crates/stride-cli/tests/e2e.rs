@@ -391,6 +391,7 @@ fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
         .expect("spawn send");
     std::thread::sleep(Duration::from_millis(700));
     drop(recv); // SIGKILL
+    let orphans = parts(&dst);
     let out = child.wait_with_output().expect("wait");
     let el = t.elapsed();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -400,6 +401,12 @@ fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
     assert!(el < Duration::from_secs(20), "{el:?}");
     assert!(!dst.join("big.bin").exists());
     eprintln!("sender gave up after {el:?}: {err}");
+    // The dead receiver's temporary file is removed when a receiver starts on the directory.
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert_eq!(parts(&dst), orphans);
+    let (recv, _) = start_recv(&dst, &[]);
+    assert!(parts(&dst).is_empty(), "{:?}", parts(&dst));
+    drop(recv);
     let _ = std::fs::remove_dir_all(&src);
     let _ = std::fs::remove_dir_all(&dst);
 }
@@ -469,7 +476,7 @@ impl Drop for Mount {
 /// Needs permission to mount a small tmpfs (root). Outside CI it is skipped, loudly, without
 /// that permission; under CI (`CI` set, where the suite runs as root) it must run.
 #[test]
-fn disk_full_is_reported_and_leaves_no_file() {
+fn too_large_for_the_disk_is_refused_before_writing_and_leaves_no_file() {
     let src = tempdir("full-src");
     let dst = tempdir("full-dst");
     let ok = Command::new("mount")
@@ -484,17 +491,24 @@ fn disk_full_is_reported_and_leaves_no_file() {
             std::env::var_os("CI").is_none(),
             "CI must be able to mount a tmpfs for the disk-full test"
         );
-        eprintln!("SKIPPED disk_full_is_reported_and_leaves_no_file: cannot mount a tmpfs here");
+        eprintln!("SKIPPED too_large_for_the_disk_is_refused_before_writing_and_leaves_no_file: cannot mount a tmpfs here");
         return;
     }
     let _m = Mount(dst.clone());
     let f = src.join("huge.bin");
     std::fs::write(&f, random_bytes(3_000_000, 8)).expect("write");
-    let (recv, raddr) = start_recv(&dst, &[]);
+    // Without a reserve what fits the free space is stored.
+    let (recv, raddr) = start_recv(&dst, &["--reserve", "0"]);
+    let fits = src.join("fits.bin");
+    std::fs::write(&fits, random_bytes(700_000, 9)).expect("write");
+    let out = send(raddr, std::slice::from_ref(&fits));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_file(dst.join("fits.bin")).expect("rm");
+    // Declared larger than the free space: refused on the header, before any write.
     let out = send(raddr, std::slice::from_ref(&f));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("disk full"), "{err}");
+    assert!(err.contains("no room"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     drop(recv);
     let left: Vec<_> = std::fs::read_dir(&dst).expect("dir").collect();

@@ -49,14 +49,17 @@
 //! ```
 
 pub mod auth;
+mod disk;
+pub mod guard;
 mod receive;
 mod send;
 
 pub use auth::Key;
 
+pub use disk::{is_part_name, remove_orphans};
+pub use guard::{Limits, ReceiverState, Refusals};
 pub use receive::{
     receive_file, receive_files, receiver_options, upload_limit, ReceiveOptions, Received,
-    ReceiverState, Refusals,
 };
 pub use send::{send_file, sender_options, SendOptions, Sent, SEND_SYN_RETRIES};
 

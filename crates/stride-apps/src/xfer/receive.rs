@@ -1,12 +1,16 @@
 //! The receiving side: one file per connection, stored so that no remote sender can corrupt
-//! or redirect it (see the module documentation of [`super`]).
+//! or redirect it, and admitted so that no sender can lock the receiver (see the module
+//! documentation of [`super`] and of [`super::guard`]).
 
-use super::auth::{ReplayGuard, AUTH_BYTES};
+use super::auth::AUTH_BYTES;
+use super::disk::{admit, create_part, is_part_name, publish, sync_and_hash, sync_dir};
+use super::guard::{Limits, Pace, ReceiverState, SlotGuard};
 use super::{
-    name_ok, shown_name, transfer_error, within, write_status, Key, Seal, Status, CHUNK,
-    CLOSE_WAIT, MAGIC, STALL_TIMEOUT, VERSION, VERSION_AUTH,
+    name_ok, shown_name, transfer_error, write_status, Key, Seal, Status, CHUNK, CLOSE_WAIT, MAGIC,
+    STALL_TIMEOUT, VERSION, VERSION_AUTH,
 };
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use stride::{Endpoint, EndpointConfig, Stream};
@@ -35,12 +39,6 @@ fn io_msg(e: &std::io::Error) -> String {
     }
 }
 
-async fn sync_dir(dir: &Path) {
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-}
-
 /// Options of [`receive_file`]. Clones share one [`ReceiverState`]: give every connection of
 /// a receiver a clone of the same options.
 #[derive(Clone, Debug)]
@@ -54,7 +52,9 @@ pub struct ReceiveOptions {
     pub key: Option<Key>,
     /// Accept only senders whose address is in one of these networks (empty: any address).
     pub allow: Vec<ipnet::IpNet>,
-    /// What the connections of this receiver share (counters, recent headers).
+    /// Slots, minimum rate and disk admission.
+    pub limits: Limits,
+    /// What the connections of this receiver share (counters, slots, recent headers).
     pub state: Arc<ReceiverState>,
 }
 
@@ -65,43 +65,9 @@ impl Default for ReceiveOptions {
             stall_timeout: STALL_TIMEOUT,
             key: None,
             allow: Vec::new(),
+            limits: Limits::default(),
             state: Arc::default(),
         }
-    }
-}
-
-/// Counters of the uploads a receiver refused or dropped, by cause.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Refusals {
-    /// Not authenticated with the receiver's key (no key, another key, a bad tag, a replayed
-    /// header or a clock too far off).
-    pub unauthenticated: u64,
-    /// From an address outside the allowed networks.
-    pub not_allowed: u64,
-}
-
-/// The state the connections of one receiver share: its counters and the recent
-/// authenticated headers (for replay detection).
-#[derive(Debug, Default)]
-pub struct ReceiverState {
-    refusals: std::sync::Mutex<Refusals>,
-    replay: std::sync::Mutex<ReplayGuard>,
-}
-
-impl std::fmt::Debug for ReplayGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ReplayGuard")
-    }
-}
-
-impl ReceiverState {
-    /// The counters so far.
-    pub fn refusals(&self) -> Refusals {
-        *self.refusals.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn count(&self, f: impl FnOnce(&mut Refusals)) {
-        f(&mut self.refusals.lock().unwrap_or_else(|e| e.into_inner()));
     }
 }
 
@@ -159,53 +125,57 @@ struct Header {
     tag: Option<[u8; 32]>,
 }
 
-/// A refusal to answer with: status, message, how the answer is sealed, and the name the
-/// header gave (empty if it was not read).
-type Answer = (Status, String, Seal, Vec<u8>);
+/// The answer to a sender: status, message, how it is sealed, and whether to wait for the
+/// sender's end of stream before leaving (after its whole upload was read).
+struct Answer {
+    status: Status,
+    msg: String,
+    seal: Seal,
+    drain: bool,
+}
 
-/// Reads the header (each read bounded by `stall`) and checks its authentication against
-/// the receiver's `key`. Err(None): the sender broke off (nothing to answer).
+fn answer(status: Status, msg: impl Into<String>, seal: &Seal) -> Option<Answer> {
+    Some(Answer {
+        status,
+        msg: msg.into(),
+        seal: seal.clone(),
+        drain: false,
+    })
+}
+
+/// Reads the header and checks its authentication against the receiver's key; a refusal
+/// (counted) comes with the name the header gave. Err(None): the sender broke off or was too
+/// slow (nothing to answer).
 async fn read_header(
     s: &mut Stream,
-    stall: Duration,
+    pace: &mut Pace,
     opts: &ReceiveOptions,
-) -> Result<Header, Option<Answer>> {
+) -> Result<Header, (Option<Answer>, Vec<u8>)> {
     let mut head = [0u8; 7];
-    within(stall, s.read_exact(&mut head))
+    pace.read_exact(s, &mut head)
         .await
-        .map_err(|_| None)?;
+        .map_err(|_| (None, Vec::new()))?;
     let version = head[4];
     if &head[..4] != MAGIC || (version != VERSION && version != VERSION_AUTH) {
-        return Err(Some((
-            Status::Protocol,
-            "bad header: not a STRIDE file transfer".into(),
-            Seal::None,
-            Vec::new(),
-        )));
+        let msg = "bad header: not a STRIDE file transfer";
+        return Err((answer(Status::Protocol, msg, &Seal::None), Vec::new()));
     }
     let nlen = usize::from(u16::from_be_bytes([head[5], head[6]]));
-    let rest = nlen
-        + 8
-        + if version == VERSION_AUTH {
-            AUTH_BYTES
-        } else {
-            0
-        };
+    let auth_len = if version == VERSION_AUTH {
+        AUTH_BYTES
+    } else {
+        0
+    };
     let mut all = head.to_vec();
-    all.resize(7 + rest, 0);
-    within(stall, s.read_exact(&mut all[7..]))
+    all.resize(7 + nlen + 8 + auth_len, 0);
+    pace.read_exact(s, &mut all[7..])
         .await
-        .map_err(|_| None)?;
+        .map_err(|_| (None, Vec::new()))?;
     let name = all[7..7 + nlen].to_vec();
     let size = u64::from_be_bytes(all[7 + nlen..15 + nlen].try_into().expect("8 bytes"));
-    let refuse = |msg: &str, seal| {
+    let refuse = |msg: &str, seal: Seal| {
         opts.state.count(|c| c.unauthenticated += 1);
-        Err(Some((
-            Status::Unauthenticated,
-            msg.to_string(),
-            seal,
-            name.clone(),
-        )))
+        Err((answer(Status::Unauthenticated, msg, &seal), name.clone()))
     };
     match (version == VERSION_AUTH, &opts.key) {
         (false, None) => Ok(Header {
@@ -254,107 +224,123 @@ fn allowed(opts: &ReceiveOptions, from: std::net::SocketAddr) -> bool {
 
 /// Receives one file from `s` into `dir`, answers the sender with the outcome and returns it.
 pub async fn receive_file(mut s: Stream, dir: &Path, opts: &ReceiveOptions) -> Received {
-    let (force, stall) = (opts.force, opts.stall_timeout);
     let mut out = Received::default();
-    if !allowed(opts, s.remote_addr()) {
-        opts.state.count(|c| c.not_allowed += 1);
-        let msg = format!("{} is not an allowed address", s.remote_addr().ip());
-        // Before the header: its version is unknown. A version-1 sender ignores the zero tag,
-        // a version-2 one shows the message as unauthenticated.
-        write_status(&mut s, Status::Unauthenticated, &msg, &Seal::Zero).await;
-        out.error = Some(msg);
+    // Every hold of the upload (its slot, its name, its claim on the disk) ends inside
+    // `upload`, before the answer: a failed upload frees its name at once.
+    let Some(a) = upload(&mut s, dir, opts, &mut out).await else {
         return out;
+    };
+    if a.status != Status::Ok {
+        out.error = Some(a.msg.clone());
+        out.bytes = 0;
+        out.checksum.clear();
     }
-    let head = match read_header(&mut s, stall, opts).await {
-        Ok(h) => h,
-        Err(None) => {
-            out.error = Some("bad header: the sender broke off".into());
-            return out;
+    write_status(&mut s, a.status, &a.msg, &a.seal).await;
+    if a.drain {
+        // Let the sender's end of stream arrive (and be acknowledged) before the stream goes.
+        let mut sink = [0u8; 4096];
+        let ended = tokio::time::timeout(opts.stall_timeout.min(CLOSE_WAIT), async {
+            while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
+        })
+        .await;
+        if ended.is_err() {
+            // The sender neither finished nor left: tell it we gave up.
+            s.abort();
         }
-        Err(Some((st, msg, seal, name))) => {
+    }
+    out
+}
+
+/// The upload on `s` up to its answer (None: nothing to answer, `out.error` says why).
+async fn upload(
+    s: &mut Stream,
+    dir: &Path,
+    opts: &ReceiveOptions,
+    out: &mut Received,
+) -> Option<Answer> {
+    let from = s.remote_addr();
+    if !allowed(opts, from) {
+        opts.state.count(|c| c.not_allowed += 1);
+        // Before the header its version is unknown: a version-1 sender ignores the zero tag,
+        // a version-2 one shows the message as unauthenticated.
+        let msg = format!("{} is not an allowed address", from.ip());
+        return answer(Status::Unauthenticated, msg, &Seal::Zero);
+    }
+    let slot = match SlotGuard::take(&opts.state, from.ip(), &opts.limits) {
+        Ok(slot) => slot,
+        Err(msg) => return answer(Status::Busy, msg, &Seal::Zero),
+    };
+    let mut pace = Pace::new(&slot, opts.stall_timeout, &opts.limits);
+    let head = match read_header(s, &mut pace, opts).await {
+        Ok(h) => h,
+        Err((a, name)) => {
             out.name = shown_name(&String::from_utf8_lossy(&name));
-            write_status(&mut s, st, &msg, &seal).await;
-            out.error = Some(msg);
-            return out;
+            if a.is_none() {
+                out.error = Some("bad header: the sender broke off or was too slow".into());
+            }
+            return a;
         }
     };
     let seal = match (&opts.key, head.tag) {
         (Some(k), Some(t)) => Seal::Tag(k.clone(), t),
         _ => Seal::None,
     };
-    let (nb, size) = (head.name, head.size);
-    out.name = String::from_utf8_lossy(&nb).into_owned();
-    if std::str::from_utf8(&nb).is_err() || !name_ok(&out.name) {
+    out.name = String::from_utf8_lossy(&head.name).into_owned();
+    if std::str::from_utf8(&head.name).is_err() || !name_ok(&out.name) || is_part_name(&out.name) {
         out.name = shown_name(&out.name);
         out.refused_name = true;
-        let msg = format!("refused name {:?}", out.name);
-        write_status(&mut s, Status::RefusedName, &msg, &seal).await;
-        out.error = Some(msg);
-        return out;
+        return answer(
+            Status::RefusedName,
+            format!("refused name {:?}", out.name),
+            &seal,
+        );
     }
     let fin = dir.join(&out.name);
-    let _claim = match Claim::take(&fin) {
-        Ok(c) => c,
-        Err(Refusal::Full(n)) => {
-            let msg = format!("receiver busy: {n} uploads in progress (its limit)");
-            write_status(&mut s, Status::Busy, &msg, &seal).await;
-            out.error = Some(msg);
-            return out;
-        }
-        Err(Refusal::NameBusy) => {
-            let msg = format!("another upload of {:?} is in progress", out.name);
-            write_status(&mut s, Status::Busy, &msg, &seal).await;
-            out.error = Some(msg);
-            return out;
-        }
+    let Some(_claim) = Claim::take(&fin) else {
+        let msg = format!("another upload of {:?} is in progress", out.name);
+        return answer(Status::Busy, msg, &seal);
     };
-    if !force && std::fs::symlink_metadata(&fin).is_ok() {
+    if !opts.force && std::fs::symlink_metadata(&fin).is_ok() {
         let msg = format!("{:?} already exists (receiver needs --force)", out.name);
-        write_status(&mut s, Status::Exists, &msg, &seal).await;
-        out.error = Some(msg);
-        return out;
+        return answer(Status::Exists, msg, &seal);
+    }
+    let p = &slot.progress;
+    if let Err(msg) = admit(dir, head.size, &p.reserved, &opts.state, &opts.limits) {
+        return answer(Status::NoSpace, msg, &seal);
     }
     let (file, part) = match create_part(dir, &out.name) {
         Ok(v) => v,
         Err(e) => {
-            let msg = format!("create: {}", io_msg(&e));
-            write_status(&mut s, Status::WriteFailed, &msg, &seal).await;
-            out.error = Some(msg);
-            return out;
+            return answer(
+                Status::WriteFailed,
+                format!("create: {}", io_msg(&e)),
+                &seal,
+            )
         }
     };
     let target = Target {
         dir,
         part: &part,
         fin: &fin,
-        force,
+        force: opts.force,
         auth: match &seal {
             Seal::Tag(k, t) => Some((k, *t)),
             _ => None,
         },
     };
-    let (st, msg) = store(&mut s, file, size, stall, &target, &mut out).await;
-    if st == Status::Unauthenticated {
+    let (status, msg) = store(s, file, head.size, &mut pace, &target, out).await;
+    if status == Status::Unauthenticated {
         opts.state.count(|c| c.unauthenticated += 1);
     }
-    if st != Status::Ok {
+    if status != Status::Ok {
         let _ = tokio::fs::remove_file(&part).await;
-        out.error = Some(msg.clone());
-        out.bytes = 0;
-        out.checksum.clear();
     }
-    write_status(&mut s, st, &msg, &seal).await;
-    // Let the sender's end of stream arrive (and be acknowledged) before the stream goes.
-    let mut sink = [0u8; 4096];
-    let ended = tokio::time::timeout(stall.min(CLOSE_WAIT), async {
-        while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
+    Some(Answer {
+        status,
+        msg,
+        seal,
+        drain: true,
     })
-    .await;
-    if ended.is_err() {
-        // The sender neither finished nor left: tell it we gave up.
-        s.abort();
-    }
-    out
 }
 
 /// Where a received file goes: its temporary file `part` in `dir`, then its name `fin`
@@ -376,18 +362,18 @@ async fn store(
     s: &mut Stream,
     file: std::fs::File,
     size: u64,
-    stall: Duration,
+    pace: &mut Pace,
     target: &Target<'_>,
     out: &mut Received,
 ) -> (Status, String) {
     let (dir, part, fin, force) = (target.dir, target.part, target.fin, target.force);
-    let result = recv_body(s, tokio::fs::File::from_std(file), size, stall).await;
+    let result = recv_body(s, tokio::fs::File::from_std(file), size, pace).await;
     match result {
         Err((st, msg)) => (st, msg),
         Ok(file) => {
             let mut theirs = [0u8; 64];
             let trailer = if target.auth.is_some() { 64 } else { 32 };
-            match within(stall, s.read_exact(&mut theirs[..trailer])).await {
+            match pace.read_exact(s, &mut theirs[..trailer]).await {
                 Err(e) => (
                     Status::Protocol,
                     format!("no checksum: {}", transfer_error(&e)),
@@ -444,31 +430,28 @@ static IN_PROGRESS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::
 /// An upload's hold on its target path; released on drop.
 struct Claim(PathBuf);
 
-/// Why an upload may not start.
-enum Refusal {
-    /// The name is being received.
-    NameBusy,
-    /// This many uploads are in progress: the process's limit.
-    Full(usize),
-}
-
 impl Claim {
-    fn take(path: &Path) -> Result<Claim, Refusal> {
+    /// The hold on `path`, unless another upload has it.
+    fn take(path: &Path) -> Option<Claim> {
         let mut busy = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
         if busy.iter().any(|p| p == path) {
-            return Err(Refusal::NameBusy);
-        }
-        if busy.len() >= upload_limit() {
-            return Err(Refusal::Full(busy.len()));
+            return None;
         }
         busy.push(path.to_path_buf());
-        Ok(Claim(path.to_path_buf()))
+        Some(Claim(path.to_path_buf()))
     }
 }
 
-/// Most uploads one process receives at a time: each holds a file descriptor (and, while it
-/// is checked, a blocking thread), so half the descriptor limit that remains after 64 for
-/// everything else, and at most 4096.
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut busy = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+        busy.retain(|p| p != &self.0);
+    }
+}
+
+/// Most uploads one process receives at a time by default: each holds a file descriptor (and,
+/// while it is checked, a blocking thread), so half the descriptor limit that remains after 64
+/// for everything else, and at most 4096.
 pub fn upload_limit() -> usize {
     static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *LIMIT.get_or_init(|| {
@@ -483,117 +466,20 @@ pub fn upload_limit() -> usize {
     })
 }
 
-impl Drop for Claim {
-    fn drop(&mut self) {
-        let mut busy = IN_PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
-        busy.retain(|p| p != &self.0);
-    }
-}
-
-/// 64 random bits in hex (from the kernel's random source).
-fn random_hex() -> std::io::Result<String> {
-    let mut b = [0u8; 8];
-    getrandom::getrandom(&mut b).map_err(|e| std::io::Error::other(e.to_string()))?;
-    Ok(format!("{:016x}", u64::from_le_bytes(b)))
-}
-
-/// Creates a fresh temporary file for `name` in `dir`: `PREFIX.RANDOM.part`, where PREFIX is
-/// at most the first 200 bytes of the name, so the temporary name fits where the name fits.
-fn create_part(dir: &Path, name: &str) -> std::io::Result<(std::fs::File, PathBuf)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut cut = name.len().min(200);
-    while !name.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let mut tries = 0;
-    loop {
-        let part = dir.join(format!("{}.{}.part", &name[..cut], random_hex()?));
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&part)
-        {
-            Ok(f) => return Ok((f, part)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Flushes `file` to disk, then reads it back from the start: (bytes stored, their BLAKE3).
-async fn sync_and_hash(file: tokio::fs::File) -> std::io::Result<(u64, blake3::Hash)> {
-    let file = file.into_std().await;
-    tokio::task::spawn_blocking(move || {
-        use std::os::unix::fs::FileExt;
-        file.sync_all()?;
-        let mut hasher = blake3::Hasher::new();
-        let mut buf = vec![0u8; CHUNK];
-        let mut at = 0u64;
-        loop {
-            let n = file.read_at(&mut buf, at)?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            at += n as u64;
-        }
-        Ok((at, hasher.finalize()))
-    })
-    .await
-    .map_err(std::io::Error::other)?
-}
-
-/// Moves the finished temporary file to its name: never replacing an existing entry unless
-/// `force` (`renameat2(RENAME_NOREPLACE)`, or `link` + `unlink` where the file system lacks it).
-fn publish(part: &Path, fin: &Path, force: bool) -> std::io::Result<()> {
-    if force {
-        return std::fs::rename(part, fin);
-    }
-    use std::os::unix::ffi::OsStrExt;
-    let c = |p: &Path| {
-        std::ffi::CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
-    };
-    let (from, to) = (c(part)?, c(fin)?);
-    // SAFETY: two valid NUL-terminated paths; the call only reads them.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EINVAL) | Some(libc::ENOSYS) => {
-            std::fs::hard_link(part, fin)?;
-            std::fs::remove_file(part)
-        }
-        _ => Err(e),
-    }
-}
-
-/// Copies the `size` bytes of the body from `s` into `file`.
+/// Copies the `size` bytes of the body from `s` into `file`, counting what is written in the
+/// upload's progress.
 async fn recv_body(
     s: &mut Stream,
     mut file: tokio::fs::File,
     size: u64,
-    stall: Duration,
+    pace: &mut Pace,
 ) -> Result<tokio::fs::File, (Status, String)> {
     let mut buf = vec![0u8; CHUNK];
     let mut left = size;
     while left > 0 {
         let want = (left.min(CHUNK as u64)) as usize;
-        let n = within(stall, s.read(&mut buf[..want]))
+        let n = pace
+            .read(s, &mut buf[..want])
             .await
             .map_err(|e| (Status::Protocol, transfer_error(&e)))?;
         if n == 0 {
@@ -605,6 +491,9 @@ async fn recv_body(
         file.write_all(&buf[..n])
             .await
             .map_err(|e| (Status::WriteFailed, format!("write: {}", io_msg(&e))))?;
+        pace.progress()
+            .written
+            .fetch_add(n as u64, Ordering::Relaxed);
         left -= n as u64;
     }
     file.flush()
