@@ -430,3 +430,75 @@ fn only_unlocked_temporary_files_of_this_tool_are_removed_at_start() {
     drop(held);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Waits (at most `limit`) until `f` holds of the relay's counters.
+fn wait_relay(
+    relay: &stride_apps::relay::Relay,
+    limit: Duration,
+    f: impl Fn(&stride_apps::relay::RelayStats) -> bool,
+) -> stride_apps::relay::RelayStats {
+    let t = std::time::Instant::now();
+    loop {
+        let st = relay.stats();
+        if f(&st) || t.elapsed() > limit {
+            return st;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Attack on the relay: an hour of delay without a rate limit (everything sent would be held
+/// in memory), many client ports (one upstream socket each), and a delay whose departure time
+/// would overflow.
+#[test]
+fn the_relay_holds_a_bounded_delay_line_and_closes_idle_sockets() {
+    use stride_apps::relay::{Relay, RelayConfig, MAX_DELAY_NS};
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut rc = RelayConfig::new("127.0.0.1:0".parse().unwrap(), sink.local_addr().unwrap());
+    rc.delay_ns = 3_600 * 1_000_000_000;
+    rc.delay_line_bytes = 1 << 20;
+    rc.max_sessions = 40;
+    rc.idle_ns = 200_000_000;
+    let mut over = rc.clone();
+    over.delay_ns = 18_446_743_073 * 1_000_000_000;
+    let e = Relay::spawn(over)
+        .err()
+        .expect("an overflowing delay was accepted");
+    assert!(e.to_string().contains("at most"), "{e}");
+    assert!(MAX_DELAY_NS.checked_mul(2).is_some());
+    let relay = Relay::spawn(rc.clone()).unwrap();
+    let to = relay.local_addr();
+    // 8 MB into a 1 MiB delay line from one port.
+    let c = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let dgram = [0x55u8; 1000];
+    for _ in 0..8_000 {
+        let _ = c.send_to(&dgram, to);
+    }
+    let st = wait_relay(&relay, Duration::from_secs(5), |s| {
+        s.delay_line_drops + s.socket_drops + s.fwd_out >= 5_000
+    });
+    assert!(st.delay_line_peak <= 1 << 20, "{st:?}");
+    assert!(st.delay_line_drops > 0, "{st:?}");
+    relay.stop();
+    // Without the delay: 60 client ports: 40 get a socket, the rest are dropped; idle ones are closed.
+    let ports: Vec<_> = (0..60)
+        .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    rc.delay_ns = 0;
+    let relay = Relay::spawn(rc).unwrap();
+    let to = relay.local_addr();
+    for p in &ports {
+        let _ = p.send_to(&[1], to);
+    }
+    let st = wait_relay(&relay, Duration::from_secs(5), |s| s.session_drops > 0);
+    assert!(st.session_drops > 0, "{st:?}");
+    let st = wait_relay(&relay, Duration::from_secs(5), |s| s.idle_closed >= 40);
+    assert_eq!(st.idle_closed, 40, "{st:?}");
+    // Closed sockets free their places: a new client is served again.
+    let late = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let _ = late.send_to(&[2], to);
+    let before = st.sessions;
+    let st = wait_relay(&relay, Duration::from_secs(5), |s| s.sessions > before);
+    assert!(st.sessions > before, "{st:?}");
+    relay.stop();
+}

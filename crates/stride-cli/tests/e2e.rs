@@ -502,7 +502,11 @@ fn too_large_for_the_disk_is_refused_before_writing_and_leaves_no_file() {
     let fits = src.join("fits.bin");
     std::fs::write(&fits, random_bytes(700_000, 9)).expect("write");
     let out = send(raddr, std::slice::from_ref(&fits));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::remove_file(dst.join("fits.bin")).expect("rm");
     // Declared larger than the free space: refused on the header, before any write.
     let out = send(raddr, std::slice::from_ref(&f));
