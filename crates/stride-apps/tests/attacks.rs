@@ -502,3 +502,40 @@ fn the_relay_holds_a_bounded_delay_line_and_closes_idle_sockets() {
     assert!(st.sessions > before, "{st:?}");
     relay.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_without_writer_fails_fast_and_procfs_files_are_sent_as_read() {
+    let dir = tempdir("inputs");
+    let fifo = dir.join("fifo");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let out = tempdir("inputs-out");
+    let (ep, _reports) = receiver(&out, ReceiveOptions::default());
+    let to = ep.local_addr();
+    let c = client("127.0.0.1");
+    let e = tokio::time::timeout(
+        Duration::from_secs(10),
+        send_file(&c, to, &fifo, &SendOptions::default()),
+    )
+    .await
+    .expect("sending a FIFO without a writer hung")
+    .expect_err("a FIFO was sent");
+    assert!(e.contains("not a regular file"), "{e}");
+    // A procfs file: its size reads as 0, yet it holds bytes. Sent as read.
+    let proc_file = Path::new("/proc/self/status");
+    let Ok(meta) = std::fs::metadata(proc_file) else {
+        eprintln!("SKIPPED the procfs part: no /proc here");
+        return;
+    };
+    assert_eq!(meta.len(), 0);
+    let sent = send_file(&c, to, proc_file, &SendOptions::default())
+        .await
+        .expect("a procfs file");
+    assert!(sent.bytes > 0, "sent as 0 bytes");
+    let stored = std::fs::read(out.join("status")).unwrap();
+    assert_eq!(stored.len() as u64, sent.bytes);
+    assert!(String::from_utf8_lossy(&stored).contains("Name:"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use stride::{ConnStats, Endpoint, EndpointConfig};
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// A file the receiver confirmed.
 #[derive(Debug, Clone)]
@@ -57,7 +57,7 @@ impl Default for SendOptions {
 /// `stall`. Returns the hash, or the message of what failed.
 async fn write_file<W: AsyncWrite + Unpin>(
     wr: &mut W,
-    file: &mut tokio::fs::File,
+    file: &mut (dyn AsyncRead + Unpin + Send),
     path: &Path,
     head: &[u8],
     size: u64,
@@ -118,6 +118,53 @@ pub fn sender_options(mut proto: stride::Config, give_up_ns: u64) -> EndpointCon
     }
 }
 
+/// Largest file sent whose size reads as 0 but that holds bytes (procfs and sysfs files): it
+/// is read whole before sending, to know its size.
+pub const SIZELESS_MAX: u64 = 64 << 20;
+
+/// Opens the file to send and returns it with its size: never blocking on a FIFO without a
+/// writer (opened non-blocking, then refused as not a regular file), giving up after `limit`
+/// (a hung file system), and reading whole a file whose size reads as 0 but that holds bytes.
+async fn open_input(
+    path: &Path,
+    limit: Duration,
+) -> Result<(Box<dyn AsyncRead + Unpin + Send>, u64), String> {
+    let shown = path.display();
+    let mut how = tokio::fs::OpenOptions::new();
+    how.read(true).custom_flags(libc::O_NONBLOCK);
+    let open = how.open(path);
+    let mut file = match tokio::time::timeout(limit, open).await {
+        Ok(r) => r.map_err(|e| format!("{shown}: {e}"))?,
+        Err(_) => {
+            return Err(format!(
+                "{shown}: opening it took longer than {:.1} s",
+                limit.as_secs_f64()
+            ))
+        }
+    };
+    let meta = file.metadata().await.map_err(|e| format!("{shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown}: not a regular file"));
+    }
+    if meta.len() > 0 {
+        return Ok((Box::new(file), meta.len()));
+    }
+    let mut bytes = Vec::new();
+    let mut limited = (&mut file).take(SIZELESS_MAX + 1);
+    let read = limited.read_to_end(&mut bytes);
+    match tokio::time::timeout(limit, read).await {
+        Ok(r) => r.map_err(|e| format!("{shown}: {e}"))?,
+        Err(_) => return Err(format!("{shown}: reading it made no progress")),
+    };
+    if bytes.len() as u64 > SIZELESS_MAX {
+        return Err(format!(
+            "{shown}: its size reads as 0 but it holds more than {SIZELESS_MAX} bytes (a procfs-like file); copy it to a regular file first"
+        ));
+    }
+    let n = bytes.len() as u64;
+    Ok((Box::new(std::io::Cursor::new(bytes)), n))
+}
+
 /// Sends the file at `path` to the receiver at `to` on a new connection of `ep`; Ok only when
 /// the receiver confirmed size and hash. Every wait is bounded (see [`SendOptions`]); on
 /// failure the connection is aborted, so the receiver learns of it at once.
@@ -132,17 +179,7 @@ pub async fn send_file(
         .and_then(|n| n.to_str())
         .ok_or_else(|| format!("{}: not a file name in UTF-8", path.display()))?
         .to_string();
-    let mut file = tokio::fs::File::open(path)
-        .await
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = file
-        .metadata()
-        .await
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
-    }
-    let size = meta.len();
+    let (mut file, size) = open_input(path, opts.stall_timeout).await?;
     let (head, head_tag) = match &opts.key {
         Some(k) => {
             let (h, t) = encode_header_auth(&name, size, k).map_err(|e| e.to_string())?;
@@ -160,7 +197,7 @@ pub async fn send_file(
         .map_err(|e| connect_error(&e, to))?;
     let (mut rd, mut wr) = tokio::io::split(stream);
     let outcome = async {
-        let writer = write_file(&mut wr, &mut file, path, &head, size, stall, auth);
+        let writer = write_file(&mut wr, &mut *file, path, &head, size, stall, auth);
         tokio::pin!(writer);
         let status = async { read_status(&mut rd, auth).await };
         tokio::pin!(status);
