@@ -229,11 +229,7 @@ async fn trickle(c: Endpoint, to: SocketAddr, name: String, every: Duration) -> 
         ))
     };
     let writer = async {
-        if wr
-            .write_all(&encode_header(&name, 10_000_000))
-            .await
-            .is_err()
-        {
+        if wr.write_all(&encode_header(&name, 100_000)).await.is_err() {
             return;
         }
         loop {
@@ -249,28 +245,32 @@ async fn trickle(c: Endpoint, to: SocketAddr, name: String, every: Duration) -> 
     }
 }
 
-/// Attack: trickling uploads from 5 source addresses (127.0.0.2 to .6) try to hold every
-/// slot. Each source stops at its cap, a sixth address takes the slowest slot of a busiest
-/// source, a real upload completes during the flood, and after the grace span the trickling
-/// uploads are dropped as too slow. `STRIDE_ATTACK_FULL=1` runs it at the scale of the
-/// receiver's defaults: 4096 connections, 256 per source.
+/// Attack: trickling uploads (a byte every 300 ms) from 5 source addresses (127.0.0.2 to .6)
+/// try to hold every slot. Each source stops at its cap; in the CI slice (20 slots, 4 per
+/// source) a sixth address takes the slowest slot of a busiest source; a real upload completes
+/// during the flood, and after the grace span the trickling uploads are dropped as too slow.
+/// `STRIDE_ATTACK_FULL=1` runs it with the receiver's default limits (256 per source, a 10 s
+/// grace) and 4 100 connections.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trickling_sources_cannot_lock_the_receiver() {
     let full = std::env::var_os("STRIDE_ATTACK_FULL").is_some();
-    let (per_source, conns, grace) = if full {
-        (256, 4096 / 5 + 1, Duration::from_secs(10))
+    let limits = if full {
+        stride_apps::xfer::Limits::default()
     } else {
-        (4, 6, Duration::from_secs(1))
+        stride_apps::xfer::Limits {
+            max_uploads: 20,
+            max_per_source: 4,
+            min_rate: 64 * 1024,
+            grace: Duration::from_secs(1),
+            ..Default::default()
+        }
     };
+    let conns = if full { 820 } else { 6 };
+    let (per_source, grace) = (limits.max_per_source, limits.grace);
+    let filled = (5 * per_source).min(limits.max_uploads);
     let dir = tempdir("trickle");
     let opts = ReceiveOptions {
-        limits: stride_apps::xfer::Limits {
-            max_uploads: 5 * per_source,
-            max_per_source: per_source,
-            min_rate: 64 * 1024,
-            grace,
-            ..Default::default()
-        },
+        limits,
         ..ReceiveOptions::default()
     };
     let state = opts.state.clone();
@@ -285,7 +285,7 @@ async fn trickling_sources_cannot_lock_the_receiver() {
         }
     }
     let t = std::time::Instant::now();
-    while state.uploads() < 5 * per_source {
+    while state.uploads() < filled {
         assert!(t.elapsed() < grace, "the flood never filled the receiver");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -298,7 +298,9 @@ async fn trickling_sources_cannot_lock_the_receiver() {
     let sent = send_file(&client("127.0.0.1"), to, &file, &SendOptions::default()).await;
     sent.expect("the real upload failed during the flood");
     assert_eq!(std::fs::read(dir.join("real.bin")).unwrap(), body);
-    assert!(state.refusals().evicted >= 1, "{:?}", state.refusals());
+    if filled == limits.max_uploads {
+        assert!(state.refusals().evicted >= 1, "{:?}", state.refusals());
+    }
     // Every trickling upload ends: refused, dropped for a share, or too slow.
     let mut outcomes = Vec::new();
     let bound = grace * 3 + Duration::from_secs(5);

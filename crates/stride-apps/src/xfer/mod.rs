@@ -12,9 +12,13 @@
 //! [`Status::Unauthenticated`] before any file is created.
 //!
 //! The receiver stores a file so that no remote sender can corrupt or redirect it:
+//! - with a key ([`ReceiveOptions::key`]) only authenticated uploads are stored, and with
+//!   [`ReceiveOptions::allow`] only those from allowed networks; others are refused before any
+//!   file is created and counted ([`ReceiverState::refusals`]);
 //! - one upload per name at a time (per process): a second upload of a name still in progress
-//!   is refused with [`Status::Busy`], as is any upload beyond [`upload_limit`] (derived from
-//!   the descriptor limit) in progress at once;
+//!   is refused with [`Status::Busy`]; uploads in progress are bounded overall and per source,
+//!   shared fairly, held to a minimum rate and admitted to the disk only if their declared size
+//!   fits ([`guard`]);
 //! - a connection whose sender makes no progress for [`ReceiveOptions::stall_timeout`] is
 //!   dropped (keepalives do not count), so fake or stalled uploads cannot pile up;
 //! - the bytes go to a fresh temporary file `PREFIX.RANDOM.part` in the target directory,
@@ -25,7 +29,8 @@
 //! - it renames the temporary file to `NAME` with `RENAME_NOREPLACE` (an existing `NAME` is
 //!   refused, never replaced) unless the receiver allows overwriting, then fsyncs the directory.
 //!
-//! A failed transfer leaves no `NAME` behind and removes its temporary file.
+//! A failed transfer leaves no `NAME` behind, removes its temporary file and frees its name at
+//! once; [`remove_orphans`] removes those of a receiver that died.
 //!
 //! [`send_file`] is the sending side, [`receive_file`] the receiving side of one connection;
 //! [`encode_header`] and [`Status`] are the wire format for other implementations and tests.
