@@ -323,6 +323,49 @@ fn existing_file_is_not_overwritten_without_force() {
     let _ = std::fs::remove_dir_all(&dst);
 }
 
+#[test]
+fn a_receiver_with_a_key_stores_only_uploads_with_that_key() {
+    use std::os::unix::fs::PermissionsExt;
+    let src = tempdir("key-src");
+    let dst = tempdir("key-dst");
+    let f = src.join("k.bin");
+    std::fs::write(&f, random_bytes(200_000, 6)).expect("write");
+    let key = src.join("upload.key");
+    std::fs::write(&key, random_bytes(32, 1)).expect("write");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let (recv, raddr) = start_recv(&dst, &["--key", key.to_str().expect("utf-8")]);
+    let out = send(raddr, std::slice::from_ref(&f));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "stored without the key");
+    assert!(err.contains("only authenticated uploads"), "{err}");
+    assert!(std::fs::read_dir(&dst).expect("dir").next().is_none());
+    // The key from the environment.
+    let out = Command::new(BIN)
+        .args(["send", "--to", &raddr.to_string()])
+        .arg(&f)
+        .env("STRIDE_KEY_FILE", &key)
+        .output()
+        .expect("run send");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(same(&f, &dst.join("k.bin")));
+    drop(recv);
+    // A key file others may read is refused, with the fix in the message.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = Command::new(BIN)
+        .args(["send", "--to", &raddr.to_string(), "--key"])
+        .args([&key, &f])
+        .output()
+        .expect("run send");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("chmod 600"), "{err}");
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&dst);
+}
+
 /// Speaks the file-transfer protocol with a chosen hash: header, data, hash; returns the status.
 async fn raw_send(to: SocketAddr, name: &str, data: &[u8], hash: [u8; 32]) -> (u8, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
