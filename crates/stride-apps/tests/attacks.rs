@@ -541,3 +541,59 @@ async fn a_fifo_without_writer_fails_fast_and_procfs_files_are_sent_as_read() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn encrypted_uploads_are_stored_as_sent_and_forged_chunks_refused() {
+    let dir = tempdir("sealed");
+    let k = key(8);
+    let opts = keyed(k.clone());
+    let (ep, _reports) = receiver(&dir, opts);
+    let to = ep.local_addr();
+    let c = client("127.0.0.1");
+    let src = tempdir("sealed-src");
+    let file = src.join("secret.bin");
+    // More than one chunk, the last one short.
+    let body = data(600_000, 11);
+    std::fs::write(&file, &body).unwrap();
+    let sealed = SendOptions {
+        key: Some(k.clone()),
+        encrypt: true,
+        ..SendOptions::default()
+    };
+    send_file(&c, to, &file, &sealed)
+        .await
+        .expect("an encrypted upload");
+    assert_eq!(std::fs::read(dir.join("secret.bin")).unwrap(), body);
+    // A body encrypted under another header's cipher: refused, nothing stored.
+    let small = data(1000, 12);
+    let (head, tag) = stride_apps::xfer::encode_header_keyed(
+        "forged.bin",
+        small.len() as u64,
+        &k,
+        stride_apps::xfer::VERSION_SEALED,
+    )
+    .unwrap();
+    let mut chunk = small.clone();
+    let t = k.body_cipher(&[0u8; 32]).seal(&mut chunk);
+    let mut up = head;
+    up.extend_from_slice(&chunk);
+    up.extend_from_slice(&t);
+    let hash = blake3::hash(&small);
+    up.extend_from_slice(hash.as_bytes());
+    up.extend_from_slice(k.body_tag(&tag, &hash).as_bytes());
+    let (st, msg) = raw(&c, to, &up).await;
+    assert_eq!(st, Status::Unauthenticated, "{msg}");
+    assert!(msg.contains("encrypted chunk"), "{msg}");
+    assert_eq!(entries(&dir), ["secret.bin"]);
+    // Without a key there is nothing to encrypt with.
+    let nokey = SendOptions {
+        encrypt: true,
+        ..SendOptions::default()
+    };
+    let e = send_file(&c, to, &file, &nokey)
+        .await
+        .expect_err("encrypted without a key");
+    assert!(e.contains("needs a key"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&src);
+}

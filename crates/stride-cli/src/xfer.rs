@@ -158,6 +158,10 @@ pub struct SendArgs {
     /// authenticated by it.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Encrypt the files' bytes too (ChaCha20-Poly1305 under a key derived from --key, which
+    /// it needs); without it they travel in clear, authenticated.
+    #[arg(long)]
+    pub encrypt: bool,
     /// Files to send (each on its own connection, one after the other).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
@@ -379,6 +383,9 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
 /// `stride send`.
 pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
     let key = load_key("send", &a.key);
+    if a.encrypt && key.is_none() {
+        fail("send", "--encrypt needs --key FILE (or STRIDE_KEY_FILE)");
+    }
     let rt = runtime()?;
     let code = rt.block_on(async move {
         let bind = a.bind.unwrap_or(if a.to.is_ipv6() {
@@ -399,6 +406,7 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
             connect_timeout: a.connect_timeout,
             stall_timeout: Duration::from_nanos(a.stall_timeout),
             key,
+            encrypt: a.encrypt,
         };
         let mut code = 0;
         for f in &a.files {

@@ -11,6 +11,11 @@
 //! - the receiver's answer ends with `keyed_hash(key, "status" ‖ header tag ‖ code ‖ message)`,
 //!   so a sender believes only a confirmation from a holder of the key.
 //!
+//! An encrypted upload (version 3: the same header, its version byte covered by the tag) sends
+//! the body in ChaCha20-Poly1305 chunks of [`super::CHUNK`] bytes (the last one shorter), each
+//! followed by its 16-byte tag, under the key `keyed_hash(key, "encrypt" ‖ header tag)` and the
+//! nonce `0u32 ‖ chunk index (u64)`, all big-endian ([`BodyCipher`]).
+//!
 //! Replays are refused by [`ReplayGuard`]: a header whose clock is more than [`CLOCK_WINDOW`]
 //! away from the receiver's, or whose random bytes were already seen within twice that, is
 //! refused. Every comparison of tags is in constant time (`blake3::Hash`'s equality).
@@ -116,6 +121,56 @@ impl Key {
     /// The tag of a receiver's answer (`code`, `msg`) to the header tagged `head_tag`.
     pub fn status_tag(&self, head_tag: &[u8; 32], code: u8, msg: &[u8]) -> blake3::Hash {
         self.mac(b"status", &[head_tag, &[code], msg])
+    }
+}
+
+impl Key {
+    /// The cipher of an encrypted upload's body whose header has the tag `head_tag`.
+    pub fn body_cipher(&self, head_tag: &[u8; 32]) -> BodyCipher {
+        use chacha20poly1305::KeyInit;
+        let k = self.mac(b"encrypt", &[head_tag]);
+        BodyCipher {
+            aead: chacha20poly1305::ChaCha20Poly1305::new(&(*k.as_bytes()).into()),
+            next: 0,
+        }
+    }
+}
+
+/// Bytes of an encrypted chunk's tag.
+pub const CHUNK_TAG: usize = 16;
+
+/// ChaCha20-Poly1305 over the chunks of one upload's body, in order (chunk `i` has nonce `i`).
+pub struct BodyCipher {
+    aead: chacha20poly1305::ChaCha20Poly1305,
+    next: u64,
+}
+
+impl BodyCipher {
+    fn nonce(&mut self) -> chacha20poly1305::Nonce {
+        let mut n = [0u8; 12];
+        n[4..].copy_from_slice(&self.next.to_be_bytes());
+        self.next += 1;
+        n.into()
+    }
+
+    /// Encrypts the next chunk in place and returns its tag.
+    pub fn seal(&mut self, chunk: &mut [u8]) -> [u8; CHUNK_TAG] {
+        use chacha20poly1305::AeadInOut;
+        let nonce = self.nonce();
+        let tag = self
+            .aead
+            .encrypt_inout_detached(&nonce, b"", chunk.into())
+            .expect("a chunk is far below ChaCha20-Poly1305's message limit");
+        tag.into()
+    }
+
+    /// Decrypts the next chunk in place; false (the chunk is garbage) if its tag fails.
+    pub fn open(&mut self, chunk: &mut [u8], tag: &[u8; CHUNK_TAG]) -> bool {
+        use chacha20poly1305::AeadInOut;
+        let nonce = self.nonce();
+        self.aead
+            .decrypt_inout_detached(&nonce, b"", chunk.into(), &(*tag).into())
+            .is_ok()
     }
 }
 
@@ -226,6 +281,27 @@ mod tests {
         assert_ne!(key(1).body_tag(&a, &h), key(2).body_tag(&a, &h));
         assert_ne!(key(1).status_tag(&a, 0, b""), key(1).status_tag(&a, 1, b""));
         assert_ne!(key(1).status_tag(&a, 0, b""), key(1).status_tag(&b, 0, b""));
+    }
+
+    #[test]
+    fn chunks_decrypt_in_order_only_with_their_key_and_header() {
+        let (a, b) = ([1u8; 32], [2u8; 32]);
+        let mut tx = key(1).body_cipher(&a);
+        let mut c0 = b"first chunk".to_vec();
+        let t0 = tx.seal(&mut c0);
+        let mut c1 = b"second chunk".to_vec();
+        let t1 = tx.seal(&mut c1);
+        assert_ne!(&c0[..], b"first chunk");
+        // Out of order, another header or another key: refused.
+        assert!(!key(1).body_cipher(&a).open(&mut c1.clone(), &t1));
+        assert!(!key(1).body_cipher(&b).open(&mut c0.clone(), &t0));
+        assert!(!key(2).body_cipher(&a).open(&mut c0.clone(), &t0));
+        let mut rx = key(1).body_cipher(&a);
+        assert!(rx.open(&mut c0, &t0) && rx.open(&mut c1, &t1));
+        assert_eq!(
+            (&c0[..], &c1[..]),
+            (&b"first chunk"[..], &b"second chunk"[..])
+        );
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! An authenticated upload (version 2, [`encode_header_auth`], see [`auth`]) adds to the
 //! header the sender's clock, 16 random bytes and a keyed BLAKE3 tag; after the hash, a tag
 //! binding the hash to the header; and the receiver's status ends with a tag of its own. A
-//! receiver with a key refuses version 1, one without refuses version 2, both with
-//! [`Status::Unauthenticated`] before any file is created.
+//! receiver with a key refuses version 1, one without refuses versions 2 and 3, both with
+//! [`Status::Unauthenticated`] before any file is created. An encrypted upload (version 3,
+//! [`VERSION_SEALED`]) also sends the body in ChaCha20-Poly1305 chunks ([`auth::BodyCipher`]).
 //!
 //! The receiver stores a file so that no remote sender can corrupt or redirect it:
 //! - with a key ([`ReceiveOptions::key`]) only authenticated uploads are stored, and with
@@ -80,6 +81,9 @@ pub const VERSION: u8 = 1;
 /// Protocol version of an authenticated upload (a header with an auth block, a body tag and a
 /// tagged answer; see [`auth`]).
 pub const VERSION_AUTH: u8 = 2;
+/// Protocol version of an authenticated and encrypted upload (as [`VERSION_AUTH`], the body in
+/// [`auth::BodyCipher`] chunks).
+pub const VERSION_SEALED: u8 = 3;
 /// Bytes moved per read and write.
 pub const CHUNK: usize = 256 * 1024;
 
@@ -169,8 +173,18 @@ pub fn encode_header_auth(
     size: u64,
     key: &Key,
 ) -> std::io::Result<(Vec<u8>, [u8; 32])> {
+    encode_header_keyed(name, size, key, VERSION_AUTH)
+}
+
+/// [`encode_header_auth`] with the version `version` ([`VERSION_AUTH`] or [`VERSION_SEALED`]).
+pub fn encode_header_keyed(
+    name: &str,
+    size: u64,
+    key: &Key,
+    version: u8,
+) -> std::io::Result<(Vec<u8>, [u8; 32])> {
     let mut head = encode_header(name, size);
-    head[4] = VERSION_AUTH;
+    head[4] = version;
     let block = key.seal_header(&head)?;
     head.extend_from_slice(&block);
     let mut tag = [0u8; 32];

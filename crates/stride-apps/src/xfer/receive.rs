@@ -2,12 +2,12 @@
 //! or redirect it, and admitted so that no sender can lock the receiver (see the module
 //! documentation of [`super`] and of [`super::guard`]).
 
-use super::auth::AUTH_BYTES;
+use super::auth::{BodyCipher, AUTH_BYTES, CHUNK_TAG};
 use super::disk::{admit, create_part, is_part_name, publish, sync_and_hash, sync_dir};
 use super::guard::{Limits, Pace, ReceiverState, SlotGuard};
 use super::{
     name_ok, shown_name, transfer_error, write_status, Key, Seal, Status, CHUNK, CLOSE_WAIT, MAGIC,
-    STALL_TIMEOUT, VERSION, VERSION_AUTH,
+    STALL_TIMEOUT, VERSION, VERSION_SEALED,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -123,6 +123,8 @@ struct Header {
     name: Vec<u8>,
     size: u64,
     tag: Option<[u8; 32]>,
+    /// The body is encrypted (version 3).
+    sealed: bool,
 }
 
 /// The answer to a sender: status, message, how it is sealed, and whether to wait for the
@@ -156,16 +158,13 @@ async fn read_header(
         .await
         .map_err(|_| (None, Vec::new()))?;
     let version = head[4];
-    if &head[..4] != MAGIC || (version != VERSION && version != VERSION_AUTH) {
+    if &head[..4] != MAGIC || !(VERSION..=VERSION_SEALED).contains(&version) {
         let msg = "bad header: not a STRIDE file transfer";
         return Err((answer(Status::Protocol, msg, &Seal::None), Vec::new()));
     }
     let nlen = usize::from(u16::from_be_bytes([head[5], head[6]]));
-    let auth_len = if version == VERSION_AUTH {
-        AUTH_BYTES
-    } else {
-        0
-    };
+    let keyed = version != VERSION;
+    let auth_len = if keyed { AUTH_BYTES } else { 0 };
     let mut all = head.to_vec();
     all.resize(7 + nlen + 8 + auth_len, 0);
     pace.read_exact(s, &mut all[7..])
@@ -177,11 +176,12 @@ async fn read_header(
         opts.state.count(|c| c.unauthenticated += 1);
         Err((answer(Status::Unauthenticated, msg, &seal), name.clone()))
     };
-    match (version == VERSION_AUTH, &opts.key) {
+    match (keyed, &opts.key) {
         (false, None) => Ok(Header {
             name,
             size,
             tag: None,
+            sealed: false,
         }),
         (false, Some(_)) => refuse(
             "this receiver accepts only authenticated uploads (send --key)",
@@ -209,6 +209,7 @@ async fn read_header(
                     name,
                     size,
                     tag: Some(tag),
+                    sealed: version == VERSION_SEALED,
                 }),
                 Err(why) => refuse(&format!("refused: {why}"), seal),
             }
@@ -318,17 +319,19 @@ async fn upload(
             )
         }
     };
+    let auth = match &seal {
+        Seal::Tag(k, t) => Some((k, *t)),
+        _ => None,
+    };
     let target = Target {
         dir,
         part: &part,
         fin: &fin,
         force: opts.force,
-        auth: match &seal {
-            Seal::Tag(k, t) => Some((k, *t)),
-            _ => None,
-        },
+        auth,
+        cipher: auth.filter(|_| head.sealed).map(|(k, t)| k.body_cipher(&t)),
     };
-    let (status, msg) = store(s, file, head.size, &mut pace, &target, out).await;
+    let (status, msg) = store(s, file, head.size, &mut pace, target, out).await;
     if status == Status::Unauthenticated {
         opts.state.count(|c| c.unauthenticated += 1);
     }
@@ -353,6 +356,8 @@ struct Target<'a> {
     /// The key and the header's tag of an authenticated upload: the body's hash must come
     /// with its tag.
     auth: Option<(&'a Key, [u8; 32])>,
+    /// The cipher of an encrypted body.
+    cipher: Option<BodyCipher>,
 }
 
 /// Copies the body from `s` into `file`, reads the sender's hash, flushes the file and hashes
@@ -363,11 +368,12 @@ async fn store(
     file: std::fs::File,
     size: u64,
     pace: &mut Pace,
-    target: &Target<'_>,
+    target: Target<'_>,
     out: &mut Received,
 ) -> (Status, String) {
     let (dir, part, fin, force) = (target.dir, target.part, target.fin, target.force);
-    let result = recv_body(s, tokio::fs::File::from_std(file), size, pace).await;
+    let file = tokio::fs::File::from_std(file);
+    let result = recv_body(s, file, size, pace, target.cipher).await;
     match result {
         Err((st, msg)) => (st, msg),
         Ok(file) => {
@@ -466,22 +472,48 @@ pub fn upload_limit() -> usize {
     })
 }
 
-/// Copies the `size` bytes of the body from `s` into `file`, counting what is written in the
-/// upload's progress.
+/// Reads the next encrypted chunk of `want` bytes (and its tag) into `buf` and decrypts it.
+async fn read_sealed(
+    s: &mut Stream,
+    pace: &mut Pace,
+    cipher: &mut BodyCipher,
+    buf: &mut [u8],
+    want: usize,
+) -> Result<usize, (Status, String)> {
+    pace.read_exact(s, &mut buf[..want + CHUNK_TAG])
+        .await
+        .map_err(|e| (Status::Protocol, transfer_error(&e)))?;
+    let (chunk, tag) = buf[..want + CHUNK_TAG].split_at_mut(want);
+    let tag: [u8; CHUNK_TAG] = (&*tag).try_into().expect("tag bytes");
+    if !cipher.open(chunk, &tag) {
+        return Err((
+            Status::Unauthenticated,
+            "an encrypted chunk is not authenticated by the key".into(),
+        ));
+    }
+    Ok(want)
+}
+
+/// Copies the `size` bytes of the body from `s` into `file` (decrypting them with `cipher`
+/// for an encrypted upload), counting what is written in the upload's progress.
 async fn recv_body(
     s: &mut Stream,
     mut file: tokio::fs::File,
     size: u64,
     pace: &mut Pace,
+    mut cipher: Option<BodyCipher>,
 ) -> Result<tokio::fs::File, (Status, String)> {
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = vec![0u8; CHUNK + CHUNK_TAG];
     let mut left = size;
     while left > 0 {
         let want = (left.min(CHUNK as u64)) as usize;
-        let n = pace
-            .read(s, &mut buf[..want])
-            .await
-            .map_err(|e| (Status::Protocol, transfer_error(&e)))?;
+        let n = match cipher.as_mut() {
+            Some(c) => read_sealed(s, pace, c, &mut buf, want).await?,
+            None => pace
+                .read(s, &mut buf[..want])
+                .await
+                .map_err(|e| (Status::Protocol, transfer_error(&e)))?,
+        };
         if n == 0 {
             return Err((
                 Status::Protocol,

@@ -1,8 +1,9 @@
 //! The sending side: one file per connection, confirmed by the receiver.
 
 use super::{
-    connect_error, encode_header, encode_header_auth, read_status, transfer_error, within, Key,
-    Status, CHUNK, STALL_TIMEOUT,
+    auth::{BodyCipher, CHUNK_TAG},
+    connect_error, encode_header, encode_header_keyed, read_status, transfer_error, within, Key,
+    Status, CHUNK, STALL_TIMEOUT, VERSION_AUTH, VERSION_SEALED,
 };
 use std::net::SocketAddr;
 use std::path::Path;
@@ -39,6 +40,9 @@ pub struct SendOptions {
     /// Authenticate the upload with this key (the receiver must hold the same), and believe
     /// only an answer authenticated by it.
     pub key: Option<Key>,
+    /// Encrypt the file's bytes (ChaCha20-Poly1305 under a key derived from `key`, which it
+    /// needs).
+    pub encrypt: bool,
 }
 
 impl Default for SendOptions {
@@ -47,40 +51,70 @@ impl Default for SendOptions {
             connect_timeout: Duration::from_secs(15),
             stall_timeout: STALL_TIMEOUT,
             key: None,
+            encrypt: false,
         }
     }
 }
 
-/// The sender's side of one transfer on `wr`: the header `head` (of `size` bytes), the bytes
-/// of `file` (at `path`) and their hash (with its tag for an authenticated upload: `auth`
-/// holds the key and the header's tag), then the end of the direction; every write bounded by
-/// `stall`. Returns the hash, or the message of what failed.
+/// What goes out besides the file's bytes: the header (of `size` bytes), for an authenticated
+/// upload the key and the header's tag, and for an encrypted one the body's cipher.
+struct Outgoing<'a> {
+    head: &'a [u8],
+    size: u64,
+    auth: Option<(&'a Key, &'a [u8; 32])>,
+    cipher: Option<BodyCipher>,
+}
+
+/// The sender's side of one transfer on `wr`: the header of `up`, the bytes of `file` (at
+/// `path`, encrypted if `up` has a cipher) and their hash (with its tag for an authenticated
+/// upload), then the end of the direction; every write bounded by `stall`. Returns the hash,
+/// or the message of what failed.
 async fn write_file<W: AsyncWrite + Unpin>(
     wr: &mut W,
     file: &mut (dyn AsyncRead + Unpin + Send),
     path: &Path,
-    head: &[u8],
-    size: u64,
+    up: Outgoing<'_>,
     stall: Duration,
-    auth: Option<(&Key, &[u8; 32])>,
 ) -> Result<blake3::Hash, String> {
+    let Outgoing {
+        head,
+        size,
+        auth,
+        mut cipher,
+    } = up;
     within(stall, wr.write_all(head))
         .await
         .map_err(|e| transfer_error(&e))?;
     let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = vec![0u8; CHUNK + CHUNK_TAG];
     let mut left = size;
+    let shrank = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => {
+            format!("{}: file shrank while sending", path.display())
+        }
+        _ => format!("{}: {e}", path.display()),
+    };
     while left > 0 {
         let want = left.min(CHUNK as u64) as usize;
-        let n = file
-            .read(&mut buf[..want])
-            .await
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let (n, out) = match cipher.as_mut() {
+            // Encrypted chunks have fixed sizes: read each whole, then seal it.
+            Some(c) => {
+                file.read_exact(&mut buf[..want]).await.map_err(shrank)?;
+                hasher.update(&buf[..want]);
+                let tag = c.seal(&mut buf[..want]);
+                buf[want..want + CHUNK_TAG].copy_from_slice(&tag);
+                (want, want + CHUNK_TAG)
+            }
+            None => {
+                let n = file.read(&mut buf[..want]).await.map_err(shrank)?;
+                hasher.update(&buf[..n]);
+                (n, n)
+            }
+        };
         if n == 0 {
             return Err(format!("{}: file shrank while sending", path.display()));
         }
-        hasher.update(&buf[..n]);
-        within(stall, wr.write_all(&buf[..n]))
+        within(stall, wr.write_all(&buf[..out]))
             .await
             .map_err(|e| transfer_error(&e))?;
         left -= n as u64;
@@ -180,14 +214,21 @@ pub async fn send_file(
         .ok_or_else(|| format!("{}: not a file name in UTF-8", path.display()))?
         .to_string();
     let (mut file, size) = open_input(path, opts.stall_timeout).await?;
+    let version = if opts.encrypt {
+        VERSION_SEALED
+    } else {
+        VERSION_AUTH
+    };
     let (head, head_tag) = match &opts.key {
         Some(k) => {
-            let (h, t) = encode_header_auth(&name, size, k).map_err(|e| e.to_string())?;
+            let (h, t) = encode_header_keyed(&name, size, k, version).map_err(|e| e.to_string())?;
             (h, Some(t))
         }
+        None if opts.encrypt => return Err("encrypting needs a key".into()),
         None => (encode_header(&name, size), None),
     };
     let auth = opts.key.as_ref().zip(head_tag.as_ref());
+    let cipher = auth.filter(|_| opts.encrypt).map(|(k, t)| k.body_cipher(t));
     let stall = opts.stall_timeout;
     let check_time = stall + Duration::from_secs(size / 100_000_000);
     let start = Instant::now();
@@ -197,7 +238,13 @@ pub async fn send_file(
         .map_err(|e| connect_error(&e, to))?;
     let (mut rd, mut wr) = tokio::io::split(stream);
     let outcome = async {
-        let writer = write_file(&mut wr, &mut *file, path, &head, size, stall, auth);
+        let up = Outgoing {
+            head: &head,
+            size,
+            auth,
+            cipher,
+        };
+        let writer = write_file(&mut wr, &mut *file, path, up, stall);
         tokio::pin!(writer);
         let status = async { read_status(&mut rd, auth).await };
         tokio::pin!(status);
