@@ -7,6 +7,11 @@
 //! finished the previous one), the propagation delay, and random reordering (a packet is held
 //! back by up to `reorder_ns` more). Server-to-client datagrams only get the propagation delay.
 //!
+//! What the relay holds is bounded: the packets waiting out the delay (both paths) by
+//! `delay_line_bytes` (beyond it they are dropped and counted, with or without a rate limit),
+//! the number of clients by `max_sessions`, and a client's upstream socket is closed once
+//! nothing moved through it for `idle_ns`. Delays longer than [`MAX_DELAY_NS`] are refused.
+//!
 //! The relay runs on its own thread. It sleeps in `ppoll` with nanosecond timeouts (timer slack
 //! set to 1 µs) when the next departure is far, and spins (polling with `sched_yield`) when it
 //! is closer than [`RELAY_SPIN_NS`], so departures are not delayed by wake-up latency.
@@ -49,7 +54,22 @@ pub struct RelayConfig {
     pub dup: f64,
     /// Random seed.
     pub seed: u64,
+    /// Most bytes waiting out the delay, both paths together (beyond: dropped and counted).
+    pub delay_line_bytes: u64,
+    /// Most clients with an upstream socket at once (datagrams of more are dropped, counted).
+    pub max_sessions: usize,
+    /// Close a client's upstream socket after this long without a datagram either way, ns.
+    pub idle_ns: u64,
 }
+
+/// Longest delay (`delay_ns`, `reorder_ns`) the relay accepts: one day.
+pub const MAX_DELAY_NS: u64 = 86_400 * 1_000_000_000;
+/// Default [`RelayConfig::delay_line_bytes`]: 64 MiB.
+pub const DEFAULT_DELAY_LINE: u64 = 64 << 20;
+/// Default [`RelayConfig::max_sessions`].
+pub const DEFAULT_MAX_SESSIONS: usize = 4096;
+/// Default [`RelayConfig::idle_ns`]: 60 s.
+pub const DEFAULT_IDLE_NS: u64 = 60_000_000_000;
 
 impl RelayConfig {
     /// A transparent relay (no rate limit, no impairment).
@@ -65,7 +85,28 @@ impl RelayConfig {
             reorder_ns: 100_000,
             dup: 0.0,
             seed: 1,
+            delay_line_bytes: DEFAULT_DELAY_LINE,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            idle_ns: DEFAULT_IDLE_NS,
         }
+    }
+
+    /// Refuses settings the relay cannot honour: a delay beyond [`MAX_DELAY_NS`] (its
+    /// departure times would overflow), a zero delay line, session limit or idle timeout.
+    pub fn check(&self) -> io::Result<()> {
+        let bad = |m: String| Err(io::Error::new(io::ErrorKind::InvalidInput, m));
+        if self.delay_ns > MAX_DELAY_NS || self.reorder_ns > MAX_DELAY_NS {
+            return bad(format!(
+                "a delay of at most {} s is supported",
+                MAX_DELAY_NS / 1_000_000_000
+            ));
+        }
+        if self.delay_line_bytes == 0 || self.max_sessions == 0 || self.idle_ns == 0 {
+            return bad(
+                "the delay line, the session limit and the idle timeout must be positive".into(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -99,6 +140,14 @@ pub struct RelayStats {
     pub reordered: u64,
     /// Send failures (datagram lost).
     pub send_errors: u64,
+    /// Dropped because the delay line held `delay_line_bytes` already (either path).
+    pub delay_line_drops: u64,
+    /// Datagrams of new clients dropped at `max_sessions`.
+    pub session_drops: u64,
+    /// Upstream sockets closed after `idle_ns` without traffic.
+    pub idle_closed: u64,
+    /// Most bytes the delay line held at once.
+    pub delay_line_peak: u64,
     /// Datagrams from clients that the kernel dropped at the relay's socket before the relay
     /// read them (its receive buffer was full: the relay fell behind; `SO_RXQ_OVFL`). Losses
     /// the bottleneck model did not decide.
@@ -220,6 +269,7 @@ impl Relay {
     /// [`Relay::spawn`] with a [`Tap`] that sees every datagram the relay sends (for pcap
     /// capture: [`Capture::tap`]).
     pub fn spawn_tapped(cfg: RelayConfig, tap: Option<Tap>) -> io::Result<Relay> {
+        cfg.check()?;
         let sock = socket2::Socket::new(
             socket2::Domain::for_address(cfg.listen),
             socket2::Type::DGRAM,
@@ -337,6 +387,7 @@ fn run(
         cfg,
         sock,
         ups: Vec::new(),
+        free: Vec::new(),
         by_client: HashMap::new(),
         upstream_bind,
         // Room for any UDP datagram, so endpoints configured for jumbo datagrams pass too.
@@ -345,15 +396,19 @@ fn run(
         rx_back: RxBatch::with_room(sys::GRO_ROOM),
         tap,
     };
-    let mut last_publish = 0u64;
+    let (mut last_publish, mut last_sweep) = (0u64, sys::now_ns());
     while !stop.load(Ordering::Relaxed) {
-        let fds = r.wait();
+        let (fds, slots) = r.wait();
         if fds[0].revents & libc::POLLIN != 0 {
             r.forward();
         }
-        r.back(&fds);
+        r.back(&fds, &slots);
         let now = sys::now_ns();
         r.deliver(now);
+        if now.saturating_sub(last_sweep) > 1_000_000_000 {
+            last_sweep = now;
+            r.sweep(now);
+        }
         if now.saturating_sub(last_publish) > 20_000_000 {
             last_publish = now;
             *shared.lock().unwrap_or_else(|p| p.into_inner()) = r.model.st.clone();
@@ -367,8 +422,10 @@ struct Relayer {
     cfg: RelayConfig,
     /// The socket clients send to.
     sock: UdpSocket,
-    /// One socket towards the server per client address, with that address.
-    ups: Vec<(UdpSocket, SocketAddr)>,
+    /// One socket towards the server per client address (None: closed, its index in `free`).
+    ups: Vec<Option<Upstream>>,
+    /// Indices of closed entries of `ups`, for reuse.
+    free: Vec<usize>,
     /// Index into `ups` by client address.
     by_client: HashMap<SocketAddr, usize>,
     /// Where upstream sockets are bound (the unspecified address of the server's family).
@@ -380,18 +437,35 @@ struct Relayer {
     tap: Option<Tap>,
 }
 
+/// A client's socket towards the server.
+struct Upstream {
+    sock: UdpSocket,
+    client: SocketAddr,
+    /// Last datagram either way (ns).
+    last_ns: u64,
+    /// Forward packets of this client in the delay line (the socket stays open for them).
+    pending: u64,
+}
+
 impl Relayer {
     /// Waits for input on any socket or the next departure: spun when that is closer than
     /// [`RELAY_SPIN_NS`], slept in `ppoll` otherwise. Returns the sockets' poll results (the
-    /// client socket first, then the upstream sockets in order).
-    fn wait(&self) -> Vec<libc::pollfd> {
+    /// client socket first, then the open upstream sockets) and the index in `ups` of each
+    /// upstream one.
+    fn wait(&self) -> (Vec<libc::pollfd>, Vec<usize>) {
         let now = sys::now_ns();
         let wait = match self.model.heap.peek() {
             Some(Reverse(p)) => p.at.saturating_sub(now).min(50_000_000),
             None => 50_000_000,
         };
+        let slots: Vec<usize> = (0..self.ups.len())
+            .filter(|&k| self.ups[k].is_some())
+            .collect();
+        let ups = slots
+            .iter()
+            .filter_map(|&k| self.ups[k].as_ref().map(|u| u.sock.as_raw_fd()));
         let mut fds: Vec<libc::pollfd> = std::iter::once(self.sock.as_raw_fd())
-            .chain(self.ups.iter().map(|u| u.0.as_raw_fd()))
+            .chain(ups)
             .map(|fd| libc::pollfd {
                 fd,
                 events: libc::POLLIN,
@@ -422,7 +496,7 @@ impl Relayer {
             // SAFETY: as above, zero timeout.
             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
         }
-        fds
+        (fds, slots)
     }
 
     /// Forward path: takes what clients sent (a few batches at most) into the model.
@@ -444,7 +518,11 @@ impl Relayer {
                 let Some(idx) = self.upstream_for(r.from) else {
                     continue;
                 };
-                self.model.admit(now, idx, r.from, self.rx.data(i));
+                let queued = self.model.admit(now, idx, r.from, self.rx.data(i));
+                if let Some(u) = self.ups[idx].as_mut() {
+                    u.pending += queued;
+                    u.last_ns = recv_now;
+                }
             }
             if n < sys::BATCH {
                 break;
@@ -453,10 +531,14 @@ impl Relayer {
     }
 
     /// The upstream socket of the client at `from` (opened at its first datagram); None when
-    /// none can be opened (counted as a send error).
+    /// none can be opened (counted as a send error) or `max_sessions` are open (counted).
     fn upstream_for(&mut self, from: SocketAddr) -> Option<usize> {
         if let Some(&k) = self.by_client.get(&from) {
             return Some(k);
+        }
+        if self.by_client.len() >= self.cfg.max_sessions {
+            self.model.st.session_drops += 1;
+            return None;
         }
         let Ok(u) = UdpSocket::bind(self.upstream_bind) else {
             self.model.st.send_errors += 1;
@@ -469,37 +551,65 @@ impl Relayer {
             stride::endpoint::SOCKET_BUFFER,
             stride::endpoint::SOCKET_BUFFER,
         );
-        self.ups.push((u, from));
-        self.by_client.insert(from, self.ups.len() - 1);
+        let up = Upstream {
+            sock: u,
+            client: from,
+            last_ns: sys::now_ns(),
+            pending: 0,
+        };
+        let k = match self.free.pop() {
+            Some(k) => {
+                self.ups[k] = Some(up);
+                k
+            }
+            None => {
+                self.ups.push(Some(up));
+                self.ups.len() - 1
+            }
+        };
+        self.by_client.insert(from, k);
         self.model.st.sessions += 1;
-        Some(self.ups.len() - 1)
+        Some(k)
+    }
+
+    /// Closes the upstream sockets idle for `idle_ns` with nothing of theirs in the delay line.
+    fn sweep(&mut self, now: u64) {
+        for k in 0..self.ups.len() {
+            let idle = self.ups[k].as_ref().is_some_and(|u| {
+                u.pending == 0 && now.saturating_sub(u.last_ns) > self.cfg.idle_ns
+            });
+            if idle {
+                let u = self.ups[k].take().expect("checked");
+                self.by_client.remove(&u.client);
+                self.free.push(k);
+                self.model.st.idle_closed += 1;
+            }
+        }
     }
 
     /// Way back: what the server sent, per client, gets the propagation delay.
-    fn back(&mut self, fds: &[libc::pollfd]) {
-        for (k, pfd) in fds.iter().enumerate().skip(1) {
+    fn back(&mut self, fds: &[libc::pollfd], slots: &[usize]) {
+        for (pfd, &k) in fds.iter().skip(1).zip(slots) {
             if pfd.revents & libc::POLLIN == 0 {
                 continue;
             }
-            let (ref u, client) = self.ups[k - 1];
+            let Some(u) = self.ups[k].as_mut() else {
+                continue;
+            };
+            let client = u.client;
             for _ in 0..8 {
-                let n = match self.rx_back.recv(u.as_raw_fd()) {
+                let n = match self.rx_back.recv(u.sock.as_raw_fd()) {
                     Ok(n) => n,
                     Err(_) => break,
                 };
                 let now = sys::now_ns();
+                u.last_ns = now;
                 for i in 0..n {
                     if self.rx_back.got[i].len == 0 {
                         continue;
                     }
-                    self.model.seq += 1;
-                    self.model.heap.push(Reverse(Pending {
-                        at: now + self.cfg.delay_ns,
-                        seq: self.model.seq,
-                        upstream: None,
-                        client,
-                        data: self.rx_back.data(i).to_vec(),
-                    }));
+                    let data = self.rx_back.data(i);
+                    self.model.hold(now + self.cfg.delay_ns, None, client, data);
                 }
                 if n < sys::BATCH {
                     break;
@@ -513,6 +623,7 @@ impl Relayer {
         let st = &mut self.model.st;
         while self.model.heap.peek().is_some_and(|Reverse(p)| p.at <= now) {
             let Reverse(p) = self.model.heap.pop().expect("peeked");
+            self.model.held -= p.data.len() as u64;
             if let Some(t) = self.tap.as_mut() {
                 match p.upstream {
                     Some(_) => t(now, p.client, self.cfg.to, &p.data),
@@ -524,7 +635,11 @@ impl Relayer {
                     st.late.record(now - p.at);
                     st.fwd_out += 1;
                     st.fwd_bytes += p.data.len() as u64;
-                    self.ups[k].0.send_to(&p.data, self.cfg.to)
+                    let u = self.ups[k]
+                        .as_mut()
+                        .expect("open while it has pending packets");
+                    u.pending -= 1;
+                    u.sock.send_to(&p.data, self.cfg.to)
                 }
                 None => {
                     st.rev_out += 1;
@@ -554,6 +669,9 @@ struct Model {
     heap: BinaryHeap<Reverse<Pending>>,
     /// Arrival order, to break ties between packets due at the same time.
     seq: u64,
+    /// Bytes in `heap`, and its bound.
+    held: u64,
+    delay_line_bytes: u64,
     /// When the bottleneck has finished the packets it holds.
     link_free_at: u64,
     st: RelayStats,
@@ -572,17 +690,41 @@ impl Model {
             reorder: ppm(cfg.reorder),
             heap: BinaryHeap::new(),
             seq: 0,
+            held: 0,
+            delay_line_bytes: cfg.delay_line_bytes,
             link_free_at: 0,
             st: RelayStats::default(),
         }
     }
 
+    /// Puts a packet due at `at` into the delay line (forward: `upstream` is its client's
+    /// socket), unless the line is full (dropped, counted). Whether it was put.
+    fn hold(&mut self, at: u64, upstream: Option<usize>, client: SocketAddr, data: &[u8]) -> bool {
+        let len = data.len() as u64;
+        if self.held + len > self.delay_line_bytes {
+            self.st.delay_line_drops += 1;
+            return false;
+        }
+        self.held += len;
+        self.st.delay_line_peak = self.st.delay_line_peak.max(self.held);
+        self.seq += 1;
+        self.heap.push(Reverse(Pending {
+            at,
+            seq: self.seq,
+            upstream,
+            client,
+            data: data.to_vec(),
+        }));
+        true
+    }
+
     /// A datagram from `client` (upstream socket `idx`) that arrived at `now`: lost,
     /// duplicated, queued at the bottleneck (or dropped there), delayed and maybe reordered.
-    fn admit(&mut self, now: u64, idx: usize, client: SocketAddr, data: &[u8]) {
+    /// Returns how many copies entered the delay line.
+    fn admit(&mut self, now: u64, idx: usize, client: SocketAddr, data: &[u8]) -> u64 {
         if chance(&mut self.rng, self.loss) {
             self.st.random_drops += 1;
-            return;
+            return 0;
         }
         let copies = if chance(&mut self.rng, self.dup) {
             self.st.duplicated += 1;
@@ -590,6 +732,7 @@ impl Model {
         } else {
             1
         };
+        let mut queued = 0;
         for _ in 0..copies {
             let Some(depart) = self.bottleneck(now, data.len() as u64) else {
                 continue;
@@ -603,15 +746,9 @@ impl Model {
                 self.st.reordered += 1;
                 at += 1 + self.rng.below(self.reorder_ns);
             }
-            self.seq += 1;
-            self.heap.push(Reverse(Pending {
-                at,
-                seq: self.seq,
-                upstream: Some(idx),
-                client,
-                data: data.to_vec(),
-            }));
+            queued += u64::from(self.hold(at, Some(idx), client, data));
         }
+        queued
     }
 
     /// When a packet of `len` bytes arriving at `now` leaves the bottleneck (`now` without a

@@ -24,8 +24,8 @@ pub struct RelayArgs {
     /// Bottleneck rate on the forward path (e.g. 1gbit, 500mbit; 0 = unlimited).
     #[arg(long, value_name = "R", value_parser = parse_rate, default_value = "0")]
     pub rate: u64,
-    /// One-way propagation delay, each direction (e.g. 20us, 1ms).
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "0us")]
+    /// One-way propagation delay, each direction (e.g. 20us, 1ms; at most 1 day).
+    #[arg(long, value_name = "D", value_parser = parse_delay, default_value = "0us")]
     pub delay: u64,
     /// Drop-tail queue capacity (e.g. 256KiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "256KiB")]
@@ -37,7 +37,7 @@ pub struct RelayArgs {
     #[arg(long, value_name = "P", value_parser = parse_prob, default_value = "0")]
     pub reorder: f64,
     /// Largest extra hold of a reordered packet.
-    #[arg(long, value_name = "D", value_parser = parse_duration_ns, default_value = "100us")]
+    #[arg(long, value_name = "D", value_parser = parse_delay, default_value = "100us")]
     pub reorder_by: u64,
     /// Forward-path duplication probability.
     #[arg(long, value_name = "P", value_parser = parse_prob, default_value = "0")]
@@ -45,6 +45,17 @@ pub struct RelayArgs {
     /// Random seed.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
+    /// Most bytes held while they wait out --delay, both directions together, with or without
+    /// --rate (beyond it datagrams are dropped and counted): bounds the relay's memory.
+    #[arg(long, value_name = "BYTES", value_parser = parse_positive_bytes, default_value = "64MiB")]
+    pub delay_line: u64,
+    /// Most client addresses served at once (datagrams from more are dropped and counted).
+    #[arg(long, value_name = "N", default_value_t = stride_apps::relay::DEFAULT_MAX_SESSIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub max_sessions: usize,
+    /// Close a client's socket towards the server after this long without a datagram either
+    /// way.
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout_ns, default_value = "60s")]
+    pub idle_timeout: u64,
     /// Stop after this long, e.g. 10s (default: until SIGINT/SIGTERM).
     #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout)]
     pub duration: Option<std::time::Duration>,
@@ -55,6 +66,24 @@ pub struct RelayArgs {
     /// Print the final counters as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A delay of at most [`stride_apps::relay::MAX_DELAY_NS`] (longer ones would overflow the
+/// relay's clock arithmetic).
+fn parse_delay(s: &str) -> Result<u64, String> {
+    let ns = parse_duration_ns(s)?;
+    if ns > stride_apps::relay::MAX_DELAY_NS {
+        return Err(format!("{s:?} is too long (at most 1 day)"));
+    }
+    Ok(ns)
+}
+
+/// A size of at least one byte.
+fn parse_positive_bytes(s: &str) -> Result<u64, String> {
+    match parse_bytes(s)? {
+        0 => Err(format!("{s:?} must be positive")),
+        n => Ok(n),
+    }
 }
 
 /// The relay's counters as JSON.
@@ -74,6 +103,10 @@ pub fn stats_json(s: &RelayStats) -> serde_json::Value {
         "queue_delay_p99_ns": s.queue_delay.quantile(0.99),
         "queue_delay_max_ns": s.queue_delay.max(),
         "socket_drops": s.socket_drops,
+        "delay_line_drops": s.delay_line_drops,
+        "delay_line_peak_bytes": s.delay_line_peak,
+        "session_drops": s.session_drops,
+        "idle_sockets_closed": s.idle_closed,
         "late_p99_ns": s.late.quantile(0.99),
         "late_max_ns": s.late.max(),
     })
@@ -82,13 +115,16 @@ pub fn stats_json(s: &RelayStats) -> serde_json::Value {
 /// A human summary of the relay's counters.
 pub fn stats_human(s: &RelayStats) -> String {
     format!(
-        "relay: forwarded {} packets ({} bytes), drops: queue {} ({} after the first 10 ms) random {} socket {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay measured in the relay's queue p50 {} p99 {} max {}; sent late (relay thread off its CPU) p99 {} max {}",
+        "relay: forwarded {} packets ({} bytes), drops: queue {} ({} after the first 10 ms) random {} socket {} delay line {} (peak {} bytes) sessions {}; duplicated {}, reordered {}; bottleneck utilization {:.1} %; queueing delay measured in the relay's queue p50 {} p99 {} max {}; sent late (relay thread off its CPU) p99 {} max {}",
         s.fwd_out,
         s.fwd_bytes,
         s.queue_drops,
         s.queue_drops_late,
         s.random_drops,
         s.socket_drops,
+        s.delay_line_drops,
+        s.delay_line_peak,
+        s.session_drops,
         s.duplicated,
         s.reordered,
         s.utilization() * 100.0,
@@ -113,6 +149,9 @@ pub fn config(a: &RelayArgs) -> RelayConfig {
         reorder_ns: a.reorder_by,
         dup: a.dup,
         seed: a.seed,
+        delay_line_bytes: a.delay_line,
+        max_sessions: a.max_sessions,
+        idle_ns: a.idle_timeout,
     }
 }
 
@@ -126,6 +165,7 @@ pub fn run(a: RelayArgs) -> anyhow::Result<()> {
     };
     let relay = match Relay::spawn_tapped(config(&a), capture.as_ref().map(Capture::tap)) {
         Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => crate::units::fail("relay", e),
         Err(e) => crate::units::fail("relay", format!("cannot listen on {}: {e}", a.listen)),
     };
     eprintln!("relay {} -> {}", relay.local_addr(), a.to);

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use stride::Endpoint;
-use stride_apps::xfer::{self, receive_file, send_file, ReceiveOptions, Received, SendOptions};
+use stride_apps::xfer::{
+    self, receive_file, send_file, Limits, ReceiveOptions, Received, Refusals, SendOptions,
+};
 
 /// Arguments of `stride recv`.
 #[derive(Args, Debug)]
@@ -18,7 +20,11 @@ use stride_apps::xfer::{self, receive_file, send_file, ReceiveOptions, Received,
     after_help = "Writes a fresh NAME.RANDOM.part (never following or reusing an existing file), checks size and \
 the BLAKE3 of what is on disk, fsyncs and renames it to NAME only on a match; refuses names with path \
 separators or '..', a second upload of a name in progress, and never replaces NAME without --force.\n\n\
-Example:\n  stride recv --listen 0.0.0.0:7000 --out ./incoming --json"
+Without --key, anyone who can reach the port may upload: the transport authenticates nothing (like \
+RoCE, it trusts the datacenter network). With --key, only senders holding the same key file are \
+stored; others are refused before any file is created, and counted.\n\n\
+Example:\n  head -c 32 /dev/urandom > upload.key && chmod 600 upload.key\n  \
+stride recv --listen 0.0.0.0:7000 --out ./incoming --key upload.key --allow 10.0.0.0/8 --json"
 )]
 pub struct RecvArgs {
     /// Address to listen on, e.g. 0.0.0.0:7000 or [::]:7000.
@@ -55,6 +61,65 @@ pub struct RecvArgs {
     /// hundreds of them at once); 0 turns it off (kernel stamps alone).
     #[arg(long, value_name = "D", value_parser = crate::units::parse_duration_ns, default_value = "250us")]
     pub read_delay_slack: u64,
+    /// Store only uploads authenticated with the pre-shared key in FILE (at least 16 bytes,
+    /// mode 600; also from the environment variable STRIDE_KEY_FILE); senders need the same
+    /// file (`stride send --key FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Accept uploads only from addresses in this network (e.g. 10.0.0.0/8, fd00::/8 or one
+    /// address); repeat for several. Others are refused at once, and counted.
+    #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
+    pub allow: Vec<ipnet::IpNet>,
+    /// Most uploads in progress at once [default: half the descriptor limit less 64, at most
+    /// 4096].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_uploads: Option<u64>,
+    /// Most uploads in progress at once from one source address (an IPv6 /64 counts as one);
+    /// when every slot is taken, a source holding fewer takes the slowest upload of the
+    /// source holding most.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_uploads_per_source: u64,
+    /// Drop an upload that moves fewer than this many bytes per second over any --grace span
+    /// (the first one, from the connection's start, includes the header); 0 turns it off.
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes, default_value = "16KiB")]
+    pub min_rate: u64,
+    /// The span over which --min-rate is measured.
+    #[arg(long, value_name = "D", value_parser = crate::units::parse_timeout, default_value = "10s")]
+    pub grace: Duration,
+    /// Refuse an upload whose declared size does not fit the free space less this reserve
+    /// (and less what the uploads in progress still have to write).
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes, default_value = "64MiB")]
+    pub reserve: u64,
+    /// Refuse an upload that would make the files in --out hold more than this (with the
+    /// uploads in progress).
+    #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes)]
+    pub quota: Option<u64>,
+}
+
+/// A network (`10.0.0.0/8`) or a single address (`10.0.0.1`, as /32 or /128).
+fn parse_cidr(s: &str) -> Result<ipnet::IpNet, String> {
+    if let Ok(n) = s.parse::<ipnet::IpNet>() {
+        return Ok(n.trunc());
+    }
+    s.parse::<std::net::IpAddr>()
+        .map(ipnet::IpNet::from)
+        .map_err(|_| format!("{s:?} is neither an address nor a network like 10.0.0.0/8"))
+}
+
+/// The environment variable naming a key file when `--key` is not given.
+pub const KEY_ENV: &str = "STRIDE_KEY_FILE";
+
+/// The key of `--key FILE`, or of the file named by [`KEY_ENV`]; exits on a bad key.
+fn load_key(cmd: &str, flag: &Option<PathBuf>) -> Option<xfer::Key> {
+    let path = flag.clone().or_else(|| {
+        std::env::var_os(KEY_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })?;
+    match xfer::Key::load(&path) {
+        Ok(k) => Some(k),
+        Err(e) => fail(cmd, e),
+    }
 }
 
 /// Arguments of `stride send`.
@@ -88,6 +153,15 @@ pub struct SendArgs {
     /// Local address to bind (default: the unspecified address of the receiver's family).
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<SocketAddr>,
+    /// Authenticate the uploads with the pre-shared key in FILE (the receiver's `--key`; mode
+    /// 600; also from the environment variable STRIDE_KEY_FILE), and believe only answers
+    /// authenticated by it.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Encrypt the files' bytes too (ChaCha20-Poly1305 under a key derived from --key, which
+    /// it needs); without it they travel in clear, authenticated.
+    #[arg(long)]
+    pub encrypt: bool,
     /// Files to send (each on its own connection, one after the other).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
@@ -115,11 +189,17 @@ fn print_received(r: &Received, json: bool) {
 }
 
 /// The receiver's counters of unwanted traffic: (JSON object, human line).
-fn counters(ep: &Endpoint, refused_names: u64) -> (serde_json::Value, String) {
+fn counters(ep: &Endpoint, refused_names: u64, r: &Refusals) -> (serde_json::Value, String) {
     let s = ep.stats();
     let io = ep.io_stats();
     let j = json!({"counters": {
         "refused_names": refused_names,
+        "unauthenticated_uploads": r.unauthenticated,
+        "uploads_from_addresses_not_allowed": r.not_allowed,
+        "uploads_refused_busy": r.busy,
+        "uploads_dropped_too_slow": r.too_slow,
+        "uploads_dropped_for_fair_share": r.evicted,
+        "uploads_refused_no_space": r.no_space,
         "malformed_datagrams": s.malformed,
         "truncated_datagrams": io.truncated,
         "unknown_connection_datagrams": s.unknown,
@@ -133,9 +213,17 @@ fn counters(ep: &Endpoint, refused_names: u64) -> (serde_json::Value, String) {
         "rx_overflow": io.rx_overflow,
     }});
     let h = format!(
-        "stride recv: counters: {refused_names} refused names, {} malformed and {} truncated datagrams, \
+        "stride recv: counters: {refused_names} refused names, {} unauthenticated uploads, {} from \
+addresses not allowed; uploads {} refused busy, {} dropped too slow, {} dropped for a fair share, \
+{} refused for space; {} malformed and {} truncated datagrams, \
 {} datagrams for unknown connections ({} with bad cookies), {} handshakes refused (full) and {} \
 (per-source limit), {} RSTs suppressed by the rate limit; {} connections accepted",
+        r.unauthenticated,
+        r.not_allowed,
+        r.busy,
+        r.too_slow,
+        r.evicted,
+        r.no_space,
         s.malformed,
         io.truncated,
         s.unknown,
@@ -148,8 +236,13 @@ fn counters(ep: &Endpoint, refused_names: u64) -> (serde_json::Value, String) {
     (j, h)
 }
 
-fn print_counters(ep: &Endpoint, refused_names: u64, json_out: bool) -> serde_json::Value {
-    let (j, h) = counters(ep, refused_names);
+fn print_counters(
+    ep: &Endpoint,
+    refused_names: u64,
+    r: &Refusals,
+    json_out: bool,
+) -> serde_json::Value {
+    let (j, h) = counters(ep, refused_names, r);
     if json_out {
         println!("{j}");
     } else {
@@ -158,11 +251,62 @@ fn print_counters(ep: &Endpoint, refused_names: u64, json_out: bool) -> serde_js
     j
 }
 
+/// The receiver's options from its arguments (exits on a bad key).
+fn receive_options(a: &RecvArgs) -> ReceiveOptions {
+    let max = a.max_uploads.map_or(xfer::upload_limit(), |n| n as usize);
+    ReceiveOptions {
+        force: a.force,
+        stall_timeout: Duration::from_nanos(a.idle_timeout.max(1_000_000)),
+        key: load_key("recv", &a.key),
+        allow: a.allow.clone(),
+        limits: Limits {
+            max_uploads: max,
+            max_per_source: (a.max_uploads_per_source as usize).min(max),
+            min_rate: a.min_rate,
+            grace: a.grace,
+            reserve: a.reserve,
+            quota: a.quota,
+        },
+        ..ReceiveOptions::default()
+    }
+}
+
+/// What `stride recv` says after it started listening on `at`: the temporary files it removed,
+/// and who may upload.
+fn start_notes(orphans: &[String], ropts: &ReceiveOptions, at: SocketAddr) {
+    if !orphans.is_empty() {
+        let names: Vec<_> = orphans
+            .iter()
+            .map(|g| format!("{:?}", xfer::shown_name(g)))
+            .collect();
+        eprintln!(
+            "stride recv: removed {} temporary file(s) left by a receiver that died: {}",
+            orphans.len(),
+            names.join(", ")
+        );
+    }
+    if ropts.key.is_none() {
+        let from = if ropts.allow.is_empty() {
+            ""
+        } else {
+            " from the --allow networks"
+        };
+        eprintln!(
+            "stride recv: warning: no --key: anyone who can reach {at}{from} may upload files"
+        );
+    }
+}
+
 /// `stride recv`.
 pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
     if let Err(e) = std::fs::create_dir_all(&a.out) {
         fail("recv", format!("cannot create {}: {e}", a.out.display()));
     }
+    let ropts = receive_options(&a);
+    let orphans = match xfer::remove_orphans(&a.out) {
+        Ok(gone) => gone,
+        Err(e) => fail("recv", format!("cannot read {}: {e}", a.out.display())),
+    };
     let rt = runtime()?;
     let code = rt.block_on(async move {
         let opts = xfer::receiver_options(a.idle_timeout, a.recovery, a.read_delay_slack);
@@ -171,26 +315,25 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
             Err(e) => fail("recv", format!("cannot listen on {}: {e}", a.listen)),
         };
         eprintln!("listening on {}", ep.local_addr());
-        let ropts = ReceiveOptions {
-            force: a.force,
-            stall_timeout: Duration::from_nanos(a.idle_timeout.max(1_000_000)),
-        };
+        start_notes(&orphans, &ropts, ep.local_addr());
         let refused = std::sync::Arc::new(AtomicU64::new(0));
         {
             let (ep, refused, json) = (ep.clone(), refused.clone(), a.json);
+            let state = ropts.state.clone();
             let every = Duration::from_nanos(a.report_interval.max(1_000_000));
             tokio::spawn(async move {
                 let mut last = serde_json::Value::Null;
                 loop {
                     tokio::time::sleep(every).await;
                     let n = refused.load(Ordering::Relaxed);
-                    let (j, _) = counters(&ep, n);
+                    let r = state.refusals();
+                    let (j, _) = counters(&ep, n, &r);
                     // "accepted" alone changing is normal traffic, not worth a line.
                     let mut cmp = j.clone();
                     cmp["counters"]["accepted"] = json!(0);
                     cmp["counters"]["syns"] = json!(0);
                     if cmp != last {
-                        print_counters(&ep, n, json);
+                        print_counters(&ep, n, &r, json);
                         last = cmp;
                     }
                 }
@@ -203,7 +346,12 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
             };
             let r = receive_file(s, &a.out, &ropts).await;
             print_received(&r, a.json);
-            print_counters(&ep, u64::from(r.refused_name), a.json);
+            print_counters(
+                &ep,
+                u64::from(r.refused_name),
+                &ropts.state.refusals(),
+                a.json,
+            );
             if r.error.is_some() {
                 if a.json {
                     eprintln!(
@@ -234,6 +382,10 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
 
 /// `stride send`.
 pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
+    let key = load_key("send", &a.key);
+    if a.encrypt && key.is_none() {
+        fail("send", "--encrypt needs --key FILE (or STRIDE_KEY_FILE)");
+    }
     let rt = runtime()?;
     let code = rt.block_on(async move {
         let bind = a.bind.unwrap_or(if a.to.is_ipv6() {
@@ -253,6 +405,8 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
         let opts = SendOptions {
             connect_timeout: a.connect_timeout,
             stall_timeout: Duration::from_nanos(a.stall_timeout),
+            key,
+            encrypt: a.encrypt,
         };
         let mut code = 0;
         for f in &a.files {

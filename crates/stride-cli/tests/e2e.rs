@@ -323,6 +323,49 @@ fn existing_file_is_not_overwritten_without_force() {
     let _ = std::fs::remove_dir_all(&dst);
 }
 
+#[test]
+fn a_receiver_with_a_key_stores_only_uploads_with_that_key() {
+    use std::os::unix::fs::PermissionsExt;
+    let src = tempdir("key-src");
+    let dst = tempdir("key-dst");
+    let f = src.join("k.bin");
+    std::fs::write(&f, random_bytes(200_000, 6)).expect("write");
+    let key = src.join("upload.key");
+    std::fs::write(&key, random_bytes(32, 1)).expect("write");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let (recv, raddr) = start_recv(&dst, &["--key", key.to_str().expect("utf-8")]);
+    let out = send(raddr, std::slice::from_ref(&f));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "stored without the key");
+    assert!(err.contains("only authenticated uploads"), "{err}");
+    assert!(std::fs::read_dir(&dst).expect("dir").next().is_none());
+    // The key from the environment.
+    let out = Command::new(BIN)
+        .args(["send", "--to", &raddr.to_string()])
+        .arg(&f)
+        .env("STRIDE_KEY_FILE", &key)
+        .output()
+        .expect("run send");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(same(&f, &dst.join("k.bin")));
+    drop(recv);
+    // A key file others may read is refused, with the fix in the message.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = Command::new(BIN)
+        .args(["send", "--to", &raddr.to_string(), "--key"])
+        .args([&key, &f])
+        .output()
+        .expect("run send");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("chmod 600"), "{err}");
+    let _ = std::fs::remove_dir_all(&src);
+    let _ = std::fs::remove_dir_all(&dst);
+}
+
 /// Speaks the file-transfer protocol with a chosen hash: header, data, hash; returns the status.
 async fn raw_send(to: SocketAddr, name: &str, data: &[u8], hash: [u8; 32]) -> (u8, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -391,6 +434,7 @@ fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
         .expect("spawn send");
     std::thread::sleep(Duration::from_millis(700));
     drop(recv); // SIGKILL
+    let orphans = parts(&dst);
     let out = child.wait_with_output().expect("wait");
     let el = t.elapsed();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -400,6 +444,12 @@ fn receiver_dying_mid_transfer_fails_the_sender_and_leaves_no_file() {
     assert!(el < Duration::from_secs(20), "{el:?}");
     assert!(!dst.join("big.bin").exists());
     eprintln!("sender gave up after {el:?}: {err}");
+    // The dead receiver's temporary file is removed when a receiver starts on the directory.
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    assert_eq!(parts(&dst), orphans);
+    let (recv, _) = start_recv(&dst, &[]);
+    assert!(parts(&dst).is_empty(), "{:?}", parts(&dst));
+    drop(recv);
     let _ = std::fs::remove_dir_all(&src);
     let _ = std::fs::remove_dir_all(&dst);
 }
@@ -469,7 +519,7 @@ impl Drop for Mount {
 /// Needs permission to mount a small tmpfs (root). Outside CI it is skipped, loudly, without
 /// that permission; under CI (`CI` set, where the suite runs as root) it must run.
 #[test]
-fn disk_full_is_reported_and_leaves_no_file() {
+fn too_large_for_the_disk_is_refused_before_writing_and_leaves_no_file() {
     let src = tempdir("full-src");
     let dst = tempdir("full-dst");
     let ok = Command::new("mount")
@@ -484,17 +534,28 @@ fn disk_full_is_reported_and_leaves_no_file() {
             std::env::var_os("CI").is_none(),
             "CI must be able to mount a tmpfs for the disk-full test"
         );
-        eprintln!("SKIPPED disk_full_is_reported_and_leaves_no_file: cannot mount a tmpfs here");
+        eprintln!("SKIPPED too_large_for_the_disk_is_refused_before_writing_and_leaves_no_file: cannot mount a tmpfs here");
         return;
     }
     let _m = Mount(dst.clone());
     let f = src.join("huge.bin");
     std::fs::write(&f, random_bytes(3_000_000, 8)).expect("write");
-    let (recv, raddr) = start_recv(&dst, &[]);
+    // Without a reserve what fits the free space is stored.
+    let (recv, raddr) = start_recv(&dst, &["--reserve", "0"]);
+    let fits = src.join("fits.bin");
+    std::fs::write(&fits, random_bytes(700_000, 9)).expect("write");
+    let out = send(raddr, std::slice::from_ref(&fits));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_file(dst.join("fits.bin")).expect("rm");
+    // Declared larger than the free space: refused on the header, before any write.
     let out = send(raddr, std::slice::from_ref(&f));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("disk full"), "{err}");
+    assert!(err.contains("no room"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     drop(recv);
     let left: Vec<_> = std::fs::read_dir(&dst).expect("dir").collect();

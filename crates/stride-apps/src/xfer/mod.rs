@@ -5,10 +5,21 @@
 //! 32-byte BLAKE3 hash, then ends its direction. The receiver answers with a status (one code
 //! byte, a u16 length, a UTF-8 message) before ending its own direction.
 //!
+//! An authenticated upload (version 2, [`encode_header_auth`], see [`auth`]) adds to the
+//! header the sender's clock, 16 random bytes and a keyed BLAKE3 tag; after the hash, a tag
+//! binding the hash to the header; and the receiver's status ends with a tag of its own. A
+//! receiver with a key refuses version 1, one without refuses versions 2 and 3, both with
+//! [`Status::Unauthenticated`] before any file is created. An encrypted upload (version 3,
+//! [`VERSION_SEALED`]) also sends the body in ChaCha20-Poly1305 chunks ([`auth::BodyCipher`]).
+//!
 //! The receiver stores a file so that no remote sender can corrupt or redirect it:
+//! - with a key ([`ReceiveOptions::key`]) only authenticated uploads are stored, and with
+//!   [`ReceiveOptions::allow`] only those from allowed networks; others are refused before any
+//!   file is created and counted ([`ReceiverState::refusals`]);
 //! - one upload per name at a time (per process): a second upload of a name still in progress
-//!   is refused with [`Status::Busy`], as is any upload beyond [`upload_limit`] (derived from
-//!   the descriptor limit) in progress at once;
+//!   is refused with [`Status::Busy`]; uploads in progress are bounded overall and per source,
+//!   shared fairly, held to a minimum rate and admitted to the disk only if their declared size
+//!   fits ([`guard`]);
 //! - a connection whose sender makes no progress for [`ReceiveOptions::stall_timeout`] is
 //!   dropped (keepalives do not count), so fake or stalled uploads cannot pile up;
 //! - the bytes go to a fresh temporary file `PREFIX.RANDOM.part` in the target directory,
@@ -19,7 +30,8 @@
 //! - it renames the temporary file to `NAME` with `RENAME_NOREPLACE` (an existing `NAME` is
 //!   refused, never replaced) unless the receiver allows overwriting, then fsyncs the directory.
 //!
-//! A failed transfer leaves no `NAME` behind and removes its temporary file.
+//! A failed transfer leaves no `NAME` behind, removes its temporary file and frees its name at
+//! once; [`remove_orphans`] removes those of a receiver that died.
 //!
 //! [`send_file`] is the sending side, [`receive_file`] the receiving side of one connection;
 //! [`encode_header`] and [`Status`] are the wire format for other implementations and tests.
@@ -42,9 +54,16 @@
 //! # Ok(()) }
 //! ```
 
+pub mod auth;
+mod disk;
+pub mod guard;
 mod receive;
 mod send;
 
+pub use auth::Key;
+
+pub use disk::{is_part_name, remove_orphans};
+pub use guard::{Limits, ReceiverState, Refusals};
 pub use receive::{
     receive_file, receive_files, receiver_options, upload_limit, ReceiveOptions, Received,
 };
@@ -57,8 +76,14 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 /// First four bytes of a transfer.
 pub const MAGIC: &[u8; 4] = b"STRF";
-/// Protocol version this module speaks.
+/// Protocol version of an unauthenticated upload.
 pub const VERSION: u8 = 1;
+/// Protocol version of an authenticated upload (a header with an auth block, a body tag and a
+/// tagged answer; see [`auth`]).
+pub const VERSION_AUTH: u8 = 2;
+/// Protocol version of an authenticated and encrypted upload (as [`VERSION_AUTH`], the body in
+/// [`auth::BodyCipher`] chunks).
+pub const VERSION_SEALED: u8 = 3;
 /// Bytes moved per read and write.
 pub const CHUNK: usize = 256 * 1024;
 
@@ -81,6 +106,11 @@ pub enum Status {
     /// Another upload of the same name is in progress, or the receiver is at its limit of
     /// uploads in progress.
     Busy = 6,
+    /// The upload is not authenticated as the receiver requires (no key, another key, a
+    /// replayed header), or the source address is not allowed.
+    Unauthenticated = 7,
+    /// The declared size does not fit the receiver's free space (less its reserve) or quota.
+    NoSpace = 8,
 }
 
 impl Status {
@@ -93,6 +123,8 @@ impl Status {
             3 => Status::Exists,
             4 => Status::WriteFailed,
             6 => Status::Busy,
+            7 => Status::Unauthenticated,
+            8 => Status::NoSpace,
             _ => Status::Protocol,
         }
     }
@@ -132,6 +164,32 @@ pub fn encode_header(name: &str, size: u64) -> Vec<u8> {
     head.extend_from_slice(name.as_bytes());
     head.extend_from_slice(&size.to_be_bytes());
     head
+}
+
+/// The header of an authenticated upload (version [`VERSION_AUTH`]): the fields of
+/// [`encode_header`], then the auth block of [`Key::seal_header`]. Returns it with its tag.
+pub fn encode_header_auth(
+    name: &str,
+    size: u64,
+    key: &Key,
+) -> std::io::Result<(Vec<u8>, [u8; 32])> {
+    encode_header_keyed(name, size, key, VERSION_AUTH)
+}
+
+/// [`encode_header_auth`] with the version `version` ([`VERSION_AUTH`] or [`VERSION_SEALED`]).
+pub fn encode_header_keyed(
+    name: &str,
+    size: u64,
+    key: &Key,
+    version: u8,
+) -> std::io::Result<(Vec<u8>, [u8; 32])> {
+    let mut head = encode_header(name, size);
+    head[4] = version;
+    let block = key.seal_header(&head)?;
+    head.extend_from_slice(&block);
+    let mut tag = [0u8; 32];
+    tag.copy_from_slice(&block[auth::AUTH_BYTES - 32..]);
+    Ok((head, tag))
 }
 
 /// A readable message for an I/O error of a transfer stream.
@@ -177,25 +235,55 @@ async fn within<T>(
     }
 }
 
-async fn write_status(s: &mut Stream, st: Status, msg: &str) {
+/// How a receiver's answer ends: nothing (a version-1 upload), or a tag (version 2): all zero
+/// from a receiver without a key, else [`Key::status_tag`] for the header's tag.
+#[derive(Clone, Default)]
+enum Seal {
+    #[default]
+    None,
+    Zero,
+    Tag(Key, [u8; 32]),
+}
+
+async fn write_status(s: &mut Stream, st: Status, msg: &str, seal: &Seal) {
     let m = msg.as_bytes();
     let m = &m[..m.len().min(1024)];
     let mut b = vec![st as u8];
     b.extend_from_slice(&(m.len() as u16).to_be_bytes());
     b.extend_from_slice(m);
+    match seal {
+        Seal::None => {}
+        Seal::Zero => b.extend_from_slice(&[0u8; 32]),
+        Seal::Tag(key, head) => b.extend_from_slice(key.status_tag(head, st as u8, m).as_bytes()),
+    }
     let _ = within(CLOSE_WAIT, s.write_all(&b)).await;
     let _ = tokio::time::timeout(CLOSE_WAIT, s.shutdown()).await;
 }
 
-async fn read_status<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<(Status, String)> {
+/// Reads the receiver's answer; with `auth` (the key and the header's tag) also its tag, and
+/// an answer whose tag does not check reads as [`Status::Unauthenticated`] with a message
+/// saying so.
+async fn read_status<R: AsyncRead + Unpin>(
+    r: &mut R,
+    auth: Option<(&Key, &[u8; 32])>,
+) -> std::io::Result<(Status, String)> {
     let code = r.read_u8().await?;
     let len = r.read_u16().await?;
     let mut m = vec![0u8; usize::from(len)];
     r.read_exact(&mut m).await?;
-    Ok((
-        Status::from_u8(code),
-        String::from_utf8_lossy(&m).into_owned(),
-    ))
+    let msg = String::from_utf8_lossy(&m).into_owned();
+    if let Some((key, head)) = auth {
+        let mut tag = [0u8; 32];
+        r.read_exact(&mut tag).await?;
+        if key.status_tag(head, code, &m) != blake3::Hash::from(tag) {
+            let said = if msg.is_empty() { "stored".into() } else { msg };
+            return Ok((
+                Status::Unauthenticated,
+                format!("its answer ({said:?}) is not authenticated by the key (a receiver without the key, or another key)"),
+            ));
+        }
+    }
+    Ok((Status::from_u8(code), msg))
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
 //! The sending side: one file per connection, confirmed by the receiver.
 
 use super::{
-    connect_error, encode_header, read_status, transfer_error, within, Status, CHUNK, STALL_TIMEOUT,
+    auth::{BodyCipher, CHUNK_TAG},
+    connect_error, encode_header, encode_header_keyed, read_status, transfer_error, within, Key,
+    Status, CHUNK, STALL_TIMEOUT, VERSION_AUTH, VERSION_SEALED,
 };
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use stride::{ConnStats, Endpoint, EndpointConfig};
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// A file the receiver confirmed.
 #[derive(Debug, Clone)]
@@ -25,7 +27,7 @@ pub struct Sent {
 }
 
 /// Options of [`send_file`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SendOptions {
     /// Give up connecting after this long. Default 15 s: above `stride send`'s SYN give-up
     /// (`max_retries` 14: 9.0 to 11.5 s of resends), so an overloaded receiver still gets the
@@ -35,6 +37,12 @@ pub struct SendOptions {
     /// when the receiver's status has not come this long (plus one second per 100 MB for the
     /// receiver's check) after the last byte left. Default [`STALL_TIMEOUT`].
     pub stall_timeout: Duration,
+    /// Authenticate the upload with this key (the receiver must hold the same), and believe
+    /// only an answer authenticated by it.
+    pub key: Option<Key>,
+    /// Encrypt the file's bytes (ChaCha20-Poly1305 under a key derived from `key`, which it
+    /// needs).
+    pub encrypt: bool,
 }
 
 impl Default for SendOptions {
@@ -42,45 +50,81 @@ impl Default for SendOptions {
         SendOptions {
             connect_timeout: Duration::from_secs(15),
             stall_timeout: STALL_TIMEOUT,
+            key: None,
+            encrypt: false,
         }
     }
 }
 
-/// The sender's side of one transfer on `wr`: the header for `name` (`size` bytes), the bytes
-/// of `file` (at `path`) and their hash, then the end of the direction; every write bounded by
-/// `stall`. Returns the hash, or the message of what failed.
+/// What goes out besides the file's bytes: the header (of `size` bytes), for an authenticated
+/// upload the key and the header's tag, and for an encrypted one the body's cipher.
+struct Outgoing<'a> {
+    head: &'a [u8],
+    size: u64,
+    auth: Option<(&'a Key, &'a [u8; 32])>,
+    cipher: Option<BodyCipher>,
+}
+
+/// The sender's side of one transfer on `wr`: the header of `up`, the bytes of `file` (at
+/// `path`, encrypted if `up` has a cipher) and their hash (with its tag for an authenticated
+/// upload), then the end of the direction; every write bounded by `stall`. Returns the hash,
+/// or the message of what failed.
 async fn write_file<W: AsyncWrite + Unpin>(
     wr: &mut W,
-    file: &mut tokio::fs::File,
+    file: &mut (dyn AsyncRead + Unpin + Send),
     path: &Path,
-    name: &str,
-    size: u64,
+    up: Outgoing<'_>,
     stall: Duration,
 ) -> Result<blake3::Hash, String> {
-    let head = encode_header(name, size);
-    within(stall, wr.write_all(&head))
+    let Outgoing {
+        head,
+        size,
+        auth,
+        mut cipher,
+    } = up;
+    within(stall, wr.write_all(head))
         .await
         .map_err(|e| transfer_error(&e))?;
     let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = vec![0u8; CHUNK + CHUNK_TAG];
     let mut left = size;
+    let shrank = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => {
+            format!("{}: file shrank while sending", path.display())
+        }
+        _ => format!("{}: {e}", path.display()),
+    };
     while left > 0 {
         let want = left.min(CHUNK as u64) as usize;
-        let n = file
-            .read(&mut buf[..want])
-            .await
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let (n, out) = match cipher.as_mut() {
+            // Encrypted chunks have fixed sizes: read each whole, then seal it.
+            Some(c) => {
+                file.read_exact(&mut buf[..want]).await.map_err(shrank)?;
+                hasher.update(&buf[..want]);
+                let tag = c.seal(&mut buf[..want]);
+                buf[want..want + CHUNK_TAG].copy_from_slice(&tag);
+                (want, want + CHUNK_TAG)
+            }
+            None => {
+                let n = file.read(&mut buf[..want]).await.map_err(shrank)?;
+                hasher.update(&buf[..n]);
+                (n, n)
+            }
+        };
         if n == 0 {
             return Err(format!("{}: file shrank while sending", path.display()));
         }
-        hasher.update(&buf[..n]);
-        within(stall, wr.write_all(&buf[..n]))
+        within(stall, wr.write_all(&buf[..out]))
             .await
             .map_err(|e| transfer_error(&e))?;
         left -= n as u64;
     }
     let hash = hasher.finalize();
-    within(stall, wr.write_all(hash.as_bytes()))
+    let mut trailer = hash.as_bytes().to_vec();
+    if let Some((key, head_tag)) = auth {
+        trailer.extend_from_slice(key.body_tag(head_tag, &hash).as_bytes());
+    }
+    within(stall, wr.write_all(&trailer))
         .await
         .map_err(|e| transfer_error(&e))?;
     within(stall, wr.shutdown())
@@ -108,6 +152,53 @@ pub fn sender_options(mut proto: stride::Config, give_up_ns: u64) -> EndpointCon
     }
 }
 
+/// Largest file sent whose size reads as 0 but that holds bytes (procfs and sysfs files): it
+/// is read whole before sending, to know its size.
+pub const SIZELESS_MAX: u64 = 64 << 20;
+
+/// Opens the file to send and returns it with its size: never blocking on a FIFO without a
+/// writer (opened non-blocking, then refused as not a regular file), giving up after `limit`
+/// (a hung file system), and reading whole a file whose size reads as 0 but that holds bytes.
+async fn open_input(
+    path: &Path,
+    limit: Duration,
+) -> Result<(Box<dyn AsyncRead + Unpin + Send>, u64), String> {
+    let shown = path.display();
+    let mut how = tokio::fs::OpenOptions::new();
+    how.read(true).custom_flags(libc::O_NONBLOCK);
+    let open = how.open(path);
+    let mut file = match tokio::time::timeout(limit, open).await {
+        Ok(r) => r.map_err(|e| format!("{shown}: {e}"))?,
+        Err(_) => {
+            return Err(format!(
+                "{shown}: opening it took longer than {:.1} s",
+                limit.as_secs_f64()
+            ))
+        }
+    };
+    let meta = file.metadata().await.map_err(|e| format!("{shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown}: not a regular file"));
+    }
+    if meta.len() > 0 {
+        return Ok((Box::new(file), meta.len()));
+    }
+    let mut bytes = Vec::new();
+    let mut limited = (&mut file).take(SIZELESS_MAX + 1);
+    let read = limited.read_to_end(&mut bytes);
+    match tokio::time::timeout(limit, read).await {
+        Ok(r) => r.map_err(|e| format!("{shown}: {e}"))?,
+        Err(_) => return Err(format!("{shown}: reading it made no progress")),
+    };
+    if bytes.len() as u64 > SIZELESS_MAX {
+        return Err(format!(
+            "{shown}: its size reads as 0 but it holds more than {SIZELESS_MAX} bytes (a procfs-like file); copy it to a regular file first"
+        ));
+    }
+    let n = bytes.len() as u64;
+    Ok((Box::new(std::io::Cursor::new(bytes)), n))
+}
+
 /// Sends the file at `path` to the receiver at `to` on a new connection of `ep`; Ok only when
 /// the receiver confirmed size and hash. Every wait is bounded (see [`SendOptions`]); on
 /// failure the connection is aborted, so the receiver learns of it at once.
@@ -122,17 +213,22 @@ pub async fn send_file(
         .and_then(|n| n.to_str())
         .ok_or_else(|| format!("{}: not a file name in UTF-8", path.display()))?
         .to_string();
-    let mut file = tokio::fs::File::open(path)
-        .await
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = file
-        .metadata()
-        .await
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
-    }
-    let size = meta.len();
+    let (mut file, size) = open_input(path, opts.stall_timeout).await?;
+    let version = if opts.encrypt {
+        VERSION_SEALED
+    } else {
+        VERSION_AUTH
+    };
+    let (head, head_tag) = match &opts.key {
+        Some(k) => {
+            let (h, t) = encode_header_keyed(&name, size, k, version).map_err(|e| e.to_string())?;
+            (h, Some(t))
+        }
+        None if opts.encrypt => return Err("encrypting needs a key".into()),
+        None => (encode_header(&name, size), None),
+    };
+    let auth = opts.key.as_ref().zip(head_tag.as_ref());
+    let cipher = auth.filter(|_| opts.encrypt).map(|(k, t)| k.body_cipher(t));
     let stall = opts.stall_timeout;
     let check_time = stall + Duration::from_secs(size / 100_000_000);
     let start = Instant::now();
@@ -142,9 +238,15 @@ pub async fn send_file(
         .map_err(|e| connect_error(&e, to))?;
     let (mut rd, mut wr) = tokio::io::split(stream);
     let outcome = async {
-        let writer = write_file(&mut wr, &mut file, path, &name, size, stall);
+        let up = Outgoing {
+            head: &head,
+            size,
+            auth,
+            cipher,
+        };
+        let writer = write_file(&mut wr, &mut *file, path, up, stall);
         tokio::pin!(writer);
-        let status = async { read_status(&mut rd).await };
+        let status = async { read_status(&mut rd, auth).await };
         tokio::pin!(status);
         let (hash, st) = tokio::select! {
             w = &mut writer => {
