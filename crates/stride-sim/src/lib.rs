@@ -9,6 +9,7 @@ pub mod engine;
 pub mod net;
 pub mod qdisc;
 pub mod report;
+pub mod routes;
 pub mod scenario;
 pub mod stride;
 pub mod sweep;

@@ -3,6 +3,7 @@
 
 use crate::control::ControlFrame;
 use crate::qdisc::{EnqueueRule, QueueDiscipline};
+use crate::routes::{Routes, RoutesBuilder};
 use std::collections::VecDeque;
 
 /// Bytes added to every datagram on the wire: Ethernet header + FCS (18), IPv4 (20), UDP (8),
@@ -245,13 +246,11 @@ impl Port {
     }
 }
 
-/// A switch: output ports and, per destination host, the ports on shortest paths.
+/// A switch: its output ports (its routes are in [`Topology::routes`]).
 #[derive(Debug, Default)]
 pub struct Switch {
     /// Ports owned by this switch (indices into the port table).
     pub ports: Vec<usize>,
-    /// For each destination host, the candidate output ports (ECMP set).
-    pub routes: Vec<Vec<usize>>,
 }
 
 /// The network graph.
@@ -261,6 +260,8 @@ pub struct Topology {
     pub hosts: u32,
     /// Switches (node id = hosts + index).
     pub switches: Vec<Switch>,
+    /// Every switch's ECMP set per destination host (all shortest-path next hops).
+    pub routes: Routes,
     /// All ports.
     pub ports: Vec<Port>,
     /// Each host's uplink port.
@@ -563,9 +564,8 @@ impl Topology {
         for (i, p) in self.ports.iter().enumerate() {
             into[p.to as usize].push(i);
         }
-        for s in &mut self.switches {
-            s.routes = vec![Vec::new(); self.hosts as usize];
-        }
+        let mut table = RoutesBuilder::new(self.hosts as usize, self.switches.len());
+        let mut cands = Vec::new();
         let mut dist = vec![u32::MAX; n];
         let mut q = VecDeque::new();
         for dst in 0..self.hosts {
@@ -584,16 +584,19 @@ impl Topology {
                     }
                 }
             }
-            for (si, s) in self.switches.iter_mut().enumerate() {
+            for si in 0..self.switches.len() {
                 let u = self.hosts as usize + si;
+                cands.clear();
                 for &pi in &out[u] {
                     let v = self.ports[pi].to as usize;
                     if dist[v] != u32::MAX && dist[v] + 1 == dist[u] {
-                        s.routes[dst as usize].push(pi);
+                        cands.push(pi as u32);
                     }
                 }
+                table.set(si, dst as usize, &cands);
             }
         }
+        self.routes = table.finish();
     }
 
     /// Sum of propagation delays and store-and-forward times of one `mtu_wire`-byte packet
@@ -610,8 +613,7 @@ impl Topology {
             if node == dst {
                 return (lat, min_rate);
             }
-            let s = &self.switches[(node - self.hosts) as usize];
-            port = s.routes[dst as usize][0];
+            port = self.routes.candidates((node - self.hosts) as usize, dst)[0] as usize;
         }
     }
 

@@ -3,87 +3,16 @@
 
 use super::{mix, Ev, Sim, LOCAL};
 use crate::control::QcnFeedback;
-use crate::net::{IntHop, Packet, Topology};
+use crate::net::{IntHop, Packet};
 use crate::qdisc::{EnqueueRule, Verdict};
-
-/// The switches' ECMP sets, compacted for the forwarding hot path: each switch has only a few
-/// distinct candidate sets (in a FatTree: its up-links, or one down-link), so a (switch,
-/// destination) pair maps to a small id of a shared list. `perf` showed 37 % of the DCTCP
-/// permutation's time in `forward`, nearly all of it cache misses on the per-destination
-/// `Vec`s of `Switch::routes`; the id table is 2 bytes per pair (4 past 65 536 distinct sets)
-/// and the lists stay in cache.
-/// Same sets, same order, same hash: the same port as `Switch::routes` gives.
-#[derive(Debug, Default)]
-pub(super) struct RouteTable {
-    hosts: usize,
-    /// `ids[switch * hosts + dst]`: index into `lists`.
-    ids: Ids,
-    /// (start, len) in `ports`.
-    lists: Vec<(u32, u32)>,
-    ports: Vec<u32>,
-}
-
-/// The id table, in 2 bytes per entry when every id fits (half the cache lines of 4).
-#[derive(Debug)]
-enum Ids {
-    Narrow(Vec<u16>),
-    Wide(Vec<u32>),
-}
-
-impl Default for Ids {
-    fn default() -> Self {
-        Ids::Narrow(Vec::new())
-    }
-}
-
-impl RouteTable {
-    /// The list of candidate ports for switch index `sw` and destination host `dst`.
-    #[inline]
-    fn candidates(&self, sw: usize, dst: u32) -> (u32, u32) {
-        let i = sw * self.hosts + dst as usize;
-        let id = match &self.ids {
-            Ids::Narrow(v) => usize::from(v[i]),
-            Ids::Wide(v) => v[i] as usize,
-        };
-        self.lists[id]
-    }
-
-    pub(super) fn new(topo: &Topology) -> Self {
-        let hosts = topo.hosts as usize;
-        let mut t = RouteTable {
-            hosts,
-            ..RouteTable::default()
-        };
-        let mut ids: Vec<u32> = Vec::with_capacity(topo.switches.len() * hosts);
-        for sw in &topo.switches {
-            let mut seen: std::collections::HashMap<&[usize], u32> =
-                std::collections::HashMap::new();
-            for dst in 0..hosts {
-                let cands: &[usize] = sw.routes.get(dst).map_or(&[], |v| v.as_slice());
-                let id = *seen.entry(cands).or_insert_with(|| {
-                    t.lists.push((t.ports.len() as u32, cands.len() as u32));
-                    t.ports.extend(cands.iter().map(|&p| p as u32));
-                    (t.lists.len() - 1) as u32
-                });
-                ids.push(id);
-            }
-        }
-        t.ids = match ids.iter().map(|&i| u16::try_from(i)).collect() {
-            Ok(narrow) => Ids::Narrow(narrow),
-            Err(_) => Ids::Wide(ids),
-        };
-        t
-    }
-}
 
 impl Sim {
     pub(super) fn forward(&mut self, node: u32, mut p: Packet, via: u32) {
         p.hops = p.hops.saturating_add(1);
-        let rt = &self.routes;
         let sw = (node - self.topo.hosts) as usize;
-        let (start, len) = rt.candidates(sw, p.dst);
-        let pick = (mix(p.hash ^ u64::from(node)) % u64::from(len)) as usize;
-        let port = rt.ports[start as usize + pick] as usize;
+        let cands = self.topo.routes.candidates(sw, p.dst);
+        let pick = (mix(p.hash ^ u64::from(node)) % cands.len() as u64) as usize;
+        let port = cands[pick] as usize;
         self.enqueue(port, p, via);
     }
 

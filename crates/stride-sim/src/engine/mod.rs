@@ -22,7 +22,6 @@ pub use run::{Progress, QueueSample, RunStats};
 
 use crate::net::{Packet, Payload, Topology};
 use crate::qdisc::SimRng;
-use forward::RouteTable;
 use loss::LinkLoss;
 use queue::EventQueue;
 
@@ -92,7 +91,6 @@ pub struct Sim {
     /// all of it, how many such flows), every `trace_every` ns.
     pub jain_samples: Vec<(u64, f64, usize)>,
     last_delivered: Vec<u64>,
-    routes: RouteTable,
     /// An observer of one port (`stride sim --pcap PORT`): called with the time and every
     /// packet the port accepts into its queue (after ECN marking; drops are not seen).
     pub tap: Option<(usize, PortTap)>,
@@ -143,10 +141,8 @@ impl Sim {
             rate_changes: Vec::new(),
             jain_samples: Vec::new(),
             last_delivered: Vec::new(),
-            routes: RouteTable::default(),
             tap: None,
         };
-        s.routes = RouteTable::new(&s.topo);
         s.flow_delivered = vec![0; s.flows.len()];
         for i in 0..s.flows.len() {
             let t = s.flows[i].start;
