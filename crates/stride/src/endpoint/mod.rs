@@ -492,12 +492,40 @@ impl Endpoint {
         ))
     }
 
-    /// Waits until no connection is left (every one closed and lingered) or `limit` passes;
-    /// returns whether the endpoint became idle.
+    /// Resets (RST) every open connection the application holds or has yet to accept, unread
+    /// data discarded, and returns how many: for an application that stops at once (on a
+    /// signal) and whose peers must learn it now rather than at their idle timeout. The RSTs
+    /// leave with the driver's next turn ([`Endpoint::wait_idle`] waits for it).
+    pub fn abort_all(&self) -> usize {
+        let n = {
+            let mut st = self.shared.lock();
+            let open: Vec<_> = st
+                .slots
+                .keys()
+                .copied()
+                .filter(|&h| st.ep.conn(h).is_some_and(|c| !c.is_closed()))
+                .collect();
+            for &h in &open {
+                let _ = st.ep.abort(h);
+            }
+            st.dispatch();
+            open.len()
+        };
+        self.shared.wake();
+        n
+    }
+
+    /// Waits until no connection is left (every one closed and lingered) and nothing is left
+    /// to send (a last RST or FIN is in the kernel), or `limit` passes; returns whether the
+    /// endpoint became idle.
     pub async fn wait_idle(&self, limit: Duration) -> bool {
         let end = tokio::time::Instant::now() + limit;
         loop {
-            if self.connection_count() == 0 {
+            let idle = {
+                let st = self.shared.lock();
+                st.ep.connection_count() == 0 && !st.tx_inflight && !st.ep.has_pending_transmit()
+            };
+            if idle {
                 return true;
             }
             if tokio::time::Instant::now() >= end {
