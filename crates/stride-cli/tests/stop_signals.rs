@@ -88,7 +88,8 @@ fn grown(dir: &Path) -> bool {
 
 /// A receiver in the middle of an upload (paced at 20 Mbit/s, so 8 MB takes seconds) is
 /// stopped by SIGINT, then another by SIGTERM: each exits in time with status 0 and its
-/// counters, the upload's `.part` file is gone and no file was published.
+/// counters, the upload's `.part` file is gone and no file was published, and the sender
+/// learns of the stop (its upload fails) instead of waiting for its idle timeout.
 #[test]
 fn recv_stops_mid_upload_on_sigint_and_sigterm_leaving_no_part_file() {
     for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
@@ -134,10 +135,13 @@ fn recv_stops_mid_upload_on_sigint_and_sigterm_leaving_no_part_file() {
             Vec::<String>::new(),
             "{name}: left behind\n{err}"
         );
-        // What the sender makes of the RST is its own matter (one a fraction of a second
-        // into its upload was seen to ignore it until its retries ran out): not asserted here.
-        let _ = send.kill();
-        let _ = send.wait();
+        // The receiver reset the connection: the sender fails now, not at its idle timeout.
+        let sent = stop(
+            &mut send,
+            0,
+            &format!("stride send (receiver stopped on {name})"),
+        );
+        assert!(!sent.success(), "the sender claims success");
         let _ = std::fs::remove_dir_all(&base);
     }
 }
