@@ -17,12 +17,20 @@ enum Cmd {
     /// Regenerate or check the shared test vectors under vectors/.
     Vectors(vectors::Args),
     /// Receive files sent with `stride send` (verified with BLAKE3, written atomically).
+    ///
+    /// Runs until stopped: on SIGINT or SIGTERM (handled even when started in the background,
+    /// where SIGINT is inherited as ignored) it resets the connections of unfinished uploads,
+    /// removes their temporary .part files, prints its counters and exits with status 0, or
+    /// 130/143 (128 + the signal) when it cut --once short.
     Recv(xfer::RecvArgs),
     /// Send files to a `stride recv`; exits non-zero unless the receiver confirms each one.
     Send(xfer::SendArgs),
     /// Memory-to-memory throughput test (server and client), like iperf3.
     Perf(perf::PerfArgs),
     /// Userspace bottleneck: rate limit, drop-tail queue, delay, loss, reordering, duplication.
+    ///
+    /// Runs until --duration ends or until SIGINT or SIGTERM (handled even when started in
+    /// the background), then prints its counters and exits with status 0.
     Relay(relay_cmd::RelayArgs),
     /// Receiver, 1 Gbit/s relay and sender on loopback in one process, with live progress.
     Demo(demo::DemoArgs),

@@ -11,6 +11,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use stride::Endpoint;
 use stride_apps::perf::{self, bulk, round_trips, udp_round_trips, Done, Job, RttSummary, Served};
+use stride_apps::stop::{on_stop_signal, stop_signals, Stop};
+
+/// The future of [`stop_signals`].
+type StopSignals = std::pin::Pin<Box<dyn std::future::Future<Output = Stop> + Send>>;
 
 /// Arguments of `stride perf`.
 #[derive(Args, Debug)]
@@ -43,6 +47,9 @@ pub struct Transport {
 pub enum Role {
     /// Serve perf clients (bulk: discard and confirm; round trips: echo); one report line per
     /// bulk connection.
+    ///
+    /// Runs until SIGINT or SIGTERM (handled even when started in the background, where SIGINT
+    /// is inherited as ignored): it then resets its STRIDE connections and exits with status 0.
     Server {
         /// Address to listen on.
         #[arg(long, value_name = "ADDR")]
@@ -115,12 +122,19 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                     shards,
                     transport,
                 } => {
+                    let stop: StopSignals = match stop_signals() {
+                        Ok(s) => Box::pin(s),
+                        Err(e) => fail(
+                            "perf server",
+                            format!("cannot install signal handlers: {e}"),
+                        ),
+                    };
                     if transport.tcp {
-                        tcp_server(listen, json).await
+                        tcp_server(listen, json, stop).await
                     } else if transport.udp {
-                        udp_server(listen).await
+                        udp_server(listen, stop).await
                     } else {
-                        server(listen, json, usize::from(shards)).await
+                        server(listen, json, usize::from(shards), stop).await
                     }
                 }
                 Role::Client { .. } => client_role(a.role).await,
@@ -247,7 +261,14 @@ fn print_served(json_out: bool, remote: SocketAddr, served: Served) {
     }
 }
 
-async fn server(listen: SocketAddr, json_out: bool, shards: usize) -> i32 {
+/// A server stopped by a signal: says so and ends with status 0, a server's normal end (see
+/// `stride_apps::stop`).
+fn stopping(sig: Stop, what: &str) -> i32 {
+    eprintln!("perf server: stopping on {}{what}", sig.name());
+    0
+}
+
+async fn server(listen: SocketAddr, json_out: bool, shards: usize, stop: StopSignals) -> i32 {
     let eps = match Endpoint::bind_shards(listen, stride::EndpointConfig::default(), shards) {
         Ok(eps) => eps,
         Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
@@ -257,11 +278,23 @@ async fn server(listen: SocketAddr, json_out: bool, shards: usize) -> i32 {
         eps[0].local_addr(),
         if shards == 1 { "" } else { "s" }
     );
-    let e = perf::serve_stride(&eps, move |remote, s| print_served(json_out, remote, s)).await;
-    fail("perf server", e)
+    tokio::select! {
+        e = perf::serve_stride(&eps, move |remote, s| print_served(json_out, remote, s)) => {
+            fail("perf server", e)
+        }
+        sig = stop => {
+            // Reset the clients' connections so they learn of the stop now; the RSTs leave
+            // within the bounded wait.
+            let reset: usize = eps.iter().map(Endpoint::abort_all).sum();
+            for ep in &eps {
+                ep.wait_idle(Duration::from_millis(300)).await;
+            }
+            stopping(sig, &format!(": {reset} connection(s) reset"))
+        }
+    }
 }
 
-async fn tcp_server(listen: SocketAddr, json_out: bool) -> i32 {
+async fn tcp_server(listen: SocketAddr, json_out: bool, stop: StopSignals) -> i32 {
     let l = match tokio::net::TcpListener::bind(listen).await {
         Ok(l) => l,
         Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
@@ -269,11 +302,16 @@ async fn tcp_server(listen: SocketAddr, json_out: bool) -> i32 {
     if let Ok(a) = l.local_addr() {
         eprintln!("perf server (tcp) listening on {a}");
     }
-    let e = perf::serve_tcp(l, move |remote, s| print_served(json_out, remote, s)).await;
-    fail("perf server", e)
+    tokio::select! {
+        e = perf::serve_tcp(l, move |remote, s| print_served(json_out, remote, s)) => {
+            fail("perf server", e)
+        }
+        // The kernel closes the TCP connections when the process exits.
+        sig = stop => stopping(sig, ""),
+    }
 }
 
-async fn udp_server(listen: SocketAddr) -> i32 {
+async fn udp_server(listen: SocketAddr, stop: StopSignals) -> i32 {
     let sock = match tokio::net::UdpSocket::bind(listen).await {
         Ok(s) => s,
         Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
@@ -281,7 +319,10 @@ async fn udp_server(listen: SocketAddr) -> i32 {
     if let Ok(a) = sock.local_addr() {
         eprintln!("perf server (udp echo) listening on {a}");
     }
-    fail("perf server", perf::udp_echo(&sock).await)
+    tokio::select! {
+        e = perf::udp_echo(&sock) => fail("perf server", e),
+        sig = stop => stopping(sig, ""),
+    }
 }
 
 /// The round-trip report: count, size, median, p99, mean, min (ns).
@@ -614,6 +655,14 @@ fn print_blocking(name: &str, size: u64, json_out: bool, done: Done) {
 }
 
 fn blocking_server(listen: SocketAddr, json_out: bool, transport: Transport) -> i32 {
+    // The blocking server's calls cannot be interrupted: a thread of its own waits for the
+    // signals and ends the process (its STRIDE connection, if any, is not reset).
+    if let Err(e) = on_stop_signal(|sig| std::process::exit(stopping(sig, ""))) {
+        fail(
+            "perf server",
+            format!("cannot install signal handlers: {e}"),
+        );
+    }
     if transport.udp {
         let sock = match std::net::UdpSocket::bind(listen) {
             Ok(s) => s,

@@ -168,12 +168,12 @@ pub fn run(a: RelayArgs) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => crate::units::fail("relay", e),
         Err(e) => crate::units::fail("relay", format!("cannot listen on {}: {e}", a.listen)),
     };
-    eprintln!("relay {} -> {}", relay.local_addr(), a.to);
     let rt = runtime()?;
+    // The handlers are in place before the address is announced: a script that signals the
+    // relay as soon as it read the line does not find the inherited disposition.
+    let stop = rt.block_on(async { stride_apps::stop::stop_signals() })?;
+    eprintln!("relay {} -> {}", relay.local_addr(), a.to);
     rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
         let dur = async {
             match a.duration {
                 Some(d) => tokio::time::sleep(d).await,
@@ -181,12 +181,10 @@ pub fn run(a: RelayArgs) -> anyhow::Result<()> {
             }
         };
         tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
+            sig = stop => eprintln!("relay: stopping on {}", sig.name()),
             _ = dur => {}
         }
-        Ok::<_, std::io::Error>(())
-    })?;
+    });
     let s = relay.stop();
     if let (Some(c), Some(path)) = (capture, &a.pcap) {
         match c.finish() {

@@ -308,8 +308,13 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
         Err(e) => fail("recv", format!("cannot read {}: {e}", a.out.display())),
     };
     let rt = runtime()?;
+    let (out_dir, json_out) = (a.out.clone(), a.json);
     let code = rt.block_on(async move {
         let opts = xfer::receiver_options(a.idle_timeout, a.recovery, a.read_delay_slack);
+        let stop = match stride_apps::stop::stop_signals() {
+            Ok(s) => s,
+            Err(e) => fail("recv", format!("cannot install signal handlers: {e}")),
+        };
         let ep = match Endpoint::bind_with(a.listen, opts) {
             Ok(ep) => ep,
             Err(e) => fail("recv", format!("cannot listen on {}: {e}", a.listen)),
@@ -339,12 +344,19 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
                 }
             });
         }
+        tokio::pin!(stop);
         if a.once {
-            let s = match ep.accept().await {
-                Ok(s) => s,
-                Err(e) => fail("recv", e),
+            let s = tokio::select! {
+                s = ep.accept() => match s {
+                    Ok(s) => s,
+                    Err(e) => fail("recv", e),
+                },
+                sig = &mut stop => return stopped(&ep, &ropts, 0, json_out, sig, true).await,
             };
-            let r = receive_file(s, &a.out, &ropts).await;
+            let r = tokio::select! {
+                r = receive_file(s, &a.out, &ropts) => r,
+                sig = &mut stop => return stopped(&ep, &ropts, 0, json_out, sig, true).await,
+            };
             print_received(&r, a.json);
             print_counters(
                 &ep,
@@ -365,19 +377,72 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
             return 0;
         }
         let json = a.json;
+        let names_refused = refused.clone();
         let report = move |r: Received| {
             if r.refused_name {
                 refused.fetch_add(1, Ordering::Relaxed);
             }
             print_received(&r, json);
         };
-        fail(
-            "recv",
-            xfer::receive_files(&ep, &a.out, &ropts, report).await,
-        )
+        tokio::select! {
+            e = xfer::receive_files(&ep, &a.out, &ropts, report) => fail("recv", e),
+            sig = stop => {
+                let n = names_refused.load(Ordering::Relaxed);
+                stopped(&ep, &ropts, n, json_out, sig, false).await
+            }
+        }
     });
+    // Dropping the runtime ends the uploads' tasks: their temporary files are closed and
+    // unlocked, so the sweep below removes them (and nothing another receiver holds).
     drop(rt);
+    remove_unfinished(&out_dir);
     std::process::exit(code)
+}
+
+/// `stride recv` stopped by a signal: resets the connections (senders learn at once that their
+/// uploads failed), prints the counters as at a normal end; returns the exit status (0 unless
+/// the stop cut a `--once` short: see `stride_apps::stop`).
+async fn stopped(
+    ep: &Endpoint,
+    ropts: &ReceiveOptions,
+    refused_names: u64,
+    json_out: bool,
+    sig: stride_apps::stop::Stop,
+    once: bool,
+) -> i32 {
+    let reset = ep.abort_all();
+    eprintln!(
+        "stride recv: stopping on {}: {reset} connection(s) reset",
+        sig.name()
+    );
+    // Long enough for the RSTs to leave; a bound, not a wait for the peers.
+    ep.wait_idle(Duration::from_millis(300)).await;
+    print_counters(ep, refused_names, &ropts.state.refusals(), json_out);
+    if once {
+        sig.status()
+    } else {
+        0
+    }
+}
+
+/// Removes the temporary files of the uploads a stop cut short (they must not stay behind
+/// looking like files), saying which.
+fn remove_unfinished(dir: &std::path::Path) {
+    match xfer::remove_orphans(dir) {
+        Ok(gone) if gone.is_empty() => {}
+        Ok(gone) => {
+            let names: Vec<_> = gone
+                .iter()
+                .map(|g| format!("{:?}", xfer::shown_name(g)))
+                .collect();
+            eprintln!(
+                "stride recv: removed {} temporary file(s) of unfinished uploads: {}",
+                gone.len(),
+                names.join(", ")
+            );
+        }
+        Err(e) => eprintln!("stride recv: cannot sweep {}: {e}", dir.display()),
+    }
 }
 
 /// `stride send`.

@@ -391,6 +391,25 @@ fn silent_peer_idles_out_and_abort_resets_peer() {
     assert_eq!(q.s.connection_count(), 0);
 }
 
+/// An application that reads (or drops its stream, which reads what is left) right after an
+/// abort must not lose the RST: the closed connection stays until the RST has left. (It was
+/// removed at the read, and the peer learnt nothing until its own idle timeout.)
+#[test]
+fn a_read_after_an_abort_keeps_the_rst() {
+    let mut q = Pair::new(Config::default());
+    q.run(1_000_000, &mut nodrop);
+    q.c.abort(q.ch).unwrap();
+    let mut buf = [0u8; 64];
+    let _ = q.c.read(q.ch, &mut buf);
+    q.run(2_000_000, &mut nodrop);
+    assert!(
+        q.s_events.contains(&Event::Closed(CloseReason::Reset)),
+        "{:?}",
+        q.s_events
+    );
+    assert_eq!(q.c.connection_count(), 0);
+}
+
 #[test]
 fn receiver_window_stops_and_resumes_the_sender() {
     let cfg = Config {

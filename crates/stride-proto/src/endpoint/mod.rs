@@ -409,6 +409,16 @@ impl Endpoint {
             self.events.push_back((ConnHandle(cid), ev));
         }
         if e.conn.is_closed() {
+            // An abort's RST still to send (a read right after the abort parks the
+            // connection): it stays queued until the RST has left (`wants_transmit` of a
+            // closed connection is that RST alone, whatever the time).
+            if e.conn.wants_transmit(0) {
+                if !e.queued {
+                    e.queued = true;
+                    self.ready.push_back(cid);
+                }
+                return;
+            }
             if e.conn.readable() == 0 {
                 let e = self.conns.remove(&cid).expect("present");
                 if e.incoming {

@@ -4,7 +4,7 @@
 //! [`crate::endpoint`].
 
 use super::shared::{HandleGuard, Shared};
-use super::{CONN_WAIT_NS, MAX_WAIT_NS, READER_WAIT_NS, RX_DEFER_NS};
+use super::{CONN_WAIT_NS, IDLE_AFTER_NS, IDLE_WAIT_NS, MAX_WAIT_NS, READER_WAIT_NS, RX_DEFER_NS};
 use crate::sys::{self, TxBatch};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
@@ -28,6 +28,8 @@ pub(super) fn drive(
         spin_ns,
         tx,
         need_writable: false,
+        traffic: 0,
+        last_traffic: sys::now_ns(),
     };
     loop {
         // 1. Receive what is queued.
@@ -60,6 +62,11 @@ struct Driver {
     tx: TxBatch,
     /// The last send found the socket buffer full: wait for it to become writable.
     need_writable: bool,
+    /// Datagrams received and sent so far (by this thread and application threads), as last
+    /// seen.
+    traffic: u64,
+    /// When `traffic` last changed: the endpoint is idle [`IDLE_AFTER_NS`] after it.
+    last_traffic: u64,
 }
 
 /// What the core told the driver in one turn ([`Driver::run_core`]).
@@ -136,6 +143,11 @@ impl Driver {
             None => st.ep.poll_timeout(),
         };
         let conns = st.ep.connection_count();
+        let traffic = st.io.datagrams_in + st.io.datagrams_out;
+        if traffic != self.traffic {
+            self.traffic = traffic;
+            self.last_traffic = now;
+        }
         let exit = self.handles.strong_count() == 0 && st.ep.connection_count() == 0;
         if exit {
             st.driver_gone = true;
@@ -179,8 +191,13 @@ impl Driver {
     fn wait(&self, turn: &Turn) {
         let shared = &self.shared;
         let now = sys::now_ns();
-        let readers = shared.rx_waiters.load(Ordering::SeqCst) > 0;
-        let cap = if readers {
+        let idle = now.saturating_sub(self.last_traffic) >= IDLE_AFTER_NS;
+        // An idle driver watches the socket itself (below): the first arrival ends the idle
+        // spell, and a reader that stops waiting cannot leave the socket unwatched for long.
+        let readers = !idle && shared.rx_waiters.load(Ordering::SeqCst) > 0;
+        let cap = if idle {
+            IDLE_WAIT_NS
+        } else if readers {
             READER_WAIT_NS
         } else if turn.conns > 0 {
             CONN_WAIT_NS

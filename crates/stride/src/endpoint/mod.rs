@@ -84,11 +84,21 @@ pub const SPIN_NS: u64 = 20_000;
 pub const RX_DEFER_NS: u64 = 150_000;
 /// Longest sleep of the driver between looks at its exit condition.
 pub const MAX_WAIT_NS: u64 = 50_000_000;
-/// Longest sleep of a driver that has connections. Below the host's 10 ms RTO floor, so a
-/// write that arms a retransmission timer finds the driver waking before it anyway and need
-/// not wake it (one eventfd write and one driver wake-up less per request on a
-/// request/response path); an idle connection costs 200 driver wake-ups a second.
+/// Longest sleep of a driver that has connections while the endpoint is busy (see
+/// [`IDLE_AFTER_NS`]). Below the host's 10 ms RTO floor, so a write that arms a retransmission
+/// timer finds the driver waking before it anyway and need not wake it (one eventfd write and
+/// one driver wake-up less per request on a request/response path).
 pub const CONN_WAIT_NS: u64 = 5_000_000;
+/// An endpoint that has received and sent nothing for this long is idle: its driver sleeps
+/// until the core's next timer (a keepalive, an idle timeout, a linger's end), at most
+/// [`IDLE_WAIT_NS`], and watches the socket itself even while readers wait. The short caps
+/// above ([`CONN_WAIT_NS`], [`READER_WAIT_NS`], [`MAX_WAIT_NS`]) held for idle connections
+/// cost 200 to 1000 driver wake-ups a second each endpoint; an application call that needs the
+/// driver sooner wakes it (`Shared::wake_for`), as it does a driver sleeping to a timer.
+pub const IDLE_AFTER_NS: u64 = 100_000_000;
+/// Longest sleep of an idle driver ([`IDLE_AFTER_NS`]): one look a second at most beyond the
+/// core's timers. Every change the driver must see wakes it, so this is a safety net only.
+pub const IDLE_WAIT_NS: u64 = 1_000_000_000;
 /// Longest a reader holds back what the core has to send (an ACK) after it received on a
 /// request/response stream (one that alternates reads and writes): the application's response
 /// then leaves with it in one system call and the peer wakes once, not once for the ACK and
@@ -482,12 +492,40 @@ impl Endpoint {
         ))
     }
 
-    /// Waits until no connection is left (every one closed and lingered) or `limit` passes;
-    /// returns whether the endpoint became idle.
+    /// Resets (RST) every open connection the application holds or has yet to accept, unread
+    /// data discarded, and returns how many: for an application that stops at once (on a
+    /// signal) and whose peers must learn it now rather than at their idle timeout. The RSTs
+    /// leave with the driver's next turn ([`Endpoint::wait_idle`] waits for it).
+    pub fn abort_all(&self) -> usize {
+        let n = {
+            let mut st = self.shared.lock();
+            let open: Vec<_> = st
+                .slots
+                .keys()
+                .copied()
+                .filter(|&h| st.ep.conn(h).is_some_and(|c| !c.is_closed()))
+                .collect();
+            for &h in &open {
+                let _ = st.ep.abort(h);
+            }
+            st.dispatch();
+            open.len()
+        };
+        self.shared.wake();
+        n
+    }
+
+    /// Waits until no connection is left (every one closed and lingered) and nothing is left
+    /// to send (a last RST or FIN is in the kernel), or `limit` passes; returns whether the
+    /// endpoint became idle.
     pub async fn wait_idle(&self, limit: Duration) -> bool {
         let end = tokio::time::Instant::now() + limit;
         loop {
-            if self.connection_count() == 0 {
+            let idle = {
+                let st = self.shared.lock();
+                st.ep.connection_count() == 0 && !st.tx_inflight && !st.ep.has_pending_transmit()
+            };
+            if idle {
                 return true;
             }
             if tokio::time::Instant::now() >= end {
