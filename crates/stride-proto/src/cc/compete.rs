@@ -5,9 +5,10 @@
 //! empties over several RTTs although Copa itself backs off), the controller watches whether
 //! the queue it keeps cutting for ever drains:
 //!
-//! - **drained**: a sample within `t_high` of the long-horizon base STT (below). Algorithm 1
-//!   cuts on every sample at or above `t_high`, so STRIDE flows alone, or among themselves,
-//!   bring the queue below it within a few samples;
+//! - **drained**: a sample less than `compete_qd` (half of `t_high`) above the long-horizon
+//!   base STT (below). Algorithm 1 cuts on every sample at or above `t_high` and on a rising
+//!   gradient below it, so STRIDE flows alone or among themselves let the queue fall below
+//!   that now and then; a loss-based flow holds it until its buffer overflows;
 //! - **enter** the competitive mode when no sample has been drained for `compete_after` ns and
 //!   for at least `compete_samples` samples in a row;
 //! - **compete**: the rate grows as a Reno sender's would (one `2^compete_ai`-byte packet per
@@ -134,7 +135,7 @@ impl Compete {
         if wdiff(s, self.base_cur) < 0 {
             self.base_cur = s;
         }
-        let drained = wdiff(s, self.base()) < p.t_high as i32;
+        let drained = wdiff(s, self.base()) < p.compete_qd as i32;
         if drained {
             self.drain_ts = now;
             self.undrained = 0;
@@ -217,11 +218,12 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    /// The hand-checked parameters (t_low 1 us, t_high 10 us) with the mode on: enter after
-    /// 1 ms and 4 samples, leave after 2 ms drained, base window 100 ms.
+    /// The hand-checked parameters (t_low 1 us, t_high 10 us) with the mode on: drained below
+    /// 10 us, enter after 1 ms and 4 samples, leave after 2 ms drained, base window 100 ms.
     fn params() -> StrideParams {
         StrideParams {
             compete: true,
+            compete_qd: 10_000,
             compete_after: MS as u32,
             compete_samples: 4,
             compete_hold: 2 * MS as u32,

@@ -56,17 +56,20 @@ crate::controller_params! {
         /// whose STT noise alone reaches past `t_low` (spec §8.6, §11.1): on in the host
         /// profile, off by default; the RTL gates at `t_low`.
         gate_high: bool [Switch, off false] = false;
-        /// Competitive mode (spec §8.7): next to a loss-based competitor that keeps the queue
-        /// at or above `t_high` although STRIDE cuts, grow and cut on loss as Reno does, until
+        /// Competitive mode (spec §8.7): next to a loss-based competitor that keeps a queue
+        /// of `compete_qd` or more although STRIDE cuts, grow and cut on loss as Reno does, until
         /// the queue stays drained. Not in the RTL.
         compete: bool [Switch, off false] = true;
-        /// With `compete`: enter the competitive mode after this long without a sample within
-        /// `t_high` of the base STT.
+        /// With `compete`: a sample less than this far above the base STT shows the queue
+        /// drained. Half of `t_high`: below the buffer of a shallow switch port (a 98 KB share
+        /// is 79 us at 10 Gbit/s), above what flows that back off hold for long.
+        compete_qd: u32 [Nanos] = 40_000;
+        /// With `compete`: enter the competitive mode after this long without a drained sample.
         compete_after: u32 [Nanos] = 1_000_000;
         /// With `compete`: ... and after at least this many such samples in a row.
         compete_samples: u16 [Count] = 8;
-        /// With `compete`: leave the competitive mode once the queue has stayed within
-        /// `t_high` of the base this long while the rate was held.
+        /// With `compete`: leave the competitive mode once the queue has stayed drained this
+        /// long while the rate was held.
         compete_hold: u32 [Nanos] = 4_000_000;
         /// With `compete`: the base STT is the minimum over one to two windows of this length
         /// (turned over only while the queue drains now and then).
@@ -144,6 +147,9 @@ impl StrideParams {
         }
         if self.min_window == 0 {
             return Err(("min_window", "must be at least 1"));
+        }
+        if self.compete_qd > i32::MAX as u32 {
+            return Err(("compete_qd", "must be below 2^31 ns"));
         }
         if self.compete_ai > 12 {
             return Err(("compete_ai", "must be at most 12"));
