@@ -251,6 +251,14 @@ fn bad_group_settings_are_refused_naming_the_field() {
         let e = load_with(&extra, &[]).err().unwrap_or_default();
         assert!(e.contains(want), "{extra:?}:\n  got  {e}\n  want {want}");
     }
+    // A period that would fill memory with samples.
+    let e = load_with(TWO_GROUPS, &["limit=10ms", "coexist.queue_every=1ns"])
+        .err()
+        .unwrap_or_default();
+    assert!(
+        e.contains("field `coexist.queue_every`: 10000000 samples over `limit`; at most 4000000"),
+        "{e}"
+    );
     let e = load_with(TWO_GROUPS, &["transports=stride"])
         .err()
         .unwrap_or_default();

@@ -26,8 +26,13 @@ use crate::scenario::{
 };
 use std::collections::BTreeMap;
 
-/// The default period of the bottleneck queue samples, ns.
+/// The default period of the bottleneck queue samples, ns (or `limit` / [`QUEUE_SAMPLES`]
+/// when that is longer).
 const QUEUE_EVERY_NS: u64 = 10_000;
+/// Queue samples over `limit` at the default period, at most.
+const QUEUE_SAMPLES: u64 = 1_000_000;
+/// Records of either kind a run may take (each costs memory until the report).
+const MAX_SAMPLES: u64 = 4_000_000;
 
 fn bad(field: &str, why: impl std::fmt::Display) -> ScenarioError {
     ScenarioError::field(field, why)
@@ -106,6 +111,20 @@ impl Scenario {
         for (field, v) in [("every", c.every), ("queue_every", c.queue_every)] {
             if v == Some(0) {
                 return Err(bad(&format!("coexist.{field}"), "must be at least 1ns"));
+            }
+        }
+        let (every, queue_every, _) = self.coexist_periods();
+        let limit = (self.limit_ms * 1e6) as u64;
+        for (field, period) in [("every", every), ("queue_every", queue_every)] {
+            if limit / period > MAX_SAMPLES {
+                return Err(bad(
+                    &format!("coexist.{field}"),
+                    format!(
+                        "{} samples over `limit`; at most {MAX_SAMPLES} (a longer period or a \
+                         shorter limit)",
+                        limit / period
+                    ),
+                ));
             }
         }
         self.bottleneck(&self.topology()).map(|_| ())
@@ -238,7 +257,8 @@ impl Scenario {
         let limit = (self.limit_ms * 1e6) as u64;
         (
             c.every.unwrap_or(limit / 20).max(1),
-            c.queue_every.unwrap_or(QUEUE_EVERY_NS),
+            c.queue_every
+                .unwrap_or((limit / QUEUE_SAMPLES).max(QUEUE_EVERY_NS)),
             c.settle,
         )
     }

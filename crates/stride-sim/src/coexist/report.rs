@@ -91,7 +91,8 @@ pub struct PhaseReport {
     pub present: Vec<String>,
     /// Every group's mean throughput over the measured part, Gbit/s.
     pub gbps: BTreeMap<String, f64>,
-    /// Jain's index of the present groups' throughputs (null when none is present).
+    /// Jain's index of the present groups' throughputs (null when none is present, or when
+    /// `settle` leaves nothing of the phase to measure).
     pub jain: Option<f64>,
     /// Median queueing delay at the bottleneck over the measured part, µs (null without
     /// samples).
@@ -249,7 +250,7 @@ fn phase(m: &Meter, names: &[String], p: &Phase) -> PhaseReport {
         measured_from_ms: ms(p.measured_from),
         present: p.present.iter().map(|&i| names[i].clone()).collect(),
         gbps: names.iter().cloned().zip(rates.iter().copied()).collect(),
-        jain: (!p.present.is_empty()).then(|| jain(p.present.iter().map(|&i| rates[i]))),
+        jain: (!p.present.is_empty() && len > 0).then(|| jain(p.present.iter().map(|&i| rates[i]))),
         queue_p50_us: q50,
         queue_p99_us: q99,
         drops: (db - da).round() as u64,

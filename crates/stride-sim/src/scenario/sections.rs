@@ -299,7 +299,8 @@ fn one_flow() -> u32 {
 pub struct CoexistCfg {
     /// Throughput sample interval, ns (absent: a twentieth of `limit`).
     pub every: Option<u64>,
-    /// Period of the bottleneck queue samples, ns (absent: 10 µs).
+    /// Period of the bottleneck queue samples, ns (absent: 10 µs, or a millionth of `limit`
+    /// if longer).
     pub queue_every: Option<u64>,
     /// Time left out at the start of each phase before its means are taken, ns (absent: a
     /// fifth of the phase).
