@@ -21,7 +21,8 @@ pub struct SimArgs {
 
 #[derive(clap::Subcommand)]
 enum SimCmd {
-    /// Run a scenario with the transports it lists.
+    /// Run a scenario with the transports it lists, or its groups' transports together in one
+    /// network (a scenario with [group.NAME] sections).
     ///
     /// Example: stride sim run scenarios/quick.toml --out out/quick
     Run {
@@ -95,7 +96,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             pcap,
         } => {
             let loaded = load_noting(&scenario, &sets)?;
-            let cc = loaded.sc.transports.clone();
+            let cc = loaded.sc.runs();
             execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
         SimCmd::Compare {
@@ -107,8 +108,15 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             pcap,
         } => {
             let mut loaded = load_noting(&scenario, &sets)?;
+            if loaded.sc.is_mixed() {
+                bail!(
+                    "{}: its groups run their transports together in one network: \
+                     `stride sim run` runs it",
+                    scenario.display()
+                );
+            }
             let cc = expand_all(cc, &loaded.sc);
-            loaded.sc.transports = cc.clone();
+            loaded.sc.transports = Some(cc.clone());
             execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
         SimCmd::Plot { dir } => plot_dir(&dir),
@@ -259,6 +267,8 @@ pub(crate) struct Outcome {
     queue_csv: String,
     trace_csv: String,
     jain_csv: String,
+    /// A mixed run's measurements.
+    coexist: Option<stride_sim::coexist::report::CoexistReport>,
 }
 
 /// Whether some flow cannot finish within `limit_ms` even at its host's line rate (long-lived
@@ -405,6 +415,7 @@ pub(crate) fn one_captured(
     }
     Ok(Outcome {
         name: transport.to_string(),
+        coexist: stride_sim::coexist::report::report(sc, &sim),
         report: summarize(&r, &sim.stats, &sim.samples, wall),
         csv: csv(transport, &r),
         queue_csv,
@@ -426,8 +437,10 @@ fn execute(
     if cc.is_empty() {
         bail!("no transport to run (--cc or `transports` in the scenario)");
     }
-    for t in cc {
-        check_transport(t)?;
+    if !loaded.sc.is_mixed() {
+        for t in cc {
+            check_transport(t)?;
+        }
     }
     let started = Instant::now();
     let outcomes = simulate_all(loaded, cc, out, !json_out, pcap)?;
@@ -442,6 +455,11 @@ fn execute(
         println!("{}", serde_json::to_string(&summary)?);
     } else {
         print_table(&summary);
+        for o in &outcomes {
+            if let Some(c) = &o.coexist {
+                print!("\n{}", c.text(&o.name));
+            }
+        }
     }
     // stderr, so that --json keeps stdout pure JSON
     eprintln!("{wrote}");
@@ -516,14 +534,18 @@ fn summary_of(loaded: &Loaded, outcomes: &[Outcome], started: Instant) -> anyhow
             );
         }
     }
-    Ok(json!({
+    let mut summary = json!({
         "scenario": loaded.sc.name,
         "hosts": loaded.sc.hosts(),
         "flows": loaded.flows.len(),
         "wall_seconds_total": started.elapsed().as_secs_f64(),
         "transports": Value::Object(transports),
         "improvement": Value::Object(improvements),
-    }))
+    });
+    if let Some(c) = outcomes.iter().find_map(|o| o.coexist.as_ref()) {
+        summary["coexist"] = serde_json::to_value(c)?;
+    }
+    Ok(summary)
 }
 
 /// Writes the per-flow, queue and trace CSVs, summary.json and the plots into `dir`; returns
@@ -543,6 +565,9 @@ fn write_out(
         if loaded.sc.trace.is_some() {
             std::fs::write(dir.join(format!("trace-{}.csv", o.name)), &o.trace_csv)?;
             std::fs::write(dir.join(format!("jain-{}.csv", o.name)), &o.jain_csv)?;
+        }
+        if let Some(c) = &o.coexist {
+            std::fs::write(dir.join("coexist.csv"), c.series_table(','))?;
         }
     }
     std::fs::write(
