@@ -358,10 +358,11 @@ impl HostStack for StrideHost {
     }
 }
 
-/// The mode counters of a connection's congestion controller (switches between its delay and
-/// competitive modes, time in the competitive mode), for controllers with such modes. The one
-/// place the simulator reads them: `None` until the connection exposes its controller's
-/// counters.
-fn controller_modes(_conn: &stride_proto::Connection) -> Option<ModeStats> {
-    None
+/// The mode counters of a connection's congestion controller (switches into its competitive
+/// mode, time in it; spec §8.7), for controllers with such modes.
+fn controller_modes(conn: &stride_proto::Connection) -> Option<ModeStats> {
+    conn.cc_mode_stats().map(|m| ModeStats {
+        switches: m.switches,
+        competitive_ns: m.competitive_ns,
+    })
 }
