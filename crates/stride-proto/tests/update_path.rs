@@ -147,7 +147,14 @@ fn the_rate_update_uses_no_multiply_divide_or_remainder() {
         "beyond shift/add/subtract/compare: {bad:#?}"
     );
     // The walk reached the helpers the handlers call.
-    for f in ["wdiff", "stt_min", "clamp", "sample", "increase", "nack_cuts"] {
+    for f in [
+        "wdiff",
+        "stt_min",
+        "clamp",
+        "sample",
+        "increase",
+        "nack_cuts",
+    ] {
         assert!(seen.contains(f), "{f} not visited: {seen:?}");
     }
 }

@@ -32,7 +32,8 @@ pub use endpoint::{
     host_config, max_payload_for_mtu, Endpoint, EndpointConfig, IoStats, SocketInfo, Stream,
 };
 pub use endpoint::{
-    HOST_BURST_BYTES, HOST_BURST_NS, HOST_DELAYED_ACK_NS, HOST_MIN_RTO_NS, HOST_NORM_SHIFT,
+    HOST_BURST_BYTES, HOST_BURST_NS, HOST_COMPETE_AFTER_NS, HOST_COMPETE_AI, HOST_COMPETE_HOLD_NS,
+    HOST_COMPETE_MD, HOST_COMPETE_QD_NS, HOST_DELAYED_ACK_NS, HOST_MIN_RTO_NS, HOST_NORM_SHIFT,
     HOST_RX_SHARE, HOST_SEND_BATCH_BYTES, HOST_T_HIGH_NS, HOST_T_LOW_NS,
 };
 pub use error::{Error, Result};

@@ -135,7 +135,9 @@ impl Compete {
         if wdiff(s, self.base_cur) < 0 {
             self.base_cur = s;
         }
-        let drained = wdiff(s, self.base()) < p.compete_qd as i32;
+        let q = wdiff(s, self.base());
+        let drained = q < p.compete_qd as i32;
+        let empty = q < p.t_low as i32;
         if drained {
             self.drain_ts = now;
             self.undrained = 0;
@@ -159,7 +161,10 @@ impl Compete {
                 self.holding = false;
                 Verdict::Increase(self.increase(p, dt))
             }
-            Mode::Competitive if drained => {
+            // A hold starts on an empty queue (within `t_low` of the base) and lasts while
+            // the queue stays drained: a competitor's sawtooth seldom empties the queue, so
+            // STRIDE seldom holds while one is there.
+            Mode::Competitive if drained && (self.holding || empty) => {
                 if !self.holding {
                     self.holding = true;
                     self.hold_ts = now;
@@ -168,6 +173,7 @@ impl Compete {
                     return Verdict::Hold;
                 }
                 self.mode = Mode::Delay;
+                self.holding = false;
                 self.competitive_ns = self
                     .competitive_ns
                     .saturating_add(now.saturating_sub(self.mode_ts));
@@ -255,14 +261,20 @@ mod tests {
         assert_eq!(c.mode(), Mode::Delay);
         let r = c.rate();
         c.on_sample_at(t, 70_000, 65_536);
-        assert_eq!((c.mode(), c.branch()), (Mode::Competitive, Branch::CompeteInc));
+        assert_eq!(
+            (c.mode(), c.branch()),
+            (Mode::Competitive, Branch::CompeteInc)
+        );
         // Reno's growth: 1 KiB per RTT per RTT with RTT 2^16 ns: over dt = 100 us,
         // (100_000 << 30) >> 32 = 25_000 rate units.
         assert_eq!(c.rate(), r + 25_000);
         c.on_sample_at(t + 100_000, 70_000, 65_536);
         assert_eq!(c.rate(), r + 50_000);
         let m = c.mode_stats();
-        assert_eq!((m.switches, m.competitive_ns, m.competitive), (1, 100_000, true));
+        assert_eq!(
+            (m.switches, m.competitive_ns, m.competitive),
+            (1, 100_000, true)
+        );
     }
 
     #[test]
@@ -312,18 +324,29 @@ mod tests {
         let t = feed(&mut c, 0, MS, 100_000, 50_000, 65_536);
         let t = feed(&mut c, t, t + 3 * MS, 100_000, 70_000, 65_536);
         assert_eq!(c.mode(), Mode::Competitive);
-        // The competitor refills a drained queue within the hold: still competitive.
+        // A queue below compete_qd but not empty (the trough of a competitor's sawtooth):
+        // still growing.
         let r = c.rate();
-        let t = feed(&mut c, t, t + MS, 100_000, 52_000, 65_536);
+        let t = feed(&mut c, t, t + 200_000, 100_000, 55_000, 65_536);
+        assert_eq!(c.branch(), Branch::CompeteInc);
+        assert!(c.rate() > r);
+        // An empty queue starts a hold; the competitor refills it: growing again.
+        let r = c.rate();
+        let t = feed(&mut c, t, t + MS, 100_000, 50_500, 65_536);
         assert_eq!((c.branch(), c.rate()), (Branch::CompeteHold, r));
         let t = feed(&mut c, t, t + 200_000, 100_000, 70_000, 65_536);
         assert_eq!(c.branch(), Branch::CompeteInc);
-        // It left: the queue stays drained for the hold, then Algorithm 1 again.
+        // It left: the queue empties and stays drained (here 5 us, below compete_qd) for
+        // the hold, then Algorithm 1 again.
         let left = t;
-        let t = feed(&mut c, t, t + 2 * MS, 100_000, 52_000, 65_536);
-        assert_eq!(c.mode(), Mode::Competitive);
-        c.on_sample_at(t, 52_000, 65_536);
-        assert_eq!((c.mode(), c.branch()), (Mode::Delay, Branch::Low));
+        c.on_sample_at(t, 50_500, 65_536);
+        let t = feed(&mut c, t + 100_000, t + 2 * MS, 100_000, 55_000, 65_536);
+        assert_eq!(
+            (c.mode(), c.branch()),
+            (Mode::Competitive, Branch::CompeteHold)
+        );
+        c.on_sample_at(t, 55_000, 65_536);
+        assert_eq!(c.mode(), Mode::Delay);
         let m = c.mode_stats();
         assert_eq!(m.switches, 1);
         assert!(!m.competitive && m.competitive_ns > t - left);

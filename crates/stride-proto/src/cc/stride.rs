@@ -75,8 +75,10 @@ crate::controller_params! {
         /// (turned over only while the queue drains now and then).
         base_window: u32 [Nanos] = 100_000_000;
         /// With `compete`: in the competitive mode the rate grows by `2^compete_ai` bytes per
-        /// RTT per RTT (Reno's packet per RTT). At most 12.
-        compete_ai: u8 [Shift] = 11;
+        /// RTT per RTT. At most 12. A third of Reno's packet per RTT: a paced sender loses its
+        /// packets one at a time where an ACK-clocked window loses them in bursts, so at
+        /// Reno's step STRIDE took 85-90 % of a drop-tail dumbbell from NewReno (spec §8.7).
+        compete_ai: u8 [Shift] = 9;
         /// With `compete`: in the competitive mode a loss episode cuts `rate >> compete_md`.
         /// 1..=31.
         compete_md: u8 [Shift] = 1;

@@ -104,12 +104,15 @@ pub fn compete_files() -> Vec<(&'static str, String)> {
     ]);
     ev.extend(run(3 * MS + 100_000, 4 * MS, 100_000, 70_000));
     out.push_str(&case("enter-grow-cut", &p, &ev));
-    // A refilled drained queue keeps the mode; one that stays drained for the hold ends it.
+    // A trough of the queue keeps the growth; an empty queue starts a hold; a refilled one
+    // keeps the mode; one that stays drained for the hold ends it.
     let mut ev = run(0, MS, 100_000, 50_000);
     ev.extend(run(MS, 3 * MS, 100_000, 70_000));
-    ev.extend(run(3 * MS, 4 * MS, 100_000, 52_000));
+    ev.extend(run(3 * MS, 3 * MS + 300_000, 100_000, 55_000));
+    ev.extend(run(3 * MS + 300_000, 4 * MS, 100_000, 50_500));
     ev.extend(run(4 * MS, 4 * MS + 200_000, 100_000, 70_000));
-    ev.extend(run(4 * MS + 200_000, 6 * MS + 400_000, 100_000, 52_000));
+    ev.push(Ev::Sample(4 * MS + 200_000, 50_500, 65_536));
+    ev.extend(run(4 * MS + 300_000, 6 * MS + 400_000, 100_000, 55_000));
     out.push_str(&case("hold-and-leave", &p, &ev));
     // A queue drained once per millisecond: never entered.
     let mut ev = Vec::new();

@@ -12,6 +12,13 @@ pub const HOST_NORM_SHIFT: u8 = 19;
 /// Queueing delay under which the competitive mode reads the queue as drained (spec §8.7,
 /// §11.1): half of [`HOST_T_HIGH_NS`], as the default is half of the default `t_high`.
 pub const HOST_COMPETE_QD_NS: u32 = 150_000;
+/// The competitive mode's growth, `2^HOST_COMPETE_AI` bytes per RTT per RTT: next to the
+/// kernel's bbr and cubic through the testbed's 200 Mbit/s bottleneck, with a quarter cut,
+/// 2^9 (the default) left STRIDE 32-43 % of the link, 2^10 39-50 % (spec §8.7).
+pub const HOST_COMPETE_AI: u8 = 10;
+/// The competitive mode's cut per loss episode, `rate >> HOST_COMPETE_MD`: a quarter, as
+/// the kernel's cubic (beta 0.7) which a software host meets (spec §8.7, §11.1).
+pub const HOST_COMPETE_MD: u8 = 2;
 /// Time without a drained sample before the competitive mode (spec §8.7, §11.1): a few
 /// round trips of a software path behind a full queue (64 KiB at 200 Mbit/s is 2.6 ms).
 pub const HOST_COMPETE_AFTER_NS: u32 = 50_000_000;
@@ -132,6 +139,8 @@ pub fn host_config(line_bps: u64) -> Config {
         // scaled to them.
         p.compete_qd = HOST_COMPETE_QD_NS;
         p.compete_after = HOST_COMPETE_AFTER_NS;
+        p.compete_md = HOST_COMPETE_MD;
+        p.compete_ai = HOST_COMPETE_AI;
         p.compete_hold = HOST_COMPETE_HOLD_NS;
     }
     // Software RTTs are hundreds of µs: a 52 µs receive share would throttle concurrent
