@@ -72,6 +72,9 @@ pub(crate) struct Compete {
     /// Competitive mode: the queue has been drained since `hold_ts`.
     holding: bool,
     hold_ts: u64,
+    /// Competitive mode: the smallest STT since it began (the queue's trough, or the path's
+    /// new base when the path changed and no competitor is there).
+    floor: u32,
     /// Last cut in the competitive mode.
     cut_ts: u64,
     cut_any: bool,
@@ -137,7 +140,6 @@ impl Compete {
         }
         let q = wdiff(s, self.base());
         let drained = q < p.compete_qd as i32;
-        let empty = q < p.t_low as i32;
         if drained {
             self.drain_ts = now;
             self.undrained = 0;
@@ -157,33 +159,48 @@ impl Compete {
                 }
                 self.mode = Mode::Competitive;
                 self.mode_ts = now;
+                self.floor = s;
                 self.switches = self.switches.saturating_add(1);
                 self.holding = false;
                 Verdict::Increase(self.increase(p, dt))
             }
-            // A hold starts on an empty queue (within `t_low` of the base) and lasts while
-            // the queue stays drained: a competitor's sawtooth seldom empties the queue, so
-            // STRIDE seldom holds while one is there.
-            Mode::Competitive if drained && (self.holding || empty) => {
-                if !self.holding {
-                    self.holding = true;
-                    self.hold_ts = now;
-                }
-                if now.saturating_sub(self.hold_ts) < u64::from(p.compete_hold) {
-                    return Verdict::Hold;
-                }
-                self.mode = Mode::Delay;
-                self.holding = false;
-                self.competitive_ns = self
-                    .competitive_ns
-                    .saturating_add(now.saturating_sub(self.mode_ts));
-                Verdict::Delay
-            }
-            Mode::Competitive => {
-                self.holding = false;
-                Verdict::Increase(self.increase(p, dt))
-            }
+            Mode::Competitive => self.competitive(p, now, s, dt),
         }
+    }
+
+    /// A sample in the competitive mode. A hold starts on an empty queue (within `t_low` of
+    /// the mode's floor) and lasts while the queue stays within `compete_qd` of it and no
+    /// loss comes: a loss-based competitor seldom empties the queue and refills it within a
+    /// few round trips, or keeps it full and loses STRIDE's packets. Measured from the floor,
+    /// not the base, so that a path whose delay rose (a slower link, a longer route) lets the
+    /// mode end; the floor then becomes the base.
+    fn competitive(&mut self, p: &StrideParams, now: u64, s: u32, dt: u64) -> Verdict {
+        if wdiff(s, self.floor) < 0 {
+            self.floor = s;
+        }
+        let q = wdiff(s, self.floor);
+        if q < p.compete_qd as i32 && (self.holding || q < p.t_low as i32) {
+            if !self.holding {
+                self.holding = true;
+                self.hold_ts = now;
+            }
+            if now.saturating_sub(self.hold_ts) < u64::from(p.compete_hold) {
+                return Verdict::Hold;
+            }
+            self.mode = Mode::Delay;
+            self.holding = false;
+            self.competitive_ns = self
+                .competitive_ns
+                .saturating_add(now.saturating_sub(self.mode_ts));
+            self.base_prev = self.floor;
+            self.base_cur = self.floor;
+            self.base_ts = now;
+            self.drain_ts = now;
+            self.undrained = 0;
+            return Verdict::Delay;
+        }
+        self.holding = false;
+        Verdict::Increase(self.increase(p, dt))
     }
 
     /// Reno's growth over `dt` ns (at most `compete_after`): `2^compete_ai` bytes per RTT per
@@ -210,6 +227,8 @@ impl Compete {
         }
         self.cut_any = true;
         self.cut_ts = now;
+        // A loss while holding: the queue is full, not drained.
+        self.holding = false;
         if now > self.last_ts {
             self.last_ts = now;
         }
@@ -249,6 +268,18 @@ mod tests {
         t
     }
 
+    /// A loss-based competitor's sawtooth: 20, 25, 30 and 35 us of queue over a 50 us base,
+    /// one sample per 100 us, from `t` until `end`; returns the next time.
+    fn saw(c: &mut Stride, mut t: u64, end: u64) -> u64 {
+        let mut i = 0;
+        while t < end {
+            c.on_sample_at(t, 70_000 + 5_000 * (i % 4), 65_536);
+            t += 100_000;
+            i += 1;
+        }
+        t
+    }
+
     #[test]
     fn a_queue_that_never_drains_switches_to_the_competitive_mode() {
         let mut c = Stride::new(params());
@@ -268,7 +299,7 @@ mod tests {
         // Reno's growth: 1 KiB per RTT per RTT with RTT 2^16 ns: over dt = 100 us,
         // (100_000 << 30) >> 32 = 25_000 rate units.
         assert_eq!(c.rate(), r + 25_000);
-        c.on_sample_at(t + 100_000, 70_000, 65_536);
+        c.on_sample_at(t + 100_000, 80_000, 65_536); // 10 us above the mode's floor
         assert_eq!(c.rate(), r + 50_000);
         let m = c.mode_stats();
         assert_eq!(
@@ -322,22 +353,25 @@ mod tests {
     fn the_mode_ends_once_the_queue_stays_drained_while_the_rate_holds() {
         let mut c = Stride::new(params());
         let t = feed(&mut c, 0, MS, 100_000, 50_000, 65_536);
-        let t = feed(&mut c, t, t + 3 * MS, 100_000, 70_000, 65_536);
+        let t = saw(&mut c, t, t + 3 * MS);
         assert_eq!(c.mode(), Mode::Competitive);
-        // A queue below compete_qd but not empty (the trough of a competitor's sawtooth):
-        // still growing.
+        // At the sawtooth's trough (the mode's floor, 70 us) a hold starts; the competitor
+        // refills the queue past compete_qd within it: growing again.
         let r = c.rate();
-        let t = feed(&mut c, t, t + 200_000, 100_000, 55_000, 65_536);
+        c.on_sample_at(t, 70_000, 65_536);
+        assert_eq!((c.branch(), c.rate()), (Branch::CompeteHold, r));
+        c.on_sample_at(t + 100_000, 80_000, 65_536);
         assert_eq!(c.branch(), Branch::CompeteInc);
         assert!(c.rate() > r);
-        // An empty queue starts a hold; the competitor refills it: growing again.
-        let r = c.rate();
-        let t = feed(&mut c, t, t + MS, 100_000, 50_500, 65_536);
-        assert_eq!((c.branch(), c.rate()), (Branch::CompeteHold, r));
-        let t = feed(&mut c, t, t + 200_000, 100_000, 70_000, 65_536);
+        // A loss during a hold ends it too (a full queue is not a drained one).
+        let t = t + 200_000;
+        c.on_sample_at(t, 70_000, 65_536);
+        c.nack_at(t + 10_000);
+        c.on_sample_at(t + 100_000, 72_000, 65_536);
         assert_eq!(c.branch(), Branch::CompeteInc);
-        // It left: the queue empties and stays drained (here 5 us, below compete_qd) for
-        // the hold, then Algorithm 1 again.
+        // It left: the queue empties and stays drained (here 5 us above the floor, below
+        // compete_qd) for the hold, then Algorithm 1 again, with the floor as its base.
+        let t = t + 200_000;
         let left = t;
         c.on_sample_at(t, 50_500, 65_536);
         let t = feed(&mut c, t + 100_000, t + 2 * MS, 100_000, 55_000, 65_536);
@@ -347,6 +381,7 @@ mod tests {
         );
         c.on_sample_at(t, 55_000, 65_536);
         assert_eq!(c.mode(), Mode::Delay);
+        assert_eq!(c.base_stt(), 50_500, "the mode's floor");
         let m = c.mode_stats();
         assert_eq!(m.switches, 1);
         assert!(!m.competitive && m.competitive_ns > t - left);
@@ -373,8 +408,8 @@ mod tests {
         p.base_window = MS as u32;
         let mut c = Stride::new(p);
         let t = feed(&mut c, 0, 3 * MS, 100_000, 50_000, 65_536);
-        // Ten base windows of a standing queue: still measured against 50 us.
-        feed(&mut c, t, t + 10 * MS, 100_000, 70_000, 65_536);
+        // Ten base windows of a competitor's queue: still measured against 50 us.
+        saw(&mut c, t, t + 10 * MS);
         assert_eq!(c.mode(), Mode::Competitive);
         assert_eq!(c.base_stt(), 50_000);
         // While the queue drains now and then the base follows a rise (a longer path, drift).
@@ -384,6 +419,15 @@ mod tests {
             t = feed(&mut c, t, t + MS, 100_000, 55_000, 65_536);
         }
         assert_eq!(c.base_stt(), 55_000);
+        // A rise past compete_qd with no competitor (a slower link: flat, no loss) is taken
+        // for one at first; the flat floor ends the mode after a hold and becomes the base.
+        let mut c = Stride::new(p);
+        let t = feed(&mut c, 0, MS, 100_000, 50_000, 65_536);
+        let t = feed(&mut c, t, t + 5 * MS, 100_000, 80_000, 65_536);
+        assert_eq!((c.mode(), c.mode_stats().switches), (Mode::Delay, 1));
+        assert_eq!(c.base_stt(), 80_000);
+        feed(&mut c, t, t + 20 * MS, 100_000, 80_000, 65_536);
+        assert_eq!(c.mode_stats().switches, 1, "not entered again");
     }
 
     #[test]

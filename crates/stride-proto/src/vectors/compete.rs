@@ -50,6 +50,16 @@ fn run(from: u64, to: u64, step: u64, stt: u32) -> Vec<Ev> {
         .collect()
 }
 
+/// A loss-based competitor's sawtooth: 20 to 35 us of queue over a 50 us base, a sample per
+/// 100 us.
+fn saw(from: u64, to: u64) -> Vec<Ev> {
+    (from..to)
+        .step_by(100_000)
+        .enumerate()
+        .map(|(i, t)| Ev::Sample(t, 70_000 + 5_000 * (i as u32 % 4), 65_536))
+        .collect()
+}
+
 fn case(name: &str, p: &StrideParams, events: &[Ev]) -> String {
     let mut c = Stride::new(*p);
     let mut s = format!(
@@ -94,25 +104,29 @@ fn case(name: &str, p: &StrideParams, events: &[Ev]) -> String {
 pub fn compete_files() -> Vec<(&'static str, String)> {
     let p = params();
     let mut out = String::new();
-    // Enter after 1 ms and 4 samples with 20 us of queue; Reno's growth; a loss episode.
+    // Enter after 1 ms and 4 samples beside a competitor; Reno's growth; a loss episode.
     let mut ev = run(0, MS, 100_000, 50_000);
-    ev.extend(run(MS, 3 * MS, 100_000, 70_000));
+    ev.extend(saw(MS, 3 * MS));
     ev.extend([
         Ev::Nack(3 * MS),
         Ev::Nack(3 * MS + 60_000),
         Ev::Nack(3 * MS + 70_000),
     ]);
-    ev.extend(run(3 * MS + 100_000, 4 * MS, 100_000, 70_000));
+    ev.extend(saw(3 * MS + 100_000, 4 * MS));
     out.push_str(&case("enter-grow-cut", &p, &ev));
-    // A trough of the queue keeps the growth; an empty queue starts a hold; a refilled one
-    // keeps the mode; one that stays drained for the hold ends it.
+    // Holds at the sawtooth's troughs end as the competitor refills the queue or a loss
+    // comes; when it leaves, the queue stays drained for the hold and the mode ends.
     let mut ev = run(0, MS, 100_000, 50_000);
-    ev.extend(run(MS, 3 * MS, 100_000, 70_000));
-    ev.extend(run(3 * MS, 3 * MS + 300_000, 100_000, 55_000));
-    ev.extend(run(3 * MS + 300_000, 4 * MS, 100_000, 50_500));
-    ev.extend(run(4 * MS, 4 * MS + 200_000, 100_000, 70_000));
-    ev.push(Ev::Sample(4 * MS + 200_000, 50_500, 65_536));
-    ev.extend(run(4 * MS + 300_000, 6 * MS + 400_000, 100_000, 55_000));
+    ev.extend(saw(MS, 3 * MS));
+    ev.extend([
+        Ev::Sample(3 * MS, 70_000, 65_536),
+        Ev::Sample(3 * MS + 100_000, 80_000, 65_536),
+        Ev::Sample(3 * MS + 200_000, 70_000, 65_536),
+        Ev::Nack(3 * MS + 210_000),
+        Ev::Sample(3 * MS + 300_000, 72_000, 65_536),
+        Ev::Sample(3 * MS + 400_000, 50_500, 65_536),
+    ]);
+    ev.extend(run(3 * MS + 500_000, 5 * MS + 600_000, 100_000, 55_000));
     out.push_str(&case("hold-and-leave", &p, &ev));
     // A queue drained once per millisecond: never entered.
     let mut ev = Vec::new();
@@ -127,14 +141,18 @@ pub fn compete_files() -> Vec<(&'static str, String)> {
         .map(|i| Ev::Sample(i * 5 * MS, if i == 0 { 50_000 } else { 80_000 }, 0))
         .collect();
     out.push_str(&case("sparse-samples", &p, &ev));
-    // A standing queue over ten base windows never becomes the base; a drained rise does.
+    // A competitor's queue over ten base windows never becomes the base; a drained rise does;
+    // a flat rise with no loss (a slower link) ends the mode and becomes the base.
     let mut pb = p;
     pb.base_window = MS as u32;
     let mut ev = run(0, 3 * MS, 100_000, 50_000);
-    ev.extend(run(3 * MS, 13 * MS, 500_000, 70_000));
+    ev.extend(saw(3 * MS, 13 * MS));
     out.push_str(&case("standing-queue-base", &pb, &ev));
     let mut ev = run(0, MS, 100_000, 50_000);
     ev.extend(run(MS, 5 * MS, 250_000, 55_000));
     out.push_str(&case("base-follows-a-rise", &pb, &ev));
+    let mut ev = run(0, MS, 100_000, 50_000);
+    ev.extend(run(MS, 10 * MS, 250_000, 80_000));
+    out.push_str(&case("slower-path", &pb, &ev));
     vec![("compete.jsonl", out)]
 }
