@@ -15,6 +15,28 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 echo "== cargo test"
 cargo test --workspace 2>&1 | tee "$log"
+echo "== Python package: wheel, API tests, notebook, two-node Ray sweep (crates/stride-py)"
+py_venv=${STRIDE_RAY_VENV:-tools/ray/.venv}
+if [ -x "$py_venv/bin/maturin" ] && "$py_venv/bin/python" -c 'import pytest' 2>/dev/null; then
+  py_started=$SECONDS
+  # Optimized as the tests (profile py), in the target dir of `cargo test`.
+  wheels=${CARGO_TARGET_DIR:-target}/wheels
+  rm -f "$wheels"/stride_sim-*.whl
+  (cd crates/stride-py && "../../$py_venv/bin/maturin" build --quiet --profile py \
+    --interpreter "../../$py_venv/bin/python" --out "../../$wheels") 2>&1 | tail -n 3
+  # Installed beside, not into, the virtualenv: the Ray test's second node (the same
+  # virtualenv) must get the package only from what the sweep ships it.
+  py_site=$(mktemp -d)
+  trap 'rm -f "$log"; rm -rf "$py_site"' EXIT
+  "$py_venv/bin/pip" install --quiet --no-deps --target "$py_site" "$wheels"/stride_sim-*.whl
+  PYTHONPATH="$py_site" "$py_venv/bin/python" -m pytest -q -rs -p no:cacheprovider crates/stride-py/tests 2>&1 | tee -a "$log"
+  echo "python package: $((SECONDS - py_started)) s (wheel build, install, tests)"
+else
+  echo "SKIPPED: the Python package's tests: $py_venv has no maturin or pytest (scripts/setup.sh installs them)"
+  if [ "${STRIDE_REQUIRE_PY:-}" = 1 ]; then
+    exit 1
+  fi
+fi
 if [ -f hw/Makefile ]; then
   echo "== hardware tests"
   make -C hw test 2>&1 | tee -a "$log"

@@ -341,7 +341,10 @@ pub(crate) fn one_captured(
         }
     })?;
     if let Some(b) = &bar {
-        b.finish_with_message(format!("{transport}: done in {:.1} s", o.report.wall_seconds));
+        b.finish_with_message(format!(
+            "{transport}: done in {:.1} s",
+            o.report.wall_seconds
+        ));
     }
     // the simulator (and its tap's share of the capture) is gone
     if let Some((c, path)) = capture {
@@ -481,7 +484,12 @@ fn write_out(
     )?;
     let queues: Vec<(String, Vec<(f64, f64)>)> = outcomes
         .iter()
-        .map(|o| (o.transport.clone(), crate::plot::queue_series(&o.queue_csv())))
+        .map(|o| {
+            (
+                o.transport.clone(),
+                crate::plot::queue_series(&o.queue_csv()),
+            )
+        })
         .collect();
     let traces: Vec<crate::plot::TraceSeries> = outcomes
         .iter()

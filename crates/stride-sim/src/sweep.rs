@@ -242,10 +242,9 @@ pub fn bundle(
             let name = match copied.get(&path) {
                 Some(name) => name.clone(),
                 None => {
-                    let base = path.file_name().map_or_else(
-                        || "file".into(),
-                        |b| b.to_string_lossy().into_owned(),
-                    );
+                    let base = path
+                        .file_name()
+                        .map_or_else(|| "file".into(), |b| b.to_string_lossy().into_owned());
                     let name = format!("files/{n}-{base}");
                     std::fs::copy(&path, dir.join(&name))
                         .with_context(|| format!("{key}: copying {}", path.display()))?;
@@ -253,7 +252,8 @@ pub fn bundle(
                     name
                 }
             };
-            job.sets.push(format!("{key}={}", toml::Value::String(name)));
+            job.sets
+                .push(format!("{key}={}", toml::Value::String(name)));
         }
         out.push(job);
     }
