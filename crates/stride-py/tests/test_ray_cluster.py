@@ -74,19 +74,34 @@ class Node:
             cmd, env=env, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
 
-    def stop(self):
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.p.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.p.wait(wait)
-                # the group's other processes (raylet, workers) go with their parent
-                time.sleep(1)
-            except subprocess.TimeoutExpired:
-                continue
-        self.log.close()
+    def signal(self, sig):
+        try:
+            os.killpg(self.p.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def stop(nodes, top):
+    """SIGTERM to the nodes' process groups, SIGKILL after 5 s, then any process left that
+    names this cluster's directory (one that left the group)."""
+    for n in nodes:
+        n.signal(signal.SIGTERM)
+    deadline = time.time() + 5
+    for n in nodes:
+        try:
+            n.p.wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            pass
+        n.signal(signal.SIGKILL)
+        n.p.wait()
+        n.log.close()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if str(top).encode() in f.read():
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
 
 
 @pytest.fixture
@@ -111,37 +126,36 @@ def cluster(monkeypatch):
         venv = pathlib.Path(sys.prefix)
         hide = [REPO, PKG.parent]
         keep = str(venv) if any(h in venv.parents or h == venv for h in hide) else ""
-        time.sleep(3)
         nodes.append(Node(["--address", address, "--num-cpus", "2", "--resources", '{"shipped": 2}',
                            "--temp-dir", str(top / "t2"), *common],
                           env, top / "node2.log", hide=hide, cwd=top / "empty", keep=keep))
         wait_for_nodes(address, 2, top)
         yield address, top
     finally:
-        for n in reversed(nodes):
-            n.stop()
+        stop(nodes, top)
         shutil.rmtree(top, ignore_errors=True)
 
 
 def wait_for_nodes(address, n, top):
+    """Connects once the head is up, then waits until `n` nodes are alive."""
     import ray
 
     deadline = time.time() + 90
+    last = None
     while True:
         try:
-            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-            try:
-                alive = [x for x in ray.nodes() if x["Alive"]]
-            finally:
+            if not ray.is_initialized():
+                ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+            if len([x for x in ray.nodes() if x["Alive"]]) >= n:
                 ray.shutdown()
-            if len(alive) >= n:
                 return
         except Exception as e:  # the head is not up yet
             last = e
         if time.time() > deadline:
+            ray.shutdown()
             logs = "".join(p.read_text()[-2000:] for p in top.glob("*.log"))
-            pytest.fail(f"the Ray cluster at {address} did not get {n} nodes: {locals().get('last')}\n{logs}")
-        time.sleep(1)
+            pytest.fail(f"the Ray cluster at {address} did not get {n} nodes: {last}\n{logs}")
+        time.sleep(0.5)
 
 
 def where_am_i(path):
