@@ -132,3 +132,13 @@ def test_sweep_on_threads_matches_the_rust_sweep_table():
     assert sw.csv.splitlines()[0].startswith("workload.load,completed,flows,drops,all_avg_fct_us")
     assert "lowest average FCT" in sw.text
     assert sw.points["improvement_all_avg"][0] == sw.result["points"][0]["improvement"]["all"]["avg"]
+
+
+def test_bad_sweeps_raise_before_running():
+    with pytest.raises(ss.ScenarioError) as e:
+        ss.sweep(QUICK, {"stride.t_high": ["40us", "fast"]}, sets=["workload.flows=20"])
+    assert e.value.field == "stride.t_high", str(e.value)
+    with pytest.raises(ValueError, match="unknown transport"):
+        ss.sweep(QUICK, "stride.t_high=40us", baseline="tcpx")
+    with pytest.raises(ValueError, match="no \"nope\" table"):
+        ss.Scenario.load(QUICK, sets=SMALL).run("dctcp").csv("nope")
