@@ -2,7 +2,9 @@
 """Wall time of the Python package against the CLI on one scenario: `stride sim run SCENARIO
 --json` against a Python process that imports stride_sim, loads the scenario and runs its
 transports (`Scenario.compare`, as `sim run` does) and prints the summary as JSON. Both are
-whole processes, interleaved, ROUNDS times each; prints the medians and the overhead.
+whole processes (the interpreter's start and the import included), interleaved, ROUNDS times
+each; prints the medians of wall and CPU time (user + system: steadier on a shared machine)
+and the overhead.
 
 Release builds of both, from the repository root:
 
@@ -17,6 +19,7 @@ The two give the same summary (checked here, wall-clock values aside).
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,13 +32,18 @@ print(json.dumps(sc.compare(sc.transports).summary))
 """
 
 
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def timed(cmd):
-    t0 = time.perf_counter()
+    c0, t0 = cpu(), time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
+    wall, used = time.perf_counter() - t0, cpu() - c0
     if p.returncode != 0:
         sys.exit(f"{cmd[:3]}...: {p.stderr}")
-    return wall, json.loads(p.stdout)
+    return wall, used, json.loads(p.stdout)
 
 
 def strip(s, keys):
@@ -58,16 +66,17 @@ def main():
     for i in range(a.rounds):
         order = [(cli_cmd, cli), (py_cmd, py)]
         for cmd, into in order if i % 2 == 0 else reversed(order):
-            wall, summary = timed(cmd)
-            into.append((wall, summary))
+            into.append(timed(cmd))
     keys = set(stride_sim.WALL_CLOCK_KEYS)
-    same = strip(cli[0][1], keys) == strip(py[0][1], keys)
-    c = statistics.median(w for w, _ in cli)
-    p = statistics.median(w for w, _ in py)
+    same = strip(cli[0][2], keys) == strip(py[0][2], keys)
     print(f"scenario {a.scenario}, {a.rounds} rounds each, interleaved")
-    print(f"CLI    median {c:.3f} s  ({', '.join(f'{w:.3f}' for w, _ in cli)})")
-    print(f"Python median {p:.3f} s  ({', '.join(f'{w:.3f}' for w, _ in py)})")
-    print(f"overhead {100 * (p - c) / c:+.1f} % wall; same summary: {same}")
+    for i, what in ((0, "wall"), (1, "CPU")):
+        c = statistics.median(r[i] for r in cli)
+        p = statistics.median(r[i] for r in py)
+        print(f"{what:>4}: CLI median {c:.3f} s ({', '.join(f'{r[i]:.2f}' for r in cli)})")
+        print(f"{'':>4}  Python median {p:.3f} s ({', '.join(f'{r[i]:.2f}' for r in py)})")
+        print(f"{'':>4}  overhead {100 * (p - c) / c:+.1f} %")
+    print(f"same summary: {same}")
     if not same:
         sys.exit(1)
 
