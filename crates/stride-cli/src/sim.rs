@@ -21,7 +21,8 @@ pub struct SimArgs {
 
 #[derive(clap::Subcommand)]
 enum SimCmd {
-    /// Run a scenario with the transports it lists.
+    /// Run a scenario with the transports it lists, or its groups' transports together in one
+    /// network (a scenario with [group.NAME] sections).
     ///
     /// Example: stride sim run scenarios/quick.toml --out out/quick
     Run {
@@ -95,7 +96,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             pcap,
         } => {
             let loaded = load_noting(&scenario, &sets)?;
-            let cc = loaded.sc.transports.clone();
+            let cc = loaded.sc.runs();
             execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
         SimCmd::Compare {
@@ -107,8 +108,15 @@ pub fn run(a: SimArgs) -> anyhow::Result<()> {
             pcap,
         } => {
             let mut loaded = load_noting(&scenario, &sets)?;
+            if loaded.sc.is_mixed() {
+                bail!(
+                    "{}: its groups run their transports together in one network: \
+                     `stride sim run` runs it",
+                    scenario.display()
+                );
+            }
             let cc = expand_all(cc, &loaded.sc);
-            loaded.sc.transports = cc.clone();
+            loaded.sc.transports = Some(cc.clone());
             execute(&loaded, &cc, out.as_deref(), json, pcap)
         }
         SimCmd::Plot { dir } => plot_dir(&dir),
@@ -378,8 +386,10 @@ fn execute(
     if cc.is_empty() {
         bail!("no transport to run (--cc or `transports` in the scenario)");
     }
-    for t in cc {
-        check_transport(t)?;
+    if !loaded.sc.is_mixed() {
+        for t in cc {
+            check_transport(t)?;
+        }
     }
     let started = Instant::now();
     let outcomes = simulate_all(loaded, cc, out, !json_out, pcap)?;
@@ -394,6 +404,11 @@ fn execute(
         println!("{}", serde_json::to_string(&summary)?);
     } else {
         print_table(&summary);
+        for o in &outcomes {
+            if let Some(c) = &o.coexist {
+                print!("\n{}", c.text(&o.transport));
+            }
+        }
     }
     // stderr, so that --json keeps stdout pure JSON
     eprintln!("{wrote}");
@@ -476,6 +491,9 @@ fn write_out(
         if loaded.sc.trace.is_some() {
             std::fs::write(dir.join(format!("trace-{name}.csv")), o.trace_csv())?;
             std::fs::write(dir.join(format!("jain-{name}.csv")), o.jain_csv())?;
+        }
+        if let Some(c) = &o.coexist {
+            std::fs::write(dir.join("coexist.csv"), c.series_table(','))?;
         }
     }
     std::fs::write(

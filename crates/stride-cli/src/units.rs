@@ -89,6 +89,8 @@ pub fn report(bytes: u64, seconds: f64, cs: &ConnStats) -> Map<String, Value> {
         json!(cs.pacing_lateness.quantile(0.99)),
     );
     m.insert("pacing_forfeit_ns".into(), json!(cs.pacing_forfeit_ns));
+    m.insert("cc_mode_switches".into(), json!(cs.cc_mode_switches));
+    m.insert("cc_competitive_ns".into(), json!(cs.cc_competitive_ns));
     m
 }
 

@@ -38,7 +38,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut differ = Vec::new();
-    for (sub, files) in [("cc", vectors::cc_files()), ("wire", vectors::wire_files())] {
+    for (sub, files) in [
+        ("cc", vectors::cc_files()),
+        ("compete", vectors::compete_files()),
+        ("wire", vectors::wire_files()),
+    ] {
         let d = a.dir.join(sub);
         if !a.check {
             std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;

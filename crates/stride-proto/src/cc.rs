@@ -6,6 +6,7 @@
 //! 1 310 720. The per-sample update of [`Stride`] uses only shifts, adds, subtracts, compares and a
 //! leading-one detector: no multiply, no divide (see `docs/spec.md`, section "Rate control").
 
+pub mod compete;
 pub mod dcqcn;
 pub mod hpcc;
 pub mod params;
@@ -15,6 +16,7 @@ pub mod stride_ext;
 pub mod swift;
 pub mod timely;
 
+pub use compete::{Mode, ModeStats};
 pub use stride::{Branch, Stride, StrideParams};
 
 /// Fractional bits of a rate: one unit is 2^-20 bytes per nanosecond (about 7.63 bit/s).
@@ -113,6 +115,11 @@ pub trait Controller: Send {
     }
     /// A name for the decision of the latest event, for traces (None: not reported).
     fn trace_branch(&self) -> Option<&'static str> {
+        None
+    }
+    /// The mode counters of a controller with modes (STRIDE's competitive mode, spec §8.7):
+    /// `None` for controllers without modes or with the mode switched off.
+    fn mode_stats(&self) -> Option<ModeStats> {
         None
     }
 }

@@ -135,6 +135,11 @@ pub struct ConnStats {
     pub stt_min: Option<u32>,
     /// Smoothed RTT estimate (ns).
     pub srtt_ns: u64,
+    /// Entries of the controller into its competitive mode (spec §8.7; 0 for controllers
+    /// without one).
+    pub cc_mode_switches: u32,
+    /// Time the controller spent in its competitive mode, ns, up to its latest event.
+    pub cc_competitive_ns: u64,
     /// Queueing delay per ACK, ns: the echoed STT minus [`ConnStats::stt_min`], the smallest STT
     /// echoed on this connection so far (an all-time minimum; the controller itself uses a
     /// windowed minimum that ages out, spec §8.4, so the two can differ after clock drift or a

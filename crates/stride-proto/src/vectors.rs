@@ -4,6 +4,9 @@
 //! controller state after each. `vectors/wire/*.jsonl` hold header field values and their bytes.
 //! `stride vectors` regenerates them; `tests/vectors.rs` fails when the checked-in files differ.
 
+mod compete;
+pub use compete::compete_files;
+
 use crate::cc::{Stride, StrideParams};
 use crate::wire::{Flags, Header, HEADER_LEN};
 use std::fmt::Write;

@@ -27,6 +27,11 @@ fn cc_vectors_match_the_code() {
 }
 
 #[test]
+fn competitive_mode_vectors_match_the_code() {
+    check("compete", vectors::compete_files());
+}
+
+#[test]
 fn wire_vectors_match_the_code() {
     check("wire", vectors::wire_files());
 }
@@ -120,4 +125,26 @@ fn stride_paper_profile_replays_the_cc_vectors() {
         }
     }
     assert!(steps > 1000, "the vectors hold {steps} steps");
+}
+
+#[test]
+fn competitive_mode_vectors_enter_grow_cut_hold_and_leave() {
+    let (_, text) = &vectors::compete_files()[0];
+    let mut branches = std::collections::BTreeSet::new();
+    let mut left = false;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let steps = v["steps"].as_array().unwrap();
+        let mut was_competitive = false;
+        for s in steps {
+            branches.insert(s["branch"].as_str().unwrap().to_string());
+            let competitive = s["mode"] == "competitive";
+            left |= was_competitive && !competitive;
+            was_competitive = competitive;
+        }
+    }
+    for b in ["compete_inc", "compete_hold", "compete_cut", "nack_held"] {
+        assert!(branches.contains(b), "no {b} step: {branches:?}");
+    }
+    assert!(left, "no case leaves the competitive mode");
 }

@@ -146,7 +146,7 @@ impl Scenario {
     }
     #[getter]
     fn transports(&self) -> Vec<String> {
-        self.loaded.sc.transports.clone()
+        self.loaded.sc.runs()
     }
     #[getter]
     fn hosts(&self) -> u32 {
@@ -199,7 +199,7 @@ impl Scenario {
     /// Runs one transport to the scenario's end, with the GIL released.
     #[pyo3(signature = (transport, progress=None))]
     fn run(&self, py: Python<'_>, transport: &str, progress: Option<&Progress>) -> PyResult<Run> {
-        check_transport(transport)?;
+        self.check(transport)?;
         let loaded = self.loaded.clone();
         let counters = progress.map(Progress::counters);
         let o = py.detach(move || results::run_counted(&loaded, transport, counters))?;
@@ -210,7 +210,7 @@ impl Scenario {
     /// returns the runs and the summary as JSON (that of `stride sim compare --json`).
     fn compare(&self, py: Python<'_>, transports: Vec<String>) -> PyResult<(Vec<Run>, String)> {
         for t in &transports {
-            check_transport(t)?;
+            self.check(t)?;
         }
         let loaded = self.loaded.clone();
         let (outcomes, summary) = py
@@ -242,6 +242,15 @@ impl Scenario {
 }
 
 impl Scenario {
+    /// A transport name this scenario can run: a registered one, or any for a mixed scenario
+    /// (its `[group.NAME]` sections name the transports; the run is named after them).
+    fn check(&self, transport: &str) -> PyResult<()> {
+        if self.loaded.sc.is_mixed() {
+            return Ok(());
+        }
+        check_transport(transport)
+    }
+
     /// The table with the overrides applied (as the simulator read it).
     fn applied(&self, py: Python<'_>) -> PyResult<toml::Table> {
         let mut t = self.table.clone();

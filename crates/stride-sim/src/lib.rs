@@ -4,6 +4,7 @@
 //! See `docs/simulator.md`.
 #![forbid(unsafe_code)]
 
+pub mod coexist;
 pub mod control;
 pub mod engine;
 pub mod net;

@@ -50,6 +50,8 @@ pub struct Outcome {
     pub traces: Vec<TraceSample>,
     /// Jain's index over time (`[trace]`): (time ns, index, flows counted).
     pub jain: Vec<(u64, f64, usize)>,
+    /// A mixed run's measurements (a scenario with `[group.NAME]` sections).
+    pub coexist: Option<crate::coexist::report::CoexistReport>,
 }
 
 /// Runs `transport` on a loaded scenario to its end (or its time limit): `setup` may change the
@@ -85,6 +87,7 @@ pub fn run_with(
         .collect();
     Ok(Outcome {
         transport: transport.to_string(),
+        coexist: crate::coexist::report::report(sc, &sim),
         report: summarize(&flows, &sim.stats, &sim.samples, wall),
         flows,
         queue,
@@ -120,8 +123,8 @@ pub fn compare(loaded: &Loaded, transports: &[String]) -> anyhow::Result<Vec<Out
 }
 
 /// The summary of runs on one scenario: per transport its report, and STRIDE's improvement over
-/// each other (`improvement.<other>.<category>.{avg,p99}` = other's FCT / STRIDE's);
-/// `wall_seconds_total` is the caller's wall time of the whole.
+/// each other (`improvement.<other>.<category>.{avg,p99}` = other's FCT / STRIDE's), and a mixed
+/// run's `coexist` measurements; `wall_seconds_total` is the caller's wall time of the whole.
 pub fn summary(loaded: &Loaded, outcomes: &[Outcome], wall_total: f64) -> anyhow::Result<Value> {
     let mut transports = serde_json::Map::new();
     for o in outcomes {
@@ -136,14 +139,18 @@ pub fn summary(loaded: &Loaded, outcomes: &[Outcome], wall_total: f64) -> anyhow
             );
         }
     }
-    Ok(json!({
+    let mut summary = json!({
         "scenario": loaded.sc.name,
         "hosts": loaded.sc.hosts(),
         "flows": loaded.flows.len(),
         "wall_seconds_total": wall_total,
         "transports": Value::Object(transports),
         "improvement": Value::Object(improvements),
-    }))
+    });
+    if let Some(c) = outcomes.iter().find_map(|o| o.coexist.as_ref()) {
+        summary["coexist"] = serde_json::to_value(c)?;
+    }
+    Ok(summary)
 }
 
 /// The keys of a [`summary`] (and of each transport's report in it) that measure this machine's

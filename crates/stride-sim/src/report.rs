@@ -129,7 +129,8 @@ pub struct FlowRow {
     pub goodput_gbps: f64,
 }
 
-fn pct(sorted: &[f64], q: f64) -> f64 {
+/// The `q` quantile (nearest rank) of `sorted`; 0 when empty.
+pub(crate) fn pct(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

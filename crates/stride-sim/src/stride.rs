@@ -2,7 +2,7 @@
 //! supplies the time (exact, as hardware timestamps would be) and carries the datagrams.
 
 use crate::control::QcnFeedback;
-use crate::engine::{flow_hash, Ctx, FlowTrace, HostStack};
+use crate::engine::{flow_hash, Ctx, FlowTrace, HostStack, ModeStats};
 use crate::net::{IntStack, Packet, Payload, WIRE_OVERHEAD};
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
@@ -330,6 +330,22 @@ impl HostStack for StrideHost {
         })
     }
 
+    fn stop_flow(&mut self, ctx: &mut Ctx, flow: u32) {
+        // The application leaves at once: an abort (RST), not a close that would first
+        // deliver the send buffer.
+        let Some((&h, _)) = self.sending.iter().find(|(_, s)| s.flow == flow) else {
+            return;
+        };
+        let _ = self.ep.abort(h);
+        self.sending.remove(&h);
+        self.events(ctx);
+    }
+
+    fn mode_stats(&self, flow: u32) -> Option<ModeStats> {
+        let (&h, _) = self.sending.iter().find(|(_, s)| s.flow == flow)?;
+        controller_modes(self.ep.conn(h)?)
+    }
+
     fn next_wake(&mut self) -> Option<u64> {
         // Datagrams ready now wait for the NIC (the engine polls when it frees), so only real
         // deadlines (timers, pacing) wake the host.
@@ -340,4 +356,13 @@ impl HostStack for StrideHost {
         self.ep.handle_timeout(ctx.now);
         self.events(ctx);
     }
+}
+
+/// The mode counters of a connection's congestion controller (switches into its competitive
+/// mode, time in it; spec §8.7), for controllers with such modes.
+fn controller_modes(conn: &stride_proto::Connection) -> Option<ModeStats> {
+    conn.cc_mode_stats().map(|m| ModeStats {
+        switches: m.switches,
+        competitive_ns: m.competitive_ns,
+    })
 }

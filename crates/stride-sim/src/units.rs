@@ -51,6 +51,9 @@ const KEYS: &[(&str, &str, &str, Store)] = &[
     ("stride", "delayed_ack", "delayed_ack_ns", Store::Ns),
     ("stride", "ack_ride", "ack_ride_ns", Store::Ns),
     ("stride", "send_batch", "send_batch", Store::Bytes),
+    ("coexist", "every", "every", Store::Ns),
+    ("coexist", "queue_every", "queue_every", Store::Ns),
+    ("coexist", "settle", "settle", Store::Ns),
 ];
 
 /// Controller parameters whose older key carried its unit: (section, new key, older key,
@@ -61,6 +64,13 @@ const RENAMED: &[(&str, &str, &str, Store)] = &[
     ("stride", "wbeta", "wbeta_mbps", Store::Mbps),
     ("stride", "t_low", "t_low_ns", Store::Ns),
     ("stride", "t_high", "t_high_ns", Store::Ns),
+];
+
+/// The same for tables of named tables (`[section.NAME]`): each table's keys.
+const NAMED_KEYS: &[(&str, &str, &str, Store)] = &[
+    ("group", "start", "start", Store::Ns),
+    ("group", "stop", "stop", Store::Ns),
+    ("group", "bytes", "bytes", Store::Bytes),
 ];
 
 /// The same for arrays of tables (`[[section]]`): each entry's keys.
@@ -249,6 +259,21 @@ pub fn normalize(table: &mut toml::Table) -> Result<Vec<String>, ScenarioError> 
             in_grammar(&v, store)
         ));
         t.insert(new.to_string(), toml::Value::String(text));
+    }
+    // Named tables: every `[group.NAME]`.
+    for &(section, new, old, store) in NAMED_KEYS {
+        if let Some(toml::Value::Table(named)) = table.get_mut(section) {
+            for (name, e) in named.iter_mut() {
+                if let toml::Value::Table(t) = e {
+                    rewrite(
+                        t,
+                        &format!("{section}.{name}"),
+                        (new, old, store),
+                        &mut notes,
+                    )?;
+                }
+            }
+        }
     }
     // Arrays of tables: every entry of `[[rate_change]]`.
     for &(section, new, old, store) in ARRAY_KEYS {

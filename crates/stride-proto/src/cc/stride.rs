@@ -4,6 +4,7 @@
 //! file). Mechanisms not in the RTL live in a separately registered variant
 //! ([`super::stride_ext`]).
 
+use super::compete::{Compete, Mode, ModeStats, Verdict};
 use super::{rate_from_gbps, AckSample, Controller};
 
 crate::controller_params! {
@@ -55,6 +56,30 @@ crate::controller_params! {
         /// whose STT noise alone reaches past `t_low` (spec §8.6, §11.1): on in the host
         /// profile, off by default; the RTL gates at `t_low`.
         gate_high: bool [Switch, off false] = false;
+        /// Competitive mode (spec §8.7): next to a loss-based competitor that keeps a queue
+        /// of `compete_qd` or more although STRIDE cuts, grow and cut on loss as Reno does, until
+        /// the queue stays drained. Not in the RTL.
+        compete: bool [Switch, off false] = true;
+        /// With `compete`: a sample less than this far above the base STT shows the queue
+        /// drained. Half of `t_high`: below the buffer of a shallow switch port (a 98 KB share
+        /// is 79 us at 10 Gbit/s), above what flows that back off hold for long.
+        compete_qd: u32 [Nanos] = 40_000;
+        /// With `compete`: enter the competitive mode after this long without a drained sample.
+        compete_after: u32 [Nanos] = 1_000_000;
+        /// With `compete`: ... and after at least this many such samples in a row.
+        compete_samples: u16 [Count] = 8;
+        /// With `compete`: leave the competitive mode once the queue has stayed drained this
+        /// long while the rate was held.
+        compete_hold: u32 [Nanos] = 4_000_000;
+        /// With `compete`: the base STT is the minimum over one to two windows of this length
+        /// (turned over only while the queue drains now and then).
+        base_window: u32 [Nanos] = 100_000_000;
+        /// With `compete`: in the competitive mode the rate grows by `2^compete_ai` bytes per
+        /// RTT per RTT (Reno's packet per RTT). At most 12.
+        compete_ai: u8 [Shift] = 11;
+        /// With `compete`: in the competitive mode a loss episode cuts `rate >> compete_md`.
+        /// 1..=31.
+        compete_md: u8 [Shift] = 1;
     }
     build: |p, _now| Stride::new(p)
 }
@@ -123,6 +148,18 @@ impl StrideParams {
         if self.min_window == 0 {
             return Err(("min_window", "must be at least 1"));
         }
+        if self.compete_qd > i32::MAX as u32 {
+            return Err(("compete_qd", "must be below 2^31 ns"));
+        }
+        if self.compete_ai > 12 {
+            return Err(("compete_ai", "must be at most 12"));
+        }
+        if self.compete_md == 0 || self.compete_md > 31 {
+            return Err(("compete_md", "must be in 1..=31"));
+        }
+        if self.base_window == 0 {
+            return Err(("base_window", "must be positive"));
+        }
         Ok(())
     }
 
@@ -151,6 +188,12 @@ pub enum Branch {
     Timeout,
     /// NACK while the last sample showed no queue (`nack_gate`): rate unchanged.
     NackHeld,
+    /// Competitive mode (`compete`), queue not drained: Reno's increase.
+    CompeteInc,
+    /// Competitive mode, the queue drained: rate held while it stays drained.
+    CompeteHold,
+    /// Competitive mode, the first NACK of a loss episode: `r -= r >> compete_md`.
+    CompeteCut,
 }
 
 impl Branch {
@@ -165,6 +208,9 @@ impl Branch {
             Branch::Nack => "nack",
             Branch::Timeout => "timeout",
             Branch::NackHeld => "nack_held",
+            Branch::CompeteInc => "compete_inc",
+            Branch::CompeteHold => "compete_hold",
+            Branch::CompeteCut => "compete_cut",
         }
     }
 }
@@ -183,6 +229,7 @@ pub struct Stride {
     count: u16,
     init: bool,
     branch: Branch,
+    cm: Compete,
 }
 
 /// `(a - b)` on the mod-2^32 clock, read as a signed distance.
@@ -210,6 +257,7 @@ impl Stride {
             count: 0,
             init: false,
             branch: Branch::None,
+            cm: Compete::default(),
         }
     }
 
@@ -241,6 +289,19 @@ impl Stride {
     /// The branch the last event took.
     pub fn branch(&self) -> Branch {
         self.branch
+    }
+    /// The mode (delay, or competitive with `compete`).
+    pub fn mode(&self) -> Mode {
+        self.cm.mode()
+    }
+    /// The mode's counters.
+    pub fn mode_stats(&self) -> ModeStats {
+        self.cm.stats()
+    }
+    /// The competitive mode's long-horizon base STT (spec §8.7; the first sample's before
+    /// any).
+    pub fn base_stt(&self) -> u32 {
+        self.cm.base()
     }
 
     /// The windowed minimum STT (the older of the two buckets when smaller).
@@ -281,8 +342,15 @@ impl Stride {
         self.count = 0;
     }
 
-    /// One STT sample (Algorithm 1, lines 3-24).
+    /// One STT sample (Algorithm 1, lines 3-24) without a clock: the competitive mode, which
+    /// needs one, stays off.
     pub fn on_sample(&mut self, s: u32) {
+        self.on_sample_at(0, s, 0);
+    }
+
+    /// One STT sample `s` at `now` (ns) with the RTT sample `rtt` (ns, 0: none): Algorithm 1,
+    /// or with `compete` the competitive mode's update when it holds (spec §8.7).
+    pub fn on_sample_at(&mut self, now: u64, s: u32, rtt: u64) {
         if !self.init {
             self.start_from(s);
         }
@@ -299,6 +367,21 @@ impl Stride {
             self.min_prev = self.min_cur;
             self.min_cur = s;
             self.count = 0;
+        }
+        if self.p.compete {
+            match self.cm.sample(&self.p, now, s, rtt) {
+                Verdict::Delay => {}
+                Verdict::Increase(inc) => {
+                    self.rate = self.rate.saturating_add(inc);
+                    self.branch = Branch::CompeteInc;
+                    self.clamp();
+                    return;
+                }
+                Verdict::Hold => {
+                    self.branch = Branch::CompeteHold;
+                    return;
+                }
+            }
         }
         let qd = wdiff(s, self.stt_min()).max(0);
         if qd < self.p.t_low as i32 {
@@ -326,6 +409,22 @@ impl Stride {
     /// A NACK: decrease by 2^-md_shift (with `nack_gate`, only when the last sample showed a
     /// queueing delay of at least `t_low`, or `t_high` with `gate_high`).
     pub fn nack(&mut self) {
+        self.nack_at(0);
+    }
+
+    /// A NACK at `now`: in the competitive mode the first of a loss episode cuts
+    /// `rate >> compete_md` and the others are held; otherwise as [`Stride::nack`].
+    pub fn nack_at(&mut self, now: u64) {
+        if self.p.compete && self.cm.mode() == Mode::Competitive {
+            if self.cm.nack_cuts(now) {
+                self.rate -= self.rate >> self.p.compete_md;
+                self.branch = Branch::CompeteCut;
+                self.clamp();
+            } else {
+                self.branch = Branch::NackHeld;
+            }
+            return;
+        }
         // The queueing delay of the last sample, floored at 0 as in `on_sample`.
         let qd = wdiff(self.stt_old, self.stt_min()).max(0);
         let gate = if self.p.gate_high {
@@ -367,11 +466,11 @@ impl Stride {
 }
 
 impl Controller for Stride {
-    fn on_ack(&mut self, _now: u64, sample: &AckSample) {
-        self.on_sample(sample.stt);
+    fn on_ack(&mut self, now: u64, sample: &AckSample) {
+        self.on_sample_at(now, sample.stt, sample.rtt);
     }
-    fn on_nack(&mut self, _now: u64) {
-        self.nack();
+    fn on_nack(&mut self, now: u64) {
+        self.nack_at(now);
     }
     fn on_timeout(&mut self, _now: u64) {
         self.timeout();
@@ -384,6 +483,9 @@ impl Controller for Stride {
     }
     fn trace_branch(&self) -> Option<&'static str> {
         Some(self.branch.name())
+    }
+    fn mode_stats(&self) -> Option<ModeStats> {
+        self.p.compete.then(|| self.cm.stats())
     }
 }
 

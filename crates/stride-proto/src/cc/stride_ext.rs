@@ -83,12 +83,18 @@ impl StrideExt {
         }
     }
 
-    /// One STT sample: the core's update, then the step of the branch it took replaced.
+    /// One STT sample without a clock (the competitive mode stays off).
     pub fn on_sample(&mut self, s: u32) {
+        self.on_sample_at(0, s, 0);
+    }
+
+    /// One STT sample at `now` with the RTT sample `rtt`: the core's update, then the step of
+    /// the branch it took replaced.
+    pub fn on_sample_at(&mut self, now: u64, s: u32, rtt: u64) {
         let before = Controller::rate(&self.core);
         let first = self.seeded;
         self.seeded = false;
-        self.core.on_sample(s);
+        self.core.on_sample_at(now, s, rtt);
         let p = self.x.stride;
         match self.core.branch() {
             Branch::Low => {
@@ -123,11 +129,11 @@ impl StrideExt {
 }
 
 impl Controller for StrideExt {
-    fn on_ack(&mut self, _now: u64, sample: &AckSample) {
-        self.on_sample(sample.stt);
+    fn on_ack(&mut self, now: u64, sample: &AckSample) {
+        self.on_sample_at(now, sample.stt, sample.rtt);
     }
-    fn on_nack(&mut self, _now: u64) {
-        self.core.nack();
+    fn on_nack(&mut self, now: u64) {
+        self.core.nack_at(now);
     }
     fn on_timeout(&mut self, _now: u64) {
         self.core.timeout();
@@ -141,6 +147,9 @@ impl Controller for StrideExt {
     }
     fn trace_branch(&self) -> Option<&'static str> {
         Some(self.core.branch().name())
+    }
+    fn mode_stats(&self) -> Option<super::ModeStats> {
+        Controller::mode_stats(&self.core)
     }
 }
 

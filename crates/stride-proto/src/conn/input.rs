@@ -193,6 +193,10 @@ impl Connection {
         };
         self.signals.cc_mut().on_ack(now, &sample);
         self.refresh_rate();
+        if let Some(m) = self.signals.cc().mode_stats() {
+            self.stats.cc_mode_switches = m.switches;
+            self.stats.cc_competitive_ns = m.competitive_ns;
+        }
         self.stats.stt_min = Some(match self.stats.stt_min {
             Some(m) if (stt.wrapping_sub(m) as i32) >= 0 => m,
             _ => stt,

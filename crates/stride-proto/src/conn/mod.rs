@@ -259,6 +259,11 @@ impl Connection {
     pub fn rate(&self) -> u32 {
         self.signals.cc().rate()
     }
+    /// The controller's mode counters (STRIDE's competitive mode, spec §8.7); `None` for a
+    /// controller without modes. [`ConnStats`] carries the same counters as of the last ACK.
+    pub fn cc_mode_stats(&self) -> Option<crate::cc::ModeStats> {
+        self.signals.cc().mode_stats()
+    }
     /// The STT echoed by the latest ACK of new data (raw, includes any clock offset).
     pub fn last_stt(&self) -> Option<u32> {
         self.echoed_stt

@@ -293,7 +293,8 @@ class Scenario:
 
     @property
     def transports(self) -> List[str]:
-        """The transports the file lists (what ``stride sim run`` simulates)."""
+        """What ``stride sim run`` simulates: the transports the file lists (a scenario with
+        ``[group.NAME]`` sections: its one mixed run)."""
         return self._n.transports
 
     @property

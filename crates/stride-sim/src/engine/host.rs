@@ -65,6 +65,25 @@ pub trait HostStack {
     fn trace(&self, _flow: u32) -> Option<FlowTrace> {
         None
     }
+    /// The application of `flow` (sourced at this host) leaves: its sender stops sending now
+    /// and the flow stays unfinished. Every registered transport implements it; the default
+    /// ignores the stop (stacks that serve only tests).
+    fn stop_flow(&mut self, _ctx: &mut Ctx, _flow: u32) {}
+    /// The mode counters of `flow`'s congestion controller (sourced at this host), if its
+    /// controller has modes and the flow is still sending.
+    fn mode_stats(&self, _flow: u32) -> Option<ModeStats> {
+        None
+    }
+}
+
+/// A congestion controller's mode counters for one flow's sender (a controller that switches
+/// between a delay mode and a competitive mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModeStats {
+    /// Switches between modes.
+    pub switches: u32,
+    /// Time spent in the competitive mode, ns.
+    pub competitive_ns: u64,
 }
 
 /// What a transport exposes of one flow's sender for traces (fields it does not have: None).

@@ -5,18 +5,20 @@
 //! (ECMP, admission to a queue, transmission), `control` the one path of control frames,
 //! `host` the transports' side (the [`HostStack`]
 //! trait, NIC polling, traces), `pfc` pause frames and the ports they stop, `loss` random loss
-//! on links.
+//! on links, `meter` the measurements of a run by class of flows.
 
 mod control;
 mod forward;
 mod host;
 mod loss;
+mod meter;
 mod pfc;
 mod queue;
 mod run;
 
-pub use host::{Ctx, Flow, FlowTrace, HostStack, TraceSample};
+pub use host::{Ctx, Flow, FlowTrace, HostStack, ModeStats, TraceSample};
 pub use loss::LossModel;
+pub use meter::{DeliveredSample, Meter, QueueDelaySample};
 pub use pfc::PfcEvent;
 pub use run::{Progress, QueueSample, RunStats};
 
@@ -40,6 +42,8 @@ pub enum Ev {
     PauseEnd { port: u32 },
     /// A port's link rate changes (entry `idx` of the rate schedule).
     RateChange { idx: u32 },
+    /// The application of a flow leaves: its source stops sending it.
+    FlowStop { flow: u32 },
 }
 
 /// No ingress link: a packet a host or a switch itself originates.
@@ -94,6 +98,10 @@ pub struct Sim {
     /// An observer of one port (`stride sim --pcap PORT`): called with the time and every
     /// packet the port accepts into its queue (after ECN marking; drops are not seen).
     pub tap: Option<(usize, PortTap)>,
+    /// Measurements by class of flows (a mixed run's groups), if set before the run.
+    pub meter: Option<Box<Meter>>,
+    /// The earliest time a sampler (`watch`, `trace`, `meter`) is due.
+    next_sample: u64,
 }
 
 /// See [`Sim::tap`].
@@ -142,6 +150,8 @@ impl Sim {
             jain_samples: Vec::new(),
             last_delivered: Vec::new(),
             tap: None,
+            meter: None,
+            next_sample: 0,
         };
         s.flow_delivered = vec![0; s.flows.len()];
         for i in 0..s.flows.len() {
@@ -168,6 +178,17 @@ impl Sim {
         let idx = self.rate_changes.len() as u32;
         self.rate_changes.push((port, rate_bps));
         self.push(at, Ev::RateChange { idx });
+    }
+
+    /// Stops `flow` at time `at`: its source's transport stops sending it (see
+    /// [`HostStack::stop_flow`]); it stays unfinished. Call before [`Sim::run`].
+    pub fn stop_flow_at(&mut self, at: u64, flow: u32) {
+        assert!((flow as usize) < self.flows.len(), "no flow {flow}");
+        assert!(
+            self.stats.events == 0,
+            "flow stops are scheduled before the run"
+        );
+        self.push(at, Ev::FlowStop { flow });
     }
 
     fn store(&mut self, p: Packet) -> u32 {

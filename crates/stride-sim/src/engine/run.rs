@@ -75,6 +75,7 @@ impl Sim {
     /// Like [`Sim::run`], reporting completed flows too.
     pub fn run_with_progress(&mut self, limit_ns: u64, mut progress: impl FnMut(Progress)) -> bool {
         let total = self.flows.len() as u64;
+        self.next_sample = self.next_due();
         while self.completed < total {
             let Some((t, ev)) = self.events.pop() else {
                 break;
@@ -92,18 +93,42 @@ impl Sim {
                     completed: self.completed,
                 });
             }
-            if self.watch_every > 0 && t >= self.next_watch {
-                self.sample_queues(t);
-                self.next_watch = t + self.watch_every;
-            }
-            if self.trace_every > 0 && t >= self.next_trace {
-                self.sample_traces(t);
-                self.next_trace = t + self.trace_every;
+            if t >= self.next_sample {
+                self.sample(t);
             }
             self.handle(t, ev);
         }
         self.finish();
         self.completed == total
+    }
+
+    /// Runs the samplers due at `t` (before the events at `t`), in a fixed order: the watched
+    /// queues, the traces, the meter. Kept out of the loop, which tests one time per event.
+    #[cold]
+    #[inline(never)]
+    fn sample(&mut self, t: u64) {
+        if self.watch_every > 0 && t >= self.next_watch {
+            self.sample_queues(t);
+            self.next_watch = t + self.watch_every;
+        }
+        if self.trace_every > 0 && t >= self.next_trace {
+            self.sample_traces(t);
+            self.next_trace = t + self.trace_every;
+        }
+        self.sample_meter(t);
+        self.next_sample = self.next_due();
+    }
+
+    /// The earliest time a sampler is due (`u64::MAX`: none is on).
+    fn next_due(&self) -> u64 {
+        let mut due = self.meter.as_ref().map_or(u64::MAX, |m| m.due());
+        if self.watch_every > 0 {
+            due = due.min(self.next_watch);
+        }
+        if self.trace_every > 0 {
+            due = due.min(self.next_trace);
+        }
+        due
     }
 
     /// Records the queue of every watched port at `t`.
@@ -151,6 +176,7 @@ impl Sim {
                     self.resume(port as usize);
                 }
             }
+            Ev::FlowStop { flow } => self.stop_flow(flow),
             Ev::RateChange { idx } => {
                 let (port, bps) = self.rate_changes[idx as usize];
                 self.topo.ports[port].rate_bps = bps;
@@ -177,10 +203,20 @@ impl Sim {
         }
     }
 
+    /// The source of `flow` stops sending it (its mode counters read first).
+    #[cold]
+    fn stop_flow(&mut self, flow: u32) {
+        self.meter_flow_stops(flow);
+        let src = self.flows[flow as usize].src;
+        self.with_host(src, |h, ctx| h.stop_flow(ctx, flow));
+        self.kick(src);
+    }
+
     /// Closes the counters at the end of a run: pauses still running end now, and the per-port
     /// counts are summed.
     fn finish(&mut self) {
         self.stats.end_ns = self.now;
+        self.finish_meter();
         for p in &mut self.topo.ports {
             if p.paused_until > 0 {
                 p.pause_ns += self.now.saturating_sub(p.paused_since);

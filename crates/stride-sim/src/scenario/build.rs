@@ -49,7 +49,9 @@ impl Scenario {
     }
 
     pub(super) fn flows(&self, dir: &Path) -> Result<Vec<Flow>, ScenarioError> {
-        let w = &self.workload;
+        let Some(w) = &self.workload else {
+            return Ok(self.group_flows().0);
+        };
         Ok(match w.kind {
             WorkloadKind::Poisson => {
                 let c = match (&w.cdf, w.bytes) {
@@ -159,8 +161,24 @@ impl Scenario {
         Ok(out)
     }
 
-    /// A simulator for one transport on these flows, with watched ports set.
+    /// A simulator for one transport on these flows, with watched ports set; for a mixed
+    /// scenario, the simulator of its groups together (`transport` is then its
+    /// [`Scenario::mixed_name`]), measured as `[coexist]` says.
     pub fn sim(&self, transport: &str, flows: &[Flow]) -> Result<Sim, ScenarioError> {
+        let mixed = self.is_mixed();
+        if mixed && transport != self.mixed_name() {
+            return Err(bad(
+                "group",
+                format!(
+                    "the groups run their transports together, as the one run {:?}; \
+                     not as {transport:?}",
+                    self.mixed_name()
+                ),
+            ));
+        }
+        if mixed && flows != self.group_flows().0 {
+            return Err(bad("group", "the flows are not the groups' flows"));
+        }
         let topo = self.topology();
         let mut watch = Vec::new();
         for name in &self.watch.switches {
@@ -190,7 +208,15 @@ impl Scenario {
                 lossy.extend(0..topo.ports.len());
             }
         }
-        let mut sim = Sim::new(topo, self.stacks(transport)?, flows.to_vec(), self.seed);
+        let stacks = if mixed {
+            self.mixed_stacks()?
+        } else {
+            self.stacks(transport)?
+        };
+        let mut sim = Sim::new(topo, stacks, flows.to_vec(), self.seed);
+        if mixed {
+            self.install_meter(&mut sim)?;
+        }
         if let Some(m) = self.loss_model()? {
             for p in lossy {
                 sim.set_loss(p, m);

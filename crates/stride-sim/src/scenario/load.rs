@@ -58,7 +58,9 @@ impl Scenario {
     /// The files a scenario reads besides itself (its workload's CDF), as `(key, path)` with the
     /// path resolved against `dir` (the scenario file's directory).
     pub fn files(&self, dir: &Path) -> Vec<(&'static str, std::path::PathBuf)> {
-        let w = &self.workload;
+        let Some(w) = &self.workload else {
+            return Vec::new();
+        };
         match (&w.kind, &w.cdf) {
             (WorkloadKind::Poisson, Some(cdf)) => vec![("workload.cdf", dir.join(cdf))],
             _ => Vec::new(),

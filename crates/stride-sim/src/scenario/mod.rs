@@ -13,8 +13,8 @@ mod sections;
 mod validate;
 
 pub use sections::{
-    LossCfg, QueueCfg, RateChangeCfg, StrideCfg, TcpCfg, TopologyKind, TopologySpec, TraceCfg,
-    WatchCfg, WorkloadKind, WorkloadSpec,
+    CoexistCfg, GroupCfg, LossCfg, QueueCfg, RateChangeCfg, StrideCfg, TcpCfg, TopologyKind,
+    TopologySpec, TraceCfg, WatchCfg, WorkloadKind, WorkloadSpec, LONG_LIVED_BYTES,
 };
 
 use crate::engine::Flow;
@@ -39,6 +39,8 @@ const KEYS: &[&str] = &[
     "int",
     "rate_change",
     "cc",
+    "group",
+    "coexist",
 ];
 const KEYS_BEFORE_SECTIONS: usize = 12;
 
@@ -54,16 +56,16 @@ pub struct Scenario {
     /// Stop after this much simulated time even if flows are unfinished, ms.
     #[serde(default = "default_limit")]
     pub limit_ms: f64,
-    /// Transports `stride sim run` simulates (each on identical flows).
-    #[serde(default = "default_transports")]
-    pub transports: Vec<String>,
+    /// Transports `stride sim run` simulates (each on identical flows); read it with
+    /// [`Scenario::transports`] (absent: the default list). Not with `[group.NAME]`.
+    pub transports: Option<Vec<String>>,
     /// The network.
     pub topology: TopologySpec,
     /// Switch queues.
     #[serde(default)]
     pub queue: QueueCfg,
-    /// Traffic.
-    pub workload: WorkloadSpec,
+    /// Traffic (required unless the scenario has `[group.NAME]` sections, then refused).
+    pub workload: Option<WorkloadSpec>,
     /// STRIDE parameters.
     #[serde(default)]
     pub stride: StrideCfg,
@@ -94,6 +96,12 @@ pub struct Scenario {
     /// line rate (STRIDE's own are `[stride]`).
     #[serde(default)]
     pub cc: std::collections::BTreeMap<String, toml::Table>,
+    /// `[group.NAME]`: groups of flows with a transport each, run together in one simulation
+    /// (a mixed run, see `crate::coexist`), in name order.
+    #[serde(default)]
+    pub group: std::collections::BTreeMap<String, GroupCfg>,
+    /// `[coexist]`: how a mixed run is measured.
+    pub coexist: Option<CoexistCfg>,
 }
 
 fn one() -> u64 {
@@ -102,9 +110,8 @@ fn one() -> u64 {
 fn default_limit() -> f64 {
     10_000.0
 }
-fn default_transports() -> Vec<String> {
-    vec!["stride".into(), "dctcp".into(), "vegas".into()]
-}
+/// The transports of a scenario without `transports`.
+const DEFAULT_TRANSPORTS: [&str; 3] = ["stride", "dctcp", "vegas"];
 
 /// A scenario error: the field and the reason.
 #[derive(Debug)]
@@ -157,5 +164,28 @@ impl Scenario {
     /// Host NIC rate, bit/s.
     pub fn host_bps(&self) -> u64 {
         (self.topology.host_gbps * 1e9) as u64
+    }
+
+    /// The transports `transports` lists (absent: stride, dctcp and vegas).
+    pub fn transports(&self) -> Vec<String> {
+        match &self.transports {
+            Some(t) => t.clone(),
+            None => DEFAULT_TRANSPORTS.iter().map(|t| t.to_string()).collect(),
+        }
+    }
+
+    /// Whether the scenario is a mixed run (`[group.NAME]` sections).
+    pub fn is_mixed(&self) -> bool {
+        !self.group.is_empty()
+    }
+
+    /// What `stride sim run` simulates: the mixed run (one simulation, named by its groups'
+    /// transports, see [`Scenario::mixed_name`]), else each of [`Scenario::transports`].
+    pub fn runs(&self) -> Vec<String> {
+        if self.is_mixed() {
+            vec![self.mixed_name()]
+        } else {
+            self.transports()
+        }
     }
 }

@@ -263,3 +263,50 @@ pub struct WatchCfg {
     /// Sampling period, ns.
     pub every_ns: u64,
 }
+
+/// `[group.NAME]`: flows that run one transport, in a scenario whose groups share the network
+/// in one simulation (a mixed run). A flow's source and destination hosts run its group's
+/// transport; a host runs one transport.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct GroupCfg {
+    /// The transport, by its name in the registry (`crate::transport`).
+    pub transport: String,
+    /// (source host, destination host) of the group's flows.
+    pub pairs: Vec<(u32, u32)>,
+    /// Flows per pair.
+    #[serde(default = "one_flow")]
+    pub flows: u32,
+    /// Bytes per flow (absent: long-lived, [`LONG_LIVED_BYTES`]).
+    pub bytes: Option<u64>,
+    /// When the flows start, ns (the scenario writes a duration).
+    #[serde(default)]
+    pub start: u64,
+    /// When the flows' applications leave, ns (absent: never): their senders stop sending.
+    pub stop: Option<u64>,
+}
+
+/// The size of a long-lived flow: one that no simulated run finishes (36 years at 10 Gbit/s).
+pub const LONG_LIVED_BYTES: u64 = 1 << 60;
+
+fn one_flow() -> u32 {
+    1
+}
+
+/// `[coexist]`: how a mixed run is measured (every field optional).
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CoexistCfg {
+    /// Throughput sample interval, ns (absent: a twentieth of `limit`).
+    pub every: Option<u64>,
+    /// Period of the bottleneck queue samples, ns (absent: 10 µs, or a millionth of `limit`
+    /// if longer).
+    pub queue_every: Option<u64>,
+    /// Time left out at the start of each phase before its means are taken, ns (absent: a
+    /// fifth of the phase).
+    pub settle: Option<u64>,
+    /// The switch whose output port is the bottleneck (absent on a dumbbell: `left`).
+    pub switch: Option<String>,
+    /// That switch's output port, 0-based (absent on a dumbbell: the one to `right`).
+    pub port: Option<u32>,
+}

@@ -18,6 +18,7 @@ impl Scenario {
         self.validate_topology()?;
         self.validate_queue()?;
         self.validate_switch()?;
+        self.validate_groups()?;
         self.validate_workload()?;
         self.validate_transports()?;
         self.loss_model()?;
@@ -101,7 +102,15 @@ impl Scenario {
 
     /// `[workload]`: the fields its `kind` requires, in range.
     fn validate_workload(&self) -> Result<(), ScenarioError> {
-        let w = &self.workload;
+        let Some(w) = &self.workload else {
+            if self.is_mixed() {
+                return Ok(());
+            }
+            return Err(bad(
+                "workload",
+                "required (or [group.NAME] sections: groups of flows with a transport each)",
+            ));
+        };
         match w.kind {
             WorkloadKind::Poisson => {
                 match (&w.cdf, w.bytes) {
@@ -151,7 +160,10 @@ impl Scenario {
 
     /// `transports`: registered names whose hosts this scenario can build.
     fn validate_transports(&self) -> Result<(), ScenarioError> {
-        for t in &self.transports {
+        if self.is_mixed() {
+            return Ok(());
+        }
+        for t in &self.transports() {
             let Some(tr) = crate::transport::find(t) else {
                 return Err(bad(
                     "transports",

@@ -576,6 +576,15 @@ impl<C: Congestion> HostStack for TcpHost<C> {
         })
     }
 
+    fn stop_flow(&mut self, _ctx: &mut Ctx, flow: u32) {
+        // The application leaves: no segment of the flow is sent from now on (an abort; the
+        // model has no RST, so the receiver keeps its state and never completes the flow).
+        if self.senders.contains_key(&flow) {
+            self.set_rto(flow, None);
+            self.senders.remove(&flow);
+        }
+    }
+
     fn next_wake(&mut self) -> Option<u64> {
         let rto = self.timers.iter().next().map(|&(t, _)| t);
         let del = self.delacks.iter().next().map(|&(t, _)| t);

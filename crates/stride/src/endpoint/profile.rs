@@ -9,6 +9,14 @@ pub const HOST_T_LOW_NS: u32 = 60_000;
 pub const HOST_T_HIGH_NS: u32 = 300_000;
 /// Host-stack gradient normaliser: 2^19 ns = 524 µs (see [`host_config`]).
 pub const HOST_NORM_SHIFT: u8 = 19;
+/// Queueing delay under which the competitive mode reads the queue as drained (spec §8.7,
+/// §11.1): half of [`HOST_T_HIGH_NS`], as the default is half of the default `t_high`.
+pub const HOST_COMPETE_QD_NS: u32 = 150_000;
+/// Time without a drained sample before the competitive mode (spec §8.7, §11.1): a few
+/// round trips of a software path behind a full queue (64 KiB at 200 Mbit/s is 2.6 ms).
+pub const HOST_COMPETE_AFTER_NS: u32 = 50_000_000;
+/// Time the queue must stay drained, the rate held, before the delay mode again.
+pub const HOST_COMPETE_HOLD_NS: u32 = 20_000_000;
 /// Host-stack pacing bucket depth, at least (see [`host_config`]).
 pub const HOST_BURST_BYTES: u32 = 8 * 1024;
 /// Host-stack pacing bucket depth in time at the line rate, at least (see [`host_config`]).
@@ -120,6 +128,11 @@ pub fn host_config(line_bps: u64) -> Config {
         p.grant = true;
         // Software STT noise reaches past t_low: a NACK cuts only behind t_high of queue.
         p.gate_high = true;
+        // Software noise and round trips of hundreds of µs: the competitive mode's clocks are
+        // scaled to them.
+        p.compete_qd = HOST_COMPETE_QD_NS;
+        p.compete_after = HOST_COMPETE_AFTER_NS;
+        p.compete_hold = HOST_COMPETE_HOLD_NS;
     }
     // Software RTTs are hundreds of µs: a 52 µs receive share would throttle concurrent
     // senders, but some share must keep them within the socket's buffer (spec §8.6 `rx_share`,
