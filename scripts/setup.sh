@@ -33,6 +33,12 @@ if ! "$ray_venv/bin/python" -c 'import ray' 2>/dev/null; then
   python3 -m venv "$ray_venv"
   "$ray_venv/bin/pip" install -q 'ray==2.60.*'
 fi
+# The Python package (crates/stride-py) and its tests, in the same virtualenv: maturin builds the
+# wheel; pandas, matplotlib, nbclient and ipykernel run the notebook in docs/; pytest the tests.
+if [ ! -x "$ray_venv/bin/maturin" ] || ! "$ray_venv/bin/python" -c 'import pandas, matplotlib, nbclient, nbformat, ipykernel, pytest' 2>/dev/null; then
+  echo "scripts/setup.sh: installing maturin, pandas, matplotlib, nbclient, ipykernel and pytest into $ray_venv (pip)"
+  "$ray_venv/bin/pip" install -q 'maturin>=1.9.4,<2' 'pandas<4' 'matplotlib<4' 'nbclient<1' 'nbformat<6' 'ipykernel<8' 'pytest<10'
+fi
 if [ -f hw/Makefile ]; then
   bash hw/setup.sh
 fi

@@ -15,6 +15,29 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 echo "== cargo test"
 cargo test --workspace 2>&1 | tee "$log"
+echo "== Python package: wheel, API tests, notebook, two-node Ray sweep (crates/stride-py)"
+py_venv=${STRIDE_RAY_VENV:-tools/ray/.venv}
+if [ -x "$py_venv/bin/maturin" ] && "$py_venv/bin/python" -c 'import pytest' 2>/dev/null; then
+  py_started=$SECONDS
+  py=$(realpath "$py_venv")/bin
+  # Optimized as the tests (profile py), in the target dir of `cargo test`.
+  wheels=$(realpath -m "${CARGO_TARGET_DIR:-target}/wheels")
+  rm -f "$wheels"/stride_sim-*.whl
+  "$py/maturin" build --quiet --profile py -m crates/stride-py/Cargo.toml \
+    --interpreter "$py/python" --out "$wheels"
+  # Installed beside, not into, the virtualenv: the Ray test's second node (the same
+  # virtualenv) must get the package only from what the sweep ships it.
+  py_site=$(mktemp -d)
+  trap 'rm -f "$log"; rm -rf "$py_site"' EXIT
+  "$py/pip" install --quiet --no-deps --target "$py_site" "$wheels"/stride_sim-*.whl
+  PYTHONPATH="$py_site" "$py/python" -m pytest -q -rs -p no:cacheprovider crates/stride-py/tests 2>&1 | tee -a "$log"
+  echo "python package: $((SECONDS - py_started)) s (wheel build, install, tests)"
+else
+  echo "SKIPPED: the Python package's tests: $py_venv has no maturin or pytest (scripts/setup.sh installs them)"
+  if [ "${STRIDE_REQUIRE_PY:-}" = 1 ]; then
+    exit 1
+  fi
+fi
 if [ -f hw/Makefile ]; then
   echo "== hardware tests"
   make -C hw test 2>&1 | tee -a "$log"

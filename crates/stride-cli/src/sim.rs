@@ -2,7 +2,7 @@
 //! flows (in parallel threads), writes per-flow CSV, a summary JSON and queue samples.
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fs::File;
 use std::io::BufWriter;
 use std::io::IsTerminal;
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use stride_sim::net::Payload;
-use stride_sim::report::{csv, improvement, rows, summarize, TransportReport};
+use stride_sim::outcome::Outcome;
 use stride_sim::scenario::{Loaded, Scenario};
 
 #[derive(clap::Args)]
@@ -260,17 +260,6 @@ fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) struct Outcome {
-    pub(crate) name: String,
-    pub(crate) report: TransportReport,
-    csv: String,
-    queue_csv: String,
-    trace_csv: String,
-    jain_csv: String,
-    /// A mixed run's measurements.
-    coexist: Option<stride_sim::coexist::report::CoexistReport>,
-}
-
 /// Whether some flow cannot finish within `limit_ms` even at its host's line rate (long-lived
 /// flows): then progress is simulated time, else completed flows.
 fn open_ended(loaded: &Loaded) -> bool {
@@ -323,27 +312,26 @@ pub(crate) fn one_captured(
     bar: Option<ProgressBar>,
     cap: Option<(usize, PathBuf)>,
 ) -> anyhow::Result<Outcome> {
-    let sc = &loaded.sc;
-    let mut sim = sc
-        .sim(transport, &loaded.flows)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut capture: Option<(SimCapture, PathBuf)> = None;
-    if let Some((port, path)) = cap {
-        let n = sim.topo.ports.len();
-        if port >= n {
-            bail!("--pcap {port}: the topology has ports 0..{}", n - 1);
+    let setup = |sim: &mut stride_sim::engine::Sim| -> anyhow::Result<()> {
+        if let Some((port, path)) = cap {
+            let n = sim.topo.ports.len();
+            if port >= n {
+                bail!("--pcap {port}: the topology has ports 0..{}", n - 1);
+            }
+            let f = File::create(&path).with_context(|| format!("--pcap: {}", path.display()))?;
+            let w = stride_pcap::Writer::new(BufWriter::new(f))?;
+            let c: SimCapture = Arc::new(Mutex::new((w, None)));
+            sim.tap = Some((port, capture_tap(c.clone())));
+            capture = Some((c, path));
         }
-        let f = File::create(&path).with_context(|| format!("--pcap: {}", path.display()))?;
-        let w = stride_pcap::Writer::new(BufWriter::new(f))?;
-        let c: SimCapture = Arc::new(Mutex::new((w, None)));
-        sim.tap = Some((port, capture_tap(c.clone())));
-        capture = Some((c, path));
-    }
+        Ok(())
+    };
     let t0 = Instant::now();
-    let limit = (sc.limit_ms * 1e6) as u64;
+    let limit = (loaded.sc.limit_ms * 1e6) as u64;
     let by_time = open_ended(loaded);
     let total = loaded.flows.len() as u64;
-    sim.run_with_progress(limit, |p| {
+    let o = stride_sim::outcome::run_with(loaded, transport, setup, |p| {
         if let Some(b) = &bar {
             let secs = t0.elapsed().as_secs_f64().max(1e-9);
             b.set_position(if by_time {
@@ -359,12 +347,14 @@ pub(crate) fn one_captured(
                 p.events as f64 / secs / 1e6
             ));
         }
-    });
-    let wall = t0.elapsed().as_secs_f64();
+    })?;
     if let Some(b) = &bar {
-        b.finish_with_message(format!("{transport}: done in {wall:.1} s"));
+        b.finish_with_message(format!(
+            "{transport}: done in {:.1} s",
+            o.report.wall_seconds
+        ));
     }
-    drop(sim.tap.take());
+    // the simulator (and its tap's share of the capture) is gone
     if let Some((c, path)) = capture {
         let (w, e) = Arc::try_unwrap(c)
             .map_err(|_| anyhow::anyhow!("capture still shared"))?
@@ -380,48 +370,7 @@ pub(crate) fn one_captured(
             .with_context(|| format!("--pcap {}", path.display()))?;
         eprintln!("{transport}: {n} packets written to {}", path.display());
     }
-    let r = rows(&sim);
-    let mut queue_csv = String::from("t_ns,port,from,to,bytes\n");
-    for s in &sim.samples {
-        let p = &sim.topo.ports[s.port];
-        queue_csv.push_str(&format!(
-            "{},{},{},{},{}\n",
-            s.t, s.port, p.from, p.to, s.bytes
-        ));
-    }
-    let opt = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
-    let mut trace_csv = String::from(
-        "t_ns,flow,cwnd_bytes,rate_gbps,alpha,rtt_ns,queueing_ns,stt_ns,branch,delivered_bytes\n",
-    );
-    for x in &sim.traces {
-        let t = &x.trace;
-        trace_csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{}\n",
-            x.t,
-            x.flow,
-            opt(t.cwnd_bytes),
-            opt(t.rate_bps.map(|r| r / 1e9)),
-            opt(t.alpha),
-            opt(t.rtt_ns),
-            opt(t.queueing_ns),
-            opt(t.stt_ns),
-            t.branch.unwrap_or(""),
-            x.delivered
-        ));
-    }
-    let mut jain_csv = String::from("t_ns,jain,flows\n");
-    for (t, j, n) in &sim.jain_samples {
-        jain_csv.push_str(&format!("{t},{j:.6},{n}\n"));
-    }
-    Ok(Outcome {
-        name: transport.to_string(),
-        coexist: stride_sim::coexist::report::report(sc, &sim),
-        report: summarize(&r, &sim.stats, &sim.samples, wall),
-        csv: csv(transport, &r),
-        queue_csv,
-        trace_csv,
-        jain_csv,
-    })
+    Ok(o)
 }
 
 fn execute(
@@ -457,7 +406,7 @@ fn execute(
         print_table(&summary);
         for o in &outcomes {
             if let Some(c) = &o.coexist {
-                print!("\n{}", c.text(&o.name));
+                print!("\n{}", c.text(&o.transport));
             }
         }
     }
@@ -521,31 +470,7 @@ fn simulate_all(
 
 /// The summary of a run: per transport its report, and STRIDE's improvement over each other.
 fn summary_of(loaded: &Loaded, outcomes: &[Outcome], started: Instant) -> anyhow::Result<Value> {
-    let mut transports = serde_json::Map::new();
-    for o in outcomes {
-        transports.insert(o.name.clone(), serde_json::to_value(&o.report)?);
-    }
-    let mut improvements = serde_json::Map::new();
-    if let Some(st) = outcomes.iter().find(|o| o.name == "stride") {
-        for o in outcomes.iter().filter(|o| o.name != "stride") {
-            improvements.insert(
-                o.name.clone(),
-                serde_json::to_value(improvement(&st.report, &o.report))?,
-            );
-        }
-    }
-    let mut summary = json!({
-        "scenario": loaded.sc.name,
-        "hosts": loaded.sc.hosts(),
-        "flows": loaded.flows.len(),
-        "wall_seconds_total": started.elapsed().as_secs_f64(),
-        "transports": Value::Object(transports),
-        "improvement": Value::Object(improvements),
-    });
-    if let Some(c) = outcomes.iter().find_map(|o| o.coexist.as_ref()) {
-        summary["coexist"] = serde_json::to_value(c)?;
-    }
-    Ok(summary)
+    stride_sim::outcome::summary(loaded, outcomes, started.elapsed().as_secs_f64())
 }
 
 /// Writes the per-flow, queue and trace CSVs, summary.json and the plots into `dir`; returns
@@ -558,13 +483,14 @@ fn write_out(
 ) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for o in outcomes {
-        std::fs::write(dir.join(format!("flows-{}.csv", o.name)), &o.csv)?;
-        if o.queue_csv.lines().count() > 1 {
-            std::fs::write(dir.join(format!("queue-{}.csv", o.name)), &o.queue_csv)?;
+        let name = &o.transport;
+        std::fs::write(dir.join(format!("flows-{name}.csv")), o.flows_csv())?;
+        if !o.queue.is_empty() {
+            std::fs::write(dir.join(format!("queue-{name}.csv")), o.queue_csv())?;
         }
         if loaded.sc.trace.is_some() {
-            std::fs::write(dir.join(format!("trace-{}.csv", o.name)), &o.trace_csv)?;
-            std::fs::write(dir.join(format!("jain-{}.csv", o.name)), &o.jain_csv)?;
+            std::fs::write(dir.join(format!("trace-{name}.csv")), o.trace_csv())?;
+            std::fs::write(dir.join(format!("jain-{name}.csv")), o.jain_csv())?;
         }
         if let Some(c) = &o.coexist {
             std::fs::write(dir.join("coexist.csv"), c.series_table(','))?;
@@ -576,14 +502,19 @@ fn write_out(
     )?;
     let queues: Vec<(String, Vec<(f64, f64)>)> = outcomes
         .iter()
-        .map(|o| (o.name.clone(), crate::plot::queue_series(&o.queue_csv)))
+        .map(|o| {
+            (
+                o.transport.clone(),
+                crate::plot::queue_series(&o.queue_csv()),
+            )
+        })
         .collect();
     let traces: Vec<crate::plot::TraceSeries> = outcomes
         .iter()
         .map(|o| crate::plot::TraceSeries {
-            name: o.name.clone(),
-            trace_csv: o.trace_csv.clone(),
-            jain_csv: o.jain_csv.clone(),
+            name: o.transport.clone(),
+            trace_csv: o.trace_csv(),
+            jain_csv: o.jain_csv(),
         })
         .collect();
     crate::plot::write_plots(dir, summary, &queues)

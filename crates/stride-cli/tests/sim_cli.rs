@@ -153,3 +153,39 @@ fn sweep_runs_every_point_and_compares_with_the_baseline() {
     assert!(e.contains("t_hihg_ns"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Without the values that measure the machine (`stride_sim::outcome::WALL_CLOCK_KEYS`).
+fn without_wall_clock(v: &mut serde_json::Value) {
+    if let Some(m) = v.as_object_mut() {
+        for k in stride_sim::outcome::WALL_CLOCK_KEYS {
+            m.remove(k);
+        }
+        for x in m.values_mut() {
+            without_wall_clock(x);
+        }
+    }
+}
+
+/// `stride sim compare --json` prints the Rust API's summary (`stride_sim::outcome`): the same
+/// value for every key but the wall-clock ones.
+#[test]
+fn the_cli_summary_is_the_rust_apis() {
+    let dir = std::env::temp_dir().join(format!("stride-sim-faces-{}", std::process::id()));
+    let sc = tiny(&dir);
+    let o = Command::new(env!("CARGO_BIN_EXE_stride"))
+        .args(["sim", "compare"])
+        .arg(&sc)
+        .args(["--cc", "stride,dctcp", "--json", "--set", "seed=3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut cli: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let loaded = stride_sim::scenario::Scenario::load_with(&sc, &["seed=3".into()]).unwrap();
+    let runs = stride_sim::outcome::compare(&loaded, &["stride".into(), "dctcp".into()]).unwrap();
+    let mut api = stride_sim::outcome::summary(&loaded, &runs, 0.0).unwrap();
+    without_wall_clock(&mut cli);
+    without_wall_clock(&mut api);
+    assert_eq!(cli["transports"]["dctcp"]["completed"], 40);
+    assert_eq!(cli, api);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,6 +8,7 @@ pub mod coexist;
 pub mod control;
 pub mod engine;
 pub mod net;
+pub mod outcome;
 pub mod qdisc;
 pub mod report;
 pub mod routes;

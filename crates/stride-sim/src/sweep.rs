@@ -16,12 +16,12 @@
 //! let out = run(&spec).unwrap();
 //! print!("{}", stride_sim::sweep::table(&out.keys, &out.rows, spec.baseline.as_deref()));
 //! ```
-use crate::report::{rows, summarize, TransportReport};
+use crate::report::TransportReport;
 use crate::scenario::{Loaded, Scenario};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -64,14 +64,7 @@ pub struct SweepOutcome {
 
 /// Runs one transport on a loaded scenario to its end (or its time limit) and reports it.
 pub fn simulate(loaded: &Loaded, transport: &str) -> anyhow::Result<TransportReport> {
-    let sc = &loaded.sc;
-    let mut sim = sc
-        .sim(transport, &loaded.flows)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let t0 = std::time::Instant::now();
-    sim.run((sc.limit_ms * 1e6) as u64, |_, _| {});
-    let wall = t0.elapsed().as_secs_f64();
-    Ok(summarize(&rows(&sim), &sim.stats, &sim.samples, wall))
+    Ok(crate::outcome::run(loaded, transport)?.report)
 }
 
 /// The scenario section holding a transport's own parameters.
@@ -222,6 +215,49 @@ where
         simulations: jobs.len(),
         workers,
     })
+}
+
+/// Writes into `dir` what a machine without this one's files needs to run `jobs` (e.g. a
+/// cluster's worker): the scenario file as `scenario.toml` and each file the jobs' scenarios
+/// read (`loaded`, in job order) under `files/`. Returns the jobs with one override per such
+/// file pointing at its copy (appended, so it wins), to run on `scenario.toml` with `dir` as
+/// the working directory.
+pub fn bundle(
+    scenario: &Path,
+    jobs: &[SweepJob],
+    loaded: &[Loaded],
+    dir: &Path,
+) -> anyhow::Result<Vec<SweepJob>> {
+    std::fs::create_dir_all(dir.join("files"))
+        .with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::copy(scenario, dir.join("scenario.toml"))
+        .with_context(|| format!("copying {}", scenario.display()))?;
+    let home = scenario.parent().unwrap_or(Path::new(""));
+    let mut copied: BTreeMap<PathBuf, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (j, l) in jobs.iter().zip(loaded) {
+        let mut job = j.clone();
+        for (key, path) in l.sc.files(home) {
+            let n = copied.len();
+            let name = match copied.get(&path) {
+                Some(name) => name.clone(),
+                None => {
+                    let base = path
+                        .file_name()
+                        .map_or_else(|| "file".into(), |b| b.to_string_lossy().into_owned());
+                    let name = format!("files/{n}-{base}");
+                    std::fs::copy(&path, dir.join(&name))
+                        .with_context(|| format!("{key}: copying {}", path.display()))?;
+                    copied.insert(path, name.clone());
+                    name
+                }
+            };
+            job.sets
+                .push(format!("{key}={}", toml::Value::String(name)));
+        }
+        out.push(job);
+    }
+    Ok(out)
 }
 
 /// Simulates `jobs` on `workers` threads of this machine, in order.

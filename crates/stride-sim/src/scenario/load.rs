@@ -1,6 +1,6 @@
 //! Reading a scenario file: overrides, deprecated keys, sections, validation, flows.
 
-use super::{Loaded, Scenario, ScenarioError, KEYS, KEYS_BEFORE_SECTIONS};
+use super::{Loaded, Scenario, ScenarioError, WorkloadKind, KEYS, KEYS_BEFORE_SECTIONS};
 use std::path::Path;
 
 impl Scenario {
@@ -16,31 +16,55 @@ impl Scenario {
     pub fn load_with(path: &Path, sets: &[String]) -> Result<Loaded, ScenarioError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError(format!("{}: {e}", path.display())))?;
-        let mut table: toml::Table =
+        let table: toml::Table =
             toml::from_str(&text).map_err(|e| ScenarioError(format!("{}: {e}", path.display())))?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::load_table(table, &dir, &path.display().to_string(), sets)
+    }
+
+    /// Like [`Scenario::load_with`], from a scenario already read into a TOML table (built in
+    /// code, or from TOML text): `dir` is where relative workload paths resolve, `what` names
+    /// the scenario in error messages (a path, or e.g. `<toml>`).
+    pub fn load_table(
+        mut table: toml::Table,
+        dir: &Path,
+        what: &str,
+        sets: &[String],
+    ) -> Result<Loaded, ScenarioError> {
         for s in sets {
             stride_units::overrides::apply_set(&mut table, s).map_err(ScenarioError)?;
         }
         let deprecations = crate::units::normalize(&mut table)?;
         let what = if sets.is_empty() {
-            path.display().to_string()
+            what.to_string()
         } else {
-            format!("{} with {}", path.display(), sets.join(" "))
+            format!("{what} with {}", sets.join(" "))
         };
         let sc: Scenario = toml::Value::Table(table)
             .try_into()
             .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
         sc.read_sections()
             .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         sc.validate()
             .map_err(|e| ScenarioError(crate::units::user_names(&e.0)))?;
-        let flows = sc.flows(&dir)?;
+        let flows = sc.flows(dir)?;
         Ok(Loaded {
             sc,
             flows,
             deprecations,
         })
+    }
+
+    /// The files a scenario reads besides itself (its workload's CDF), as `(key, path)` with the
+    /// path resolved against `dir` (the scenario file's directory).
+    pub fn files(&self, dir: &Path) -> Vec<(&'static str, std::path::PathBuf)> {
+        let Some(w) = &self.workload else {
+            return Vec::new();
+        };
+        match (&w.kind, &w.cdf) {
+            (WorkloadKind::Poisson, Some(cdf)) => vec![("workload.cdf", dir.join(cdf))],
+            _ => Vec::new(),
+        }
     }
 }
 
