@@ -27,7 +27,9 @@ use stride::Endpoint;
 pub(crate) struct Sample {
     /// Seconds since the start.
     pub(crate) t: f64,
-    /// STRIDE's throughput over the last period, bit/s (bytes the receiver counted).
+    /// The period's length, s (longer than `sample_ms` when the sampling thread ran late).
+    pub(crate) dt: f64,
+    /// STRIDE's throughput over the period, bit/s (bytes the receiver counted).
     pub(crate) stride_bps: f64,
     /// TCP's, likewise.
     pub(crate) tcp_bps: f64,
@@ -201,9 +203,9 @@ fn spawn_pair(
     })
 }
 
-/// Every `sample_ms` from `t0` to `until`: the bytes the receiver counted per flow since the
-/// last sample, as throughput over the time that really passed, and the queues' backlogs as
-/// queueing delay ([`Sample`]).
+/// Every `sample_ms` from `t0` to `until` (a tick the thread missed is skipped, not caught up
+/// with): the bytes the receiver counted per flow since the last sample, as throughput over the
+/// time that really passed, and the queues' backlogs as queueing delay ([`Sample`]).
 fn sample(
     recv: &Receiver,
     probe: &QdiscProbe,
@@ -214,27 +216,33 @@ fn sample(
 ) -> Vec<Sample> {
     let every = Duration::from_millis(sample_ms);
     let mut samples = Vec::new();
-    let mut last = (0u64, 0u64, t0, probe.sample());
+    // (STRIDE's bytes, TCP's, when read; the probe, when it returned)
+    let mut last = (0u64, 0u64, t0, probe.sample(), Instant::now());
     let mut next = t0 + every;
     while Instant::now() < until {
         let now = Instant::now();
         if next > now {
             std::thread::sleep(next - now);
         }
-        next += every;
+        while next <= Instant::now() {
+            next += every;
+        }
+        let at = Instant::now();
         let s = recv.counters[1].load(Ordering::Relaxed);
         let t = recv.counters[2].load(Ordering::Relaxed);
         let p = probe.sample();
-        let at = Instant::now();
+        let probed = Instant::now();
         let secs = (at - last.2).as_secs_f64().max(1e-6);
+        let probe_secs = (probed - last.4).as_secs_f64().max(1e-6);
         samples.push(Sample {
             t: (at - t0).as_secs_f64(),
+            dt: secs,
             stride_bps: (s - last.0) as f64 * 8.0 / secs,
             tcp_bps: (t - last.1) as f64 * 8.0 / secs,
             queue_us: p.root.backlog_bytes as f64 * 8.0 / rate * 1e6,
-            stride_queue_us: stride_queue_us(&last.3, &p, rate, secs),
+            stride_queue_us: stride_queue_us(&last.3, &p, rate, probe_secs),
         });
-        last = (s, t, at, p);
+        last = (s, t, at, p, probed);
     }
     samples
 }

@@ -41,10 +41,20 @@ fn quantile(v: &mut [f64], q: f64) -> f64 {
     v[((v.len() - 1) as f64 * q) as usize]
 }
 
+/// The mean of `f` over the samples `s`, each weighted by its period: bits over seconds.
+fn weighted(s: &[&Sample], f: fn(&Sample) -> f64) -> f64 {
+    let secs: f64 = s.iter().map(|x| x.dt).sum();
+    if secs > 0.0 {
+        s.iter().map(|x| f(x) * x.dt).sum::<f64>() / secs
+    } else {
+        mean(&s.iter().map(|x| f(x)).collect::<Vec<_>>())
+    }
+}
+
 /// The figures of the samples `s` (alone: Jain's index NaN).
 fn figures(s: &[&Sample], alone: bool) -> Window {
     let col = |f: fn(&Sample) -> f64| -> Vec<f64> { s.iter().map(|x| f(x)).collect() };
-    let (x, y) = (mean(&col(|s| s.stride_bps)), mean(&col(|s| s.tcp_bps)));
+    let (x, y) = (weighted(s, |s| s.stride_bps), weighted(s, |s| s.tcp_bps));
     let (mut q, mut sq) = (col(|s| s.queue_us), col(|s| s.stride_queue_us));
     Window {
         stride_bps: x,
@@ -318,6 +328,7 @@ mod tests {
     fn at(t: f64, q: f64, tcp_until: f64) -> Sample {
         Sample {
             t,
+            dt: 0.1,
             stride_bps: 1e8,
             tcp_bps: if t <= tcp_until { 1e8 } else { 0.0 },
             stride_queue_us: q,
@@ -370,6 +381,24 @@ mod tests {
         assert!(!m.contains_key("s"));
         assert_eq!(median_of(&e[..2], "settled_s"), Value::Null);
         assert_eq!(median_of(&[e[0], e[0], e[1]], "settled_s"), json!(0.5));
+    }
+
+    #[test]
+    fn throughput_weighs_each_period_by_its_length() {
+        // 0.9 s at 100 Mbit/s, then a late 0.1 s period that read a burst at 1 Gbit/s: the
+        // bytes over the second, not the mean of the two rates.
+        let a = Sample {
+            dt: 0.9,
+            stride_bps: 1e8,
+            ..Sample::default()
+        };
+        let b = Sample {
+            dt: 0.1,
+            stride_bps: 1e9,
+            ..Sample::default()
+        };
+        let w = figures(&[&a, &b], true);
+        assert!((w.stride_bps - 1.9e8).abs() < 1.0, "{}", w.stride_bps);
     }
 
     #[test]
