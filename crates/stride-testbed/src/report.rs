@@ -90,8 +90,9 @@ pub(crate) fn link_json(tb: &Testbed) -> Value {
         "burst_bytes": tb.link.burst_bytes,
         "qdisc": tb.link.qdisc.name(),
     });
-    if let crate::topo::Qdisc::HtbDscp { dscp } = tb.link.qdisc {
+    if let crate::topo::Qdisc::HtbDscp { dscp, borrow } = tb.link.qdisc {
         j["stride_class_dscp"] = json!(dscp);
+        j["class_borrow"] = json!(borrow);
     }
     j
 }

@@ -46,6 +46,10 @@ pub enum Qdisc {
     HtbDscp {
         /// STRIDE's codepoint (not 0, the class unmarked traffic is in).
         dscp: u8,
+        /// Each class may borrow what the other leaves unused, up to the whole rate (the
+        /// default; a switch's weighted round robin does the same). Without, each class is
+        /// held at half the rate: its service rate never depends on the other's load.
+        borrow: bool,
     },
 }
 
@@ -392,22 +396,24 @@ impl Topology {
                     &limit,
                 ])?;
             }
-            Qdisc::HtbDscp { dscp } => self.install_classes(dscp, &tc)?,
+            Qdisc::HtbDscp { dscp, borrow } => self.install_classes(dscp, borrow, &tc)?,
         }
         Ok(())
     }
 
     /// [`Qdisc::HtbDscp`]: the root `htb` (unclassified traffic to [`OTHER_CLASS`]), a parent
-    /// class at the rate, the two classes at half of it each with the whole rate as ceiling,
-    /// a `bfifo` of the queue's size under each, and the filters that send `dscp` to
-    /// [`STRIDE_CLASS`].
+    /// class at the rate, the two classes at half of it each with the whole rate as ceiling
+    /// (half without `borrow`), a `bfifo` of the queue's size under each, and the filters that
+    /// send `dscp` to [`STRIDE_CLASS`].
     fn install_classes(
         &self,
         dscp: u8,
+        borrow: bool,
         tc: &dyn Fn(&[&str]) -> anyhow::Result<String>,
     ) -> anyhow::Result<()> {
         let rate = format!("{}bit", self.link.rate_bps);
         let half = format!("{}bit", self.link.rate_bps / 2);
+        let ceil = if borrow { &rate } else { &half };
         let burst = format!("{}b", self.link.burst_bytes);
         let limit = format!("{}b", self.link.queue_bytes);
         let dev = BOTTLENECK_DEV;
@@ -449,7 +455,7 @@ impl Topology {
                 "rate",
                 &half,
                 "ceil",
-                &rate,
+                ceil,
                 "burst",
                 &burst,
                 "cburst",

@@ -55,7 +55,10 @@ pub(super) fn bottleneck(b: &BottleneckCfg) -> Result<Bottleneck, TestbedError> 
         "tbf" => Qdisc::Tbf,
         "htb" => Qdisc::Htb,
         // The codepoint comes from `stride.dscp` ([`classes`]).
-        "htb-dscp" => Qdisc::HtbDscp { dscp: 0 },
+        "htb-dscp" => Qdisc::HtbDscp {
+            dscp: 0,
+            borrow: b.class_borrow.unwrap_or(true),
+        },
         q => {
             return Err(bad(
                 "bottleneck.qdisc",
@@ -65,6 +68,12 @@ pub(super) fn bottleneck(b: &BottleneckCfg) -> Result<Bottleneck, TestbedError> 
             ))
         }
     };
+    if b.class_borrow.is_some() && !matches!(qdisc, Qdisc::HtbDscp { .. }) {
+        return Err(bad(
+            "bottleneck.class_borrow",
+            "applies to qdisc = \"htb-dscp\" only (the classes it borrows between)",
+        ));
+    }
     Ok(Bottleneck {
         rate_bps: rate,
         queue_bytes: queue,
@@ -248,14 +257,17 @@ pub(super) fn classes(
     mut link: Bottleneck,
     dscp: stride::Dscp,
 ) -> Result<Bottleneck, TestbedError> {
-    if let Qdisc::HtbDscp { .. } = link.qdisc {
+    if let Qdisc::HtbDscp { borrow, .. } = link.qdisc {
         if dscp == stride::Dscp::DEFAULT {
             return Err(bad(
                 "bottleneck.qdisc",
                 "htb-dscp gives STRIDE's DSCP a class of its own: set `stride.dscp` (not 0, the class unmarked TCP is in)",
             ));
         }
-        link.qdisc = Qdisc::HtbDscp { dscp: dscp.value() };
+        link.qdisc = Qdisc::HtbDscp {
+            dscp: dscp.value(),
+            borrow,
+        };
     }
     Ok(link)
 }

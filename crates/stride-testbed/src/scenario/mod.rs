@@ -76,6 +76,9 @@ pub struct BottleneckCfg {
     /// queue of `queue` bytes ([`crate::topo::Qdisc::HtbDscp`]).
     #[serde(default = "default_qdisc")]
     pub qdisc: String,
+    /// `htb-dscp`: each class may borrow what the other leaves unused (default true); false
+    /// holds each at half the rate, whatever the other does.
+    pub class_borrow: Option<bool>,
 }
 fn default_burst() -> String {
     "16KiB".into()
@@ -656,7 +659,27 @@ mod tests {
             "queue = \"64KiB\"\nqdisc = \"htb-dscp\"\n",
         );
         let t = Testbed::parse(&format!("{class}[stride]\ndscp = \"ef\"\n")).unwrap();
-        assert_eq!(t.link.qdisc, Qdisc::HtbDscp { dscp: 46 });
+        assert_eq!(
+            t.link.qdisc,
+            Qdisc::HtbDscp {
+                dscp: 46,
+                borrow: true
+            }
+        );
+        let fixed = format!("{class}class_borrow = false\n[stride]\ndscp = \"ef\"\n");
+        assert_eq!(
+            Testbed::parse(&fixed).unwrap().link.qdisc,
+            Qdisc::HtbDscp {
+                dscp: 46,
+                borrow: false
+            }
+        );
+        let tbf = MIN.replace(
+            "queue = \"64KiB\"\n",
+            "queue = \"64KiB\"\nclass_borrow = true\n",
+        );
+        let e = Testbed::parse(&tbf).unwrap_err().0;
+        assert!(e.contains("field `bottleneck.class_borrow`"), "{e}");
         assert_eq!(t.link.qdisc.name(), "htb-dscp");
         // The class needs a codepoint other than unmarked traffic's.
         for extra in ["", "[stride]\ndscp = \"0\"\n"] {
