@@ -40,6 +40,26 @@ pub struct Transport {
     /// through std's blocking sockets. A STRIDE server serves one client at a time.
     #[arg(long)]
     blocking: bool,
+    /// STRIDE: mark every datagram (data, ACKs, handshake) with this DSCP, next to the ECT(0)
+    /// ECN bits: 0..=63 or a name (cs0..cs7, af11..af43, ef, le), e.g. af41 for a switch
+    /// class of STRIDE's own (docs/spec.md §2.2) [default: 0, best effort].
+    #[arg(long, value_name = "DSCP", conflicts_with_all = ["tcp", "udp"])]
+    dscp: Option<stride::Dscp>,
+}
+
+impl Transport {
+    /// STRIDE's endpoint options with the DSCP asked for and protocol configuration `proto`
+    /// (None: the default endpoint's).
+    fn endpoint(&self, proto: Option<stride::Config>) -> stride::EndpointConfig {
+        let mut o = stride::EndpointConfig {
+            dscp: self.dscp.unwrap_or_default(),
+            ..stride::EndpointConfig::default()
+        };
+        if let Some(p) = proto {
+            o.proto = p;
+        }
+        o
+    }
 }
 
 /// Server or client.
@@ -134,7 +154,8 @@ pub fn run(a: PerfArgs) -> anyhow::Result<()> {
                     } else if transport.udp {
                         udp_server(listen, stop).await
                     } else {
-                        server(listen, json, usize::from(shards), stop).await
+                        let opts = transport.endpoint(None);
+                        server(listen, json, (usize::from(shards), opts), stop).await
                     }
                 }
                 Role::Client { .. } => client_role(a.role).await,
@@ -188,7 +209,7 @@ async fn client_role(role: Role) -> i32 {
                 "--parallel needs a bulk job (--bytes or --time)",
             );
         };
-        let proto = if transport.tcp {
+        let opts = if transport.tcp {
             match control.tcp_pacing() {
                 Err(e) => fail("perf client", e),
                 Ok(Some(_)) => fail(
@@ -199,7 +220,7 @@ async fn client_role(role: Role) -> i32 {
             }
         } else {
             match control.config(to) {
-                Ok(c) => Some(c),
+                Ok(c) => Some(transport.endpoint(Some(c))),
                 Err(e) => fail("perf client", e),
             }
         };
@@ -210,7 +231,7 @@ async fn client_role(role: Role) -> i32 {
             usize::from(parallel),
             usize::from(endpoints.unwrap_or(parallel)),
         );
-        parallel_client(to, shape, bytes, time, json, proto).await
+        parallel_client(to, shape, bytes, time, json, opts).await
     } else if transport.udp {
         match job {
             Job::RoundTrips { count, size } => udp_client(to, count, size, json).await,
@@ -223,7 +244,7 @@ async fn client_role(role: Role) -> i32 {
         }
     } else {
         match control.config(to) {
-            Ok(c) => client(to, job, json, c).await,
+            Ok(c) => client(to, job, json, transport.endpoint(Some(c))).await,
             Err(e) => fail("perf client", e),
         }
     }
@@ -268,8 +289,14 @@ fn stopping(sig: Stop, what: &str) -> i32 {
     0
 }
 
-async fn server(listen: SocketAddr, json_out: bool, shards: usize, stop: StopSignals) -> i32 {
-    let eps = match Endpoint::bind_shards(listen, stride::EndpointConfig::default(), shards) {
+/// The STRIDE server on `shards` sockets with the endpoint options `opts`.
+async fn server(
+    listen: SocketAddr,
+    json_out: bool,
+    (shards, opts): (usize, stride::EndpointConfig),
+    stop: StopSignals,
+) -> i32 {
+    let eps = match Endpoint::bind_shards(listen, opts, shards) {
         Ok(eps) => eps,
         Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
     };
@@ -366,8 +393,8 @@ fn print_rtt(json_out: bool, m: Map<String, Value>) {
     }
 }
 
-async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config) -> i32 {
-    let ep = match perf::client_endpoint(to, proto) {
+async fn client(to: SocketAddr, job: Job, json_out: bool, opts: stride::EndpointConfig) -> i32 {
+    let ep = match perf::client_endpoint(to, opts) {
         Ok(ep) => ep,
         Err(e) => fail("perf client", e),
     };
@@ -451,17 +478,18 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, proto: stride::Config)
     0
 }
 
-/// `--parallel N`: N bulk connections at once (STRIDE with `proto`, else TCP); reports their
-/// aggregate goodput (all bytes over the time from the first start to the last confirmation).
+/// `--parallel N`: N bulk connections at once (STRIDE with the endpoint options `opts`, else
+/// TCP); reports their aggregate goodput (all bytes over the time from the first start to the
+/// last confirmation).
 async fn parallel_client(
     to: SocketAddr,
     shape: (usize, usize),
     bytes: Option<u64>,
     time: Option<f64>,
     json_out: bool,
-    proto: Option<stride::Config>,
+    opts: Option<stride::EndpointConfig>,
 ) -> i32 {
-    let p = match perf::parallel_bulk(to, shape, bytes, time, proto.as_ref()).await {
+    let p = match perf::parallel_bulk(to, shape, bytes, time, opts.as_ref()).await {
         Ok(p) => p,
         Err(e) => fail("perf client", e),
     };
@@ -476,7 +504,7 @@ async fn parallel_client(
         .collect();
     let secs = p.seconds;
     let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
-    let transport = if proto.is_some() { "stride" } else { "tcp" };
+    let transport = if opts.is_some() { "stride" } else { "tcp" };
     if json_out {
         println!(
             "{}",
@@ -583,7 +611,7 @@ fn run_blocking(a: &PerfArgs) -> Option<i32> {
             } else if transport.tcp {
                 perf::tcp_blocking(*to, job)
             } else {
-                perf::stride_blocking(blocking_connect(*to, control), job)
+                perf::stride_blocking(blocking_connect(*to, control, transport), job)
             };
             match r {
                 Ok(done) => print_blocking(name, *size, *json, done),
@@ -595,15 +623,15 @@ fn run_blocking(a: &PerfArgs) -> Option<i32> {
     }
 }
 
-/// A blocking STRIDE connection to `to` with the controller options.
-fn blocking_connect(to: SocketAddr, control: &ControlArgs) -> stride::blocking::Connection {
-    let proto = match control.config(to) {
-        Ok(c) => c,
+/// A blocking STRIDE connection to `to` with the controller options and the DSCP asked for.
+fn blocking_connect(
+    to: SocketAddr,
+    control: &ControlArgs,
+    transport: &Transport,
+) -> stride::blocking::Connection {
+    let opts = match control.config(to) {
+        Ok(c) => transport.endpoint(Some(c)),
         Err(e) => fail("perf client", e),
-    };
-    let opts = stride::EndpointConfig {
-        proto,
-        ..stride::EndpointConfig::default()
     };
     match stride::blocking::Connection::connect_with(to, perf::CONNECT_LIMIT, opts) {
         Ok(c) => c,
@@ -684,7 +712,8 @@ fn blocking_server(listen: SocketAddr, json_out: bool, transport: Transport) -> 
         let e = perf::serve_tcp_blocking(&l, move |remote, s| print_served(json_out, remote, s));
         fail("perf server", e);
     }
-    let mut ep = match stride::blocking::Endpoint::bind(listen) {
+    let opts = transport.endpoint(None);
+    let mut ep = match stride::blocking::Endpoint::bind_with(listen, opts) {
         Ok(ep) => ep,
         Err(e) => fail("perf server", format!("cannot listen on {listen}: {e}")),
     };

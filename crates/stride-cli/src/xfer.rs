@@ -94,6 +94,11 @@ pub struct RecvArgs {
     /// uploads in progress).
     #[arg(long, value_name = "BYTES", value_parser = crate::units::parse_bytes)]
     pub quota: Option<u64>,
+    /// Mark every datagram (data, ACKs, handshake) with this DSCP, next to the ECT(0) ECN
+    /// bits: 0..=63 or a name (cs0..cs7, af11..af43, ef, le), e.g. af41 for a switch class of
+    /// STRIDE's own (docs/spec.md §2.2) [default: 0, best effort].
+    #[arg(long, value_name = "DSCP")]
+    pub dscp: Option<stride::Dscp>,
 }
 
 /// A network (`10.0.0.0/8`) or a single address (`10.0.0.1`, as /32 or /128).
@@ -162,6 +167,11 @@ pub struct SendArgs {
     /// it needs); without it they travel in clear, authenticated.
     #[arg(long)]
     pub encrypt: bool,
+    /// Mark every datagram (data, ACKs, handshake) with this DSCP, next to the ECT(0) ECN
+    /// bits: 0..=63 or a name (cs0..cs7, af11..af43, ef, le), e.g. af41 for a switch class of
+    /// STRIDE's own (docs/spec.md §2.2) [default: 0, best effort].
+    #[arg(long, value_name = "DSCP")]
+    pub dscp: Option<stride::Dscp>,
     /// Files to send (each on its own connection, one after the other).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
@@ -310,7 +320,8 @@ pub fn run_recv(a: RecvArgs) -> anyhow::Result<()> {
     let rt = runtime()?;
     let (out_dir, json_out) = (a.out.clone(), a.json);
     let code = rt.block_on(async move {
-        let opts = xfer::receiver_options(a.idle_timeout, a.recovery, a.read_delay_slack);
+        let mut opts = xfer::receiver_options(a.idle_timeout, a.recovery, a.read_delay_slack);
+        opts.dscp = a.dscp.unwrap_or_default();
         let stop = match stride_apps::stop::stop_signals() {
             Ok(s) => s,
             Err(e) => fail("recv", format!("cannot install signal handlers: {e}")),
@@ -462,7 +473,8 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
             Ok(c) => c,
             Err(e) => fail("send", e),
         };
-        let opts = xfer::sender_options(proto, a.give_up);
+        let mut opts = xfer::sender_options(proto, a.give_up);
+        opts.dscp = a.dscp.unwrap_or_default();
         let ep = match Endpoint::bind_with(bind, opts) {
             Ok(ep) => ep,
             Err(e) => fail("send", format!("cannot bind {bind}: {e}")),

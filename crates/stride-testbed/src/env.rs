@@ -74,6 +74,26 @@ pub(crate) fn stride_config(line_bps: u64, ack: u32) -> stride::Config {
     c
 }
 
+/// The options of a sending STRIDE endpoint with protocol configuration `proto`: not
+/// listening, its datagrams marked with the file's `stride.dscp`.
+pub(crate) fn sender_options(tb: &Testbed, proto: stride::Config) -> stride::EndpointConfig {
+    stride::EndpointConfig {
+        proto,
+        listen: false,
+        dscp: tb.dscp,
+        ..stride::EndpointConfig::default()
+    }
+}
+
+/// The bottleneck's counters at one moment ([`QdiscProbe::sample`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ProbeSample {
+    /// The root qdisc's counters (as [`QdiscProbe::stats`]).
+    pub(crate) root: topo::QdiscStats,
+    /// STRIDE's class's leaf queue and the other class's ([`topo::Qdisc::HtbDscp`] only).
+    pub(crate) bands: Option<(topo::QdiscStats, topo::QdiscStats)>,
+}
+
 /// Reads the bottleneck qdisc's counters in its namespace.
 pub(crate) struct QdiscProbe {
     ns: String,
@@ -91,6 +111,29 @@ impl QdiscProbe {
 
     /// The counters now (zeros when `tc` cannot be read).
     pub(crate) fn stats(&self) -> topo::QdiscStats {
+        self.sample().root
+    }
+
+    /// The root's counters and, with STRIDE in a class of its own, each class's leaf queue's
+    /// (from one `tc` call).
+    pub(crate) fn sample(&self) -> ProbeSample {
+        let out = self.show();
+        let root = topo::parse_qdisc_stats(&out).unwrap_or_default();
+        let qs = topo::parse_qdiscs(&out);
+        let leaf = |class: &str| {
+            qs.iter()
+                .find(|q| q.parent.as_deref() == Some(class))
+                .map(|q| q.stats)
+        };
+        let bands = match (leaf(topo::STRIDE_CLASS), leaf(topo::OTHER_CLASS)) {
+            (Some(s), Some(o)) => Some((s, o)),
+            _ => None,
+        };
+        ProbeSample { root, bands }
+    }
+
+    /// `tc -s qdisc show` of the bottleneck device (empty when it cannot be run).
+    fn show(&self) -> String {
         let out = std::process::Command::new("ip")
             .args([
                 "netns",
@@ -104,8 +147,7 @@ impl QdiscProbe {
                 topo::BOTTLENECK_DEV,
             ])
             .output();
-        out.ok()
-            .and_then(|o| topo::parse_qdisc_stats(&String::from_utf8_lossy(&o.stdout)))
+        out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default()
     }
 

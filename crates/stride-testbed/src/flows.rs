@@ -45,11 +45,13 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// Starts the receiver on `host`, binding `ip`, with one STRIDE endpoint per config.
+    /// Starts the receiver on `host`, binding `ip`, with one STRIDE endpoint per config, each
+    /// marking its datagrams with `dscp`.
     pub fn start(
         host: &Host,
         ip: std::net::IpAddr,
         configs: Vec<stride::Config>,
+        dscp: stride::Dscp,
     ) -> anyhow::Result<Receiver> {
         let counters: Counters = Arc::new((0..256).map(|_| AtomicU64::new(0)).collect());
         let sink_packets = Arc::new(AtomicU64::new(0));
@@ -69,6 +71,7 @@ impl Receiver {
                         SocketAddr::new(ip, 0),
                         EndpointConfig {
                             proto: cfg,
+                            dscp,
                             ..EndpointConfig::default()
                         },
                     )?;
@@ -162,6 +165,10 @@ pub struct FlowOutcome {
     pub retransmits: u64,
     /// Why it failed, if it did.
     pub error: Option<String>,
+    /// STRIDE: the queueing delay its sender estimated from STT (STT less its minimum), p50
+    /// and p99 over the flow, ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stt_queue_delay_ns: Option<[u64; 2]>,
 }
 
 static ZEROS: [u8; 64 * 1024] = [0u8; 64 * 1024];
@@ -213,22 +220,33 @@ pub async fn stride_flow(
     let r = tokio::time::timeout(timeout, async {
         let mut s = ep.connect_timeout(to, Duration::from_secs(3)).await?;
         let r = send_block(&mut s, tag, size, until).await;
-        let retx = s.stats().map_or(0, |st| st.retransmitted_packets);
-        r.map(|_| retx)
+        let st = s.stats();
+        let retx = st.as_ref().map_or(0, |st| st.retransmitted_packets);
+        let q = st.map(|st| {
+            let h = &st.queue_delay;
+            [h.quantile(0.5), h.quantile(0.99)]
+        });
+        r.map(|_| (retx, q))
     })
     .await;
     outcome(t0, r)
 }
 
+/// What a finished flow reports: its retransmits and (STRIDE) the queueing delay its sender
+/// saw, p50 and p99 in ns.
+type Finished = (u64, Option<[u64; 2]>);
+
+/// What a flow came to: its completion time from `t0`, or why it failed.
 fn outcome(
     t0: Instant,
-    r: Result<anyhow::Result<u64>, tokio::time::error::Elapsed>,
+    r: Result<anyhow::Result<Finished>, tokio::time::error::Elapsed>,
 ) -> FlowOutcome {
     match r {
-        Ok(Ok(retx)) => FlowOutcome {
+        Ok(Ok((retx, q))) => FlowOutcome {
             fct_ns: t0.elapsed().as_nanos() as u64,
             retransmits: retx,
             error: None,
+            stt_queue_delay_ns: q,
         },
         Ok(Err(e)) => FlowOutcome {
             error: Some(format!("{e:#}")),
@@ -258,7 +276,7 @@ pub async fn tcp_flow(
         let mut s = sock.connect(to).await?;
         let r = send_block(&mut s, tag, size, until).await;
         let retx = tcp_retrans(s.as_raw_fd());
-        r.map(|_| retx)
+        r.map(|_| (retx, None))
     })
     .await;
     outcome(t0, r)

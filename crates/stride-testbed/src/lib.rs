@@ -2,7 +2,8 @@
 //! machine with network namespaces and a kernel rate limiter, running STRIDE against kernel TCP
 //! (`stride testbed run FILE`).
 //!
-//! - [`topo`]: the namespaces, veth links and the `tbf`/`htb` bottleneck (root only), torn down
+//! - [`topo`]: the namespaces, veth links and the `tbf`/`htb` bottleneck, or `htb-dscp` with
+//!   STRIDE's DSCP in a class and queue of its own (root only), torn down
 //!   on drop; without privilege the userspace relay of `stride_apps::relay` is the fallback
 //!   (STRIDE only, since kernel TCP cannot cross a UDP relay);
 //! - [`flows`]: foreground flows through one harness for both transports, the receiver, and the
@@ -14,8 +15,9 @@
 //!
 //! Experiments, one module each: `fct` (Fig. 6 time per KB and Fig. 7 packets lost per block
 //! category), `ack_interval` (Fig. 5), `stt` (Fig. 8a/8b) and `coexistence` (one STRIDE flow
-//! next to one kernel TCP flow). Transports are interleaved flow by flow and figures use
-//! medians, because the machine is shared.
+//! next to one kernel TCP flow, which may leave early). Transports are interleaved flow by flow
+//! (the coexistence pairings repetition by repetition) and figures use medians, because the
+//! machine is shared.
 
 mod env;
 mod experiments;

@@ -82,14 +82,19 @@ pub struct FlowRecord {
     pub outcome: FlowOutcome,
 }
 
-/// The bottleneck as reports give it.
+/// The bottleneck as reports give it (with STRIDE's codepoint when it has a class of its own).
 pub(crate) fn link_json(tb: &Testbed) -> Value {
-    json!({
+    let mut j = json!({
         "rate_bps": tb.link.rate_bps,
         "queue_bytes": tb.link.queue_bytes,
         "burst_bytes": tb.link.burst_bytes,
-        "qdisc": format!("{:?}", tb.link.qdisc).to_lowercase(),
-    })
+        "qdisc": tb.link.qdisc.name(),
+    });
+    if let crate::topo::Qdisc::HtbDscp { dscp, borrow } = tb.link.qdisc {
+        j["stride_class_dscp"] = json!(dscp);
+        j["class_borrow"] = json!(borrow);
+    }
+    j
 }
 
 /// The arithmetic mean; NaN when `v` is empty.

@@ -8,7 +8,7 @@
 //!
 //! The bottleneck namespace routes between the three links; its egress towards the receiver
 //! carries the rate limit (`tbf`, or `htb` with one class) with a drop-tail queue of the stated
-//! size. The sender runs the foreground flows, the generator the background traffic (the paper's
+//! size, or (`htb-dscp`) two classes, STRIDE's DSCP and everything else, each with its own. The sender runs the foreground flows, the generator the background traffic (the paper's
 //! traffic emulator), so both meet only in that queue. Everything is created by [`Topology::up`]
 //! and removed when the [`Topology`] is dropped, also on error or panic. Namespace names carry the
 //! process id and a counter, so concurrent runs (and tests) never collide.
@@ -38,7 +38,40 @@ pub enum Qdisc {
     Tbf,
     /// Hierarchical token bucket with one class, its leaf a byte-limited `bfifo` (drop-tail).
     Htb,
+    /// STRIDE in a class of its own: `htb` with two classes under the rate, each guaranteed
+    /// half of it and borrowing up to all of it (equal quanta: an equal split while both are
+    /// busy, the whole rate to either alone), each leaf its own `bfifo` of the queue's size.
+    /// `u32` filters send datagrams whose DSCP is `dscp` (IPv4 TOS, IPv6 traffic class) to
+    /// [`STRIDE_CLASS`]; everything else (TCP) goes to [`OTHER_CLASS`].
+    HtbDscp {
+        /// STRIDE's codepoint (not 0, the class unmarked traffic is in).
+        dscp: u8,
+        /// Each class may borrow what the other leaves unused, up to the whole rate (the
+        /// default; a switch's weighted round robin does the same). Without, each class is
+        /// held at half the rate: its service rate never depends on the other's load.
+        borrow: bool,
+    },
 }
+
+impl Qdisc {
+    /// The name a testbed file gives it (`bottleneck.qdisc`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Qdisc::Tbf => "tbf",
+            Qdisc::Htb => "htb",
+            Qdisc::HtbDscp { .. } => "htb-dscp",
+        }
+    }
+}
+
+/// STRIDE's class of [`Qdisc::HtbDscp`] (its leaf queue is `10:`).
+pub const STRIDE_CLASS: &str = "1:10";
+/// The class of everything else in [`Qdisc::HtbDscp`] (its leaf queue is `20:`).
+pub const OTHER_CLASS: &str = "1:20";
+/// The `htb` quantum of both classes of [`Qdisc::HtbDscp`]: equal, so the rate left over
+/// beyond their guarantees is split equally (two 1514-byte frames per round; htb's default,
+/// rate / 10, would be 1.25 MB at 100 Mbit/s).
+const CLASS_QUANTUM: &str = "3028";
 
 /// Bottleneck settings.
 #[derive(Clone, Debug)]
@@ -363,6 +396,102 @@ impl Topology {
                     &limit,
                 ])?;
             }
+            Qdisc::HtbDscp { dscp, borrow } => self.install_classes(dscp, borrow, &tc)?,
+        }
+        Ok(())
+    }
+
+    /// [`Qdisc::HtbDscp`]: the root `htb` (unclassified traffic to [`OTHER_CLASS`]), a parent
+    /// class at the rate, the two classes at half of it each with the whole rate as ceiling
+    /// (half without `borrow`), a `bfifo` of the queue's size under each, and the filters that
+    /// send `dscp` to [`STRIDE_CLASS`].
+    fn install_classes(
+        &self,
+        dscp: u8,
+        borrow: bool,
+        tc: &dyn Fn(&[&str]) -> anyhow::Result<String>,
+    ) -> anyhow::Result<()> {
+        let rate = format!("{}bit", self.link.rate_bps);
+        let half = format!("{}bit", self.link.rate_bps / 2);
+        let ceil = if borrow { &rate } else { &half };
+        let burst = format!("{}b", self.link.burst_bytes);
+        let limit = format!("{}b", self.link.queue_bytes);
+        let dev = BOTTLENECK_DEV;
+        tc(&[
+            "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "20",
+        ])?;
+        tc(&[
+            "class",
+            "add",
+            "dev",
+            dev,
+            "parent",
+            "1:",
+            "classid",
+            "1:1",
+            "htb",
+            "rate",
+            &rate,
+            "ceil",
+            &rate,
+            "burst",
+            &burst,
+            "cburst",
+            &burst,
+            "quantum",
+            CLASS_QUANTUM,
+        ])?;
+        for (class, leaf) in [(STRIDE_CLASS, "10:"), (OTHER_CLASS, "20:")] {
+            tc(&[
+                "class",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                "1:1",
+                "classid",
+                class,
+                "htb",
+                "rate",
+                &half,
+                "ceil",
+                ceil,
+                "burst",
+                &burst,
+                "cburst",
+                &burst,
+                "quantum",
+                CLASS_QUANTUM,
+            ])?;
+            tc(&[
+                "qdisc", "add", "dev", dev, "parent", class, "handle", leaf, "bfifo", "limit",
+                &limit,
+            ])?;
+        }
+        // The DSCP is the upper six bits of the IPv4 TOS byte and of the IPv6 traffic class.
+        let tos = format!("{:#04x}", dscp << 2);
+        for (proto, field, prio) in [("ip", "dsfield", "1"), ("ipv6", "priority", "2")] {
+            let m = if proto == "ip" { "ip" } else { "ip6" };
+            tc(&[
+                "filter",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                "1:",
+                "protocol",
+                proto,
+                "prio",
+                prio,
+                "u32",
+                "match",
+                m,
+                field,
+                &tos,
+                "0xfc",
+                "flowid",
+                STRIDE_CLASS,
+            ])?;
         }
         Ok(())
     }
@@ -418,6 +547,56 @@ pub struct QdiscStats {
     pub dropped: u64,
     /// Bytes queued now (the root qdisc's backlog).
     pub backlog_bytes: u64,
+}
+
+/// One qdisc of `tc -s qdisc show dev X` with its counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QdiscEntry {
+    /// Kind (`htb`, `bfifo`, ...).
+    pub kind: String,
+    /// Handle (`10:`).
+    pub handle: String,
+    /// The class it hangs from (`1:10`); None for the root.
+    pub parent: Option<String>,
+    /// Its own counters (drops and backlog of this qdisc alone).
+    pub stats: QdiscStats,
+}
+
+/// Parses `tc -s qdisc show dev X` into its qdiscs, each with its own counters.
+pub fn parse_qdiscs(out: &str) -> Vec<QdiscEntry> {
+    let mut v: Vec<QdiscEntry> = Vec::new();
+    for line in out.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.first().copied() {
+            Some("qdisc") if w.len() >= 3 => {
+                let parent = w
+                    .iter()
+                    .position(|&x| x == "parent")
+                    .and_then(|i| w.get(i + 1))
+                    .map(|p| p.to_string());
+                v.push(QdiscEntry {
+                    kind: w[1].to_string(),
+                    handle: w[2].to_string(),
+                    parent,
+                    stats: QdiscStats::default(),
+                });
+            }
+            Some("Sent") if w.len() >= 9 => {
+                if let Some(q) = v.last_mut() {
+                    q.stats.sent_bytes = w[1].parse().unwrap_or(0);
+                    q.stats.sent_packets = w[3].parse().unwrap_or(0);
+                    q.stats.dropped = w[6].trim_end_matches(',').parse().unwrap_or(0);
+                }
+            }
+            Some("backlog") => {
+                if let (Some(q), Some(b)) = (v.last_mut(), w.get(1)) {
+                    q.stats.backlog_bytes = parse_tc_size(b).unwrap_or(0);
+                }
+            }
+            _ => {}
+        }
+    }
+    v
 }
 
 /// Parses `tc -s qdisc show dev X`: the first qdisc's sent counters and backlog, and the drops of
@@ -484,6 +663,39 @@ mod tests {
         assert_eq!(s.dropped, 7);
         assert_eq!(s.backlog_bytes, 29 * 1024);
         assert!(parse_qdisc_stats("nothing").is_none());
+    }
+
+    #[test]
+    fn each_class_queue_has_its_own_counters() {
+        // `tc -s qdisc show` of the htb-dscp bottleneck (iproute2 6.1).
+        let out = "qdisc htb 1: root refcnt 2 r2q 10 default 0x20 direct_packets_stat 0 direct_qlen 1000\n Sent 5000 bytes 40 pkt (dropped 3, overlimits 9 requeues 0)\n backlog 4542b 3p requeues 0\nqdisc bfifo 10: parent 1:10 limit 64Kb\n Sent 3000 bytes 25 pkt (dropped 0, overlimits 0 requeues 0)\n backlog 1514b 1p requeues 0\nqdisc bfifo 20: parent 1:20 limit 64Kb\n Sent 2000 bytes 15 pkt (dropped 3, overlimits 0 requeues 0)\n backlog 3028b 2p requeues 0\n";
+        let qs = parse_qdiscs(out);
+        assert_eq!(qs.len(), 3);
+        assert_eq!(
+            (qs[0].kind.as_str(), qs[0].parent.as_deref()),
+            ("htb", None)
+        );
+        let band = |class: &str| {
+            qs.iter()
+                .find(|q| q.parent.as_deref() == Some(class))
+                .unwrap()
+        };
+        let s = band(STRIDE_CLASS);
+        assert_eq!(s.handle, "10:");
+        assert_eq!(
+            s.stats,
+            QdiscStats {
+                sent_bytes: 3000,
+                sent_packets: 25,
+                dropped: 0,
+                backlog_bytes: 1514
+            }
+        );
+        assert_eq!(band(OTHER_CLASS).stats.dropped, 3);
+        assert_eq!(band(OTHER_CLASS).stats.backlog_bytes, 3028);
+        // The root's view is unchanged: its own counters, every qdisc's drops.
+        let r = parse_qdisc_stats(out).unwrap();
+        assert_eq!((r.sent_bytes, r.dropped, r.backlog_bytes), (5000, 6, 4542));
     }
 
     #[test]

@@ -22,12 +22,14 @@
 //! ```
 
 pub mod blocking;
+pub mod dscp;
 pub mod endpoint;
 pub mod error;
 pub mod overrides;
 pub mod sys;
 
 pub use bytes::Bytes;
+pub use dscp::{Dscp, DSCP_NAMES};
 pub use endpoint::{
     host_config, max_payload_for_mtu, Endpoint, EndpointConfig, IoStats, SocketInfo, Stream,
 };

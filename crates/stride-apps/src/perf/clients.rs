@@ -41,13 +41,12 @@ pub fn any_addr(to: SocketAddr) -> SocketAddr {
     }
 }
 
-/// A client endpoint (not listening) for a server at `to`, with protocol configuration
-/// `proto`.
-pub fn client_endpoint(to: SocketAddr, proto: stride::Config) -> stride::Result<Endpoint> {
+/// A client endpoint for a server at `to`, with the options `opts` (protocol configuration,
+/// DSCP, ...), not listening whatever `opts.listen` says.
+pub fn client_endpoint(to: SocketAddr, opts: EndpointConfig) -> stride::Result<Endpoint> {
     let opts = EndpointConfig {
-        proto,
         listen: false,
-        ..EndpointConfig::default()
+        ..opts
     };
     Endpoint::bind_with(any_addr(to), opts)
 }
@@ -161,19 +160,20 @@ async fn one_bulk(
 }
 
 /// `n` bulk connections to `to` at once, `bytes` split evenly between them: over STRIDE with
-/// `proto` (spread over `k` client endpoints, at most `n`), else over kernel TCP. An error
-/// names the first connection that failed (or the endpoint that could not be bound).
+/// the endpoint options `opts` (spread over `k` client endpoints, at most `n`), else over
+/// kernel TCP. An error names the first connection that failed (or the endpoint that could
+/// not be bound).
 pub async fn parallel_bulk(
     to: SocketAddr,
     (n, k): (usize, usize),
     bytes: Option<u64>,
     time: Option<f64>,
-    proto: Option<&stride::Config>,
+    opts: Option<&EndpointConfig>,
 ) -> Result<Parallel, String> {
     let mut eps = Vec::new();
-    if let Some(proto) = proto {
+    if let Some(opts) = opts {
         for _ in 0..k.min(n) {
-            eps.push(client_endpoint(to, proto.clone()).map_err(|e| e.to_string())?);
+            eps.push(client_endpoint(to, opts.clone()).map_err(|e| e.to_string())?);
         }
     }
     let cpu0 = cpu_seconds();

@@ -1,20 +1,20 @@
 //! `experiment = "ack_interval"` (Fig. 5): STRIDE's median time per byte against its ACK
 //! interval, for blocks of one size, per background pattern.
 
-use crate::env::{join, spawn_async, start_background, stride_config, Env};
+use crate::env::{join, sender_options, spawn_async, start_background, stride_config, Env};
 use crate::flows::{self, FlowOutcome, Receiver};
 use crate::report::{fmt_size, link_json, mean, Figure, Outcome, Series};
 use crate::scenario::{Pattern, Testbed};
 use serde_json::{json, Value};
 use std::time::Duration;
-use stride::{Endpoint, EndpointConfig};
+use stride::Endpoint;
 use stride_units::stats::median;
 
 /// Runs the experiment.
 pub(crate) fn run(tb: &Testbed, env: &Env) -> anyhow::Result<Outcome> {
     let ivs = &tb.sweep_intervals;
     let configs: Vec<stride::Config> = ivs.iter().map(|&a| stride_config(tb.line_bps, a)).collect();
-    let recv = Receiver::start(&env.receiver, env.recv_ip, configs.clone())?;
+    let recv = Receiver::start(&env.receiver, env.recv_ip, configs.clone(), tb.dscp)?;
     let mut rows = Vec::new();
     let mut bg_stats = Vec::new();
     for pattern in &tb.patterns {
@@ -50,22 +50,18 @@ fn measure(
     configs: &[stride::Config],
 ) -> anyhow::Result<Vec<(u32, FlowOutcome)>> {
     let addrs = recv.addrs.stride.clone();
-    let cfgs = configs.to_vec();
+    let opts: Vec<_> = configs
+        .iter()
+        .map(|c| sender_options(tb, c.clone()))
+        .collect();
     let ivs = tb.sweep_intervals.clone();
     let block = tb.sweep_block;
     let n = (tb.file.repetitions * tb.file.ack_sweep.flows) as usize;
     let timeout = Duration::from_secs_f64(tb.file.foreground.timeout_s);
     let job = move || async move {
         let mut eps = Vec::new();
-        for c in cfgs {
-            eps.push(Endpoint::bind_with(
-                "0.0.0.0:0".parse().unwrap(),
-                EndpointConfig {
-                    proto: c,
-                    listen: false,
-                    ..EndpointConfig::default()
-                },
-            )?);
+        for o in opts {
+            eps.push(Endpoint::bind_with("0.0.0.0:0".parse().unwrap(), o)?);
         }
         for (ep, to) in eps.iter().zip(&addrs) {
             let _ = flows::stride_flow(ep, *to, 0, 1000, None, timeout).await;

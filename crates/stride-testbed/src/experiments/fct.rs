@@ -3,7 +3,8 @@
 //! flows back to back or in Poisson arrivals.
 
 use crate::env::{
-    join, spawn_async, start_background, stride_config, DropCounter, Env, QdiscProbe,
+    join, sender_options, spawn_async, start_background, stride_config, DropCounter, Env,
+    QdiscProbe,
 };
 use crate::flows::{self, BackgroundStats, FlowOutcome, Receiver};
 use crate::report::{link_json, mean, Figure, FlowRecord, Outcome, Series};
@@ -14,7 +15,7 @@ use serde_json::{json, Value};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stride::{Endpoint, EndpointConfig};
+use stride::Endpoint;
 use stride_apps::relay::{Relay, RelayConfig};
 use stride_units::stats::median;
 
@@ -118,6 +119,7 @@ impl FlowPath {
             &env.receiver,
             env.recv_ip,
             vec![stride_config(tb.line_bps, tb.ack_interval)],
+            tb.dscp,
         )?;
         let relay = if env.mode == "relay" {
             let mut rc = RelayConfig::new("127.0.0.1:0".parse().unwrap(), recv.addrs.stride[0]);
@@ -210,7 +212,7 @@ struct Sender {
     pattern: String,
     to: Targets,
     drops: DropCounter,
-    config: stride::Config,
+    options: stride::EndpointConfig,
     timeout: Duration,
     poisson: Option<Arrivals>,
 }
@@ -235,7 +237,7 @@ impl Sender {
             pattern: pattern.name().to_string(),
             to: path.to,
             drops: path.drops.clone(),
-            config: stride_config(tb.line_bps, tb.ack_interval),
+            options: sender_options(tb, stride_config(tb.line_bps, tb.ack_interval)),
             timeout: Duration::from_secs_f64(fg.timeout_s),
             poisson,
         }
@@ -248,14 +250,7 @@ impl Sender {
         } else {
             IpAddr::V4(Ipv4Addr::UNSPECIFIED)
         };
-        let ep = Endpoint::bind_with(
-            SocketAddr::new(ip, 0),
-            EndpointConfig {
-                proto: self.config.clone(),
-                listen: false,
-                ..EndpointConfig::default()
-            },
-        )?;
+        let ep = Endpoint::bind_with(SocketAddr::new(ip, 0), self.options.clone())?;
         // One unmeasured flow per transport: neighbour resolution and the first handshake are
         // not part of any FCT.
         for t in &self.transports {

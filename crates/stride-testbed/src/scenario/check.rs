@@ -54,13 +54,26 @@ pub(super) fn bottleneck(b: &BottleneckCfg) -> Result<Bottleneck, TestbedError> 
     let qdisc = match b.qdisc.as_str() {
         "tbf" => Qdisc::Tbf,
         "htb" => Qdisc::Htb,
+        // The codepoint comes from `stride.dscp` ([`classes`]).
+        "htb-dscp" => Qdisc::HtbDscp {
+            dscp: 0,
+            borrow: b.class_borrow.unwrap_or(true),
+        },
         q => {
             return Err(bad(
                 "bottleneck.qdisc",
-                format!("{q:?} is not tbf or htb (netem is not available in this kernel)"),
+                format!(
+                    "{q:?} is not tbf, htb or htb-dscp (netem is not available in this kernel)"
+                ),
             ))
         }
     };
+    if b.class_borrow.is_some() && !matches!(qdisc, Qdisc::HtbDscp { .. }) {
+        return Err(bad(
+            "bottleneck.class_borrow",
+            "applies to qdisc = \"htb-dscp\" only (the classes it borrows between)",
+        ));
+    }
     Ok(Bottleneck {
         rate_bps: rate,
         queue_bytes: queue,
@@ -218,8 +231,8 @@ fn ack_bytes(field: &str, s: &str) -> Result<u32, TestbedError> {
     Ok(v as u32)
 }
 
-/// `[stride]`: the line rate (default: the bottleneck's `rate`) and the ACK interval.
-pub(super) fn stride(s: &StrideCfg, rate: u64) -> Result<(u64, u32), TestbedError> {
+/// `[stride]`: the line rate (default: the bottleneck's `rate`), the ACK interval and the DSCP.
+pub(super) fn stride(s: &StrideCfg, rate: u64) -> Result<(u64, u32, stride::Dscp), TestbedError> {
     let line_bps = match &s.line_rate {
         Some(s) => parse_rate_bps(s).map_err(|e| bad("stride.line_rate", e))?,
         None => rate,
@@ -231,7 +244,32 @@ pub(super) fn stride(s: &StrideCfg, rate: u64) -> Result<(u64, u32), TestbedErro
         Some(s) => ack_bytes("stride.ack_interval", s)?,
         None => 64 * 1024,
     };
-    Ok((line_bps, ack_interval))
+    let dscp = match &s.dscp {
+        Some(d) => d.parse().map_err(|e| bad("stride.dscp", e))?,
+        None => stride::Dscp::DEFAULT,
+    };
+    Ok((line_bps, ack_interval, dscp))
+}
+
+/// `bottleneck.qdisc = "htb-dscp"` classifies by STRIDE's codepoint, which must then be set
+/// and not 0 (the class of unmarked traffic, TCP's).
+pub(super) fn classes(
+    mut link: Bottleneck,
+    dscp: stride::Dscp,
+) -> Result<Bottleneck, TestbedError> {
+    if let Qdisc::HtbDscp { borrow, .. } = link.qdisc {
+        if dscp == stride::Dscp::DEFAULT {
+            return Err(bad(
+                "bottleneck.qdisc",
+                "htb-dscp gives STRIDE's DSCP a class of its own: set `stride.dscp` (not 0, the class unmarked TCP is in)",
+            ));
+        }
+        link.qdisc = Qdisc::HtbDscp {
+            dscp: dscp.value(),
+            borrow,
+        };
+    }
+    Ok(link)
 }
 
 /// `[ack_sweep]`: the intervals and the block size.
@@ -288,6 +326,18 @@ pub(super) fn coexistence(c: &CoexistCfg, kernel: &[String]) -> Result<(), Testb
     }
     if c.sample_ms == 0 {
         return Err(bad("coexistence.sample_ms", "must be positive"));
+    }
+    if let Some(stop) = c.competitor_stop_s {
+        let f = "coexistence.competitor_stop_s";
+        if !positive(stop) || stop >= c.duration_s {
+            return Err(bad(f, "must be within (0, duration_s)"));
+        }
+        if !c.against.iter().any(|a| a == "none") || c.against.iter().all(|a| a == "none") {
+            return Err(bad(
+                f,
+                "compares STRIDE after the competitor left with STRIDE alone: `against` must include \"none\" and a congestion control",
+            ));
+        }
     }
     Ok(())
 }

@@ -71,9 +71,14 @@ pub struct BottleneckCfg {
     /// Token bucket depth ("16KiB").
     #[serde(default = "default_burst")]
     pub burst: String,
-    /// `tbf` or `htb`.
+    /// `tbf`, `htb`, or `htb-dscp`: STRIDE's DSCP (`stride.dscp`) in a class of its own next
+    /// to everything else, each guaranteed half the rate and borrowing the rest, each with a
+    /// queue of `queue` bytes ([`crate::topo::Qdisc::HtbDscp`]).
     #[serde(default = "default_qdisc")]
     pub qdisc: String,
+    /// `htb-dscp`: each class may borrow what the other leaves unused (default true); false
+    /// holds each at half the rate, whatever the other does.
+    pub class_borrow: Option<bool>,
 }
 fn default_burst() -> String {
     "16KiB".into()
@@ -208,6 +213,9 @@ pub struct StrideCfg {
     pub line_rate: Option<String>,
     /// ACK interval (default 64 KiB, the paper's data segment).
     pub ack_interval: Option<String>,
+    /// The DSCP of every STRIDE datagram, both directions (`af41`, `46`, ...; the grammar of
+    /// `stride send --dscp`). Default 0, the class TCP is in.
+    pub dscp: Option<String>,
 }
 
 /// `[ack_sweep]`.
@@ -285,6 +293,11 @@ pub struct CoexistCfg {
     /// Throughput and queue sampling period, ms.
     #[serde(default = "default_sample")]
     pub sample_ms: u64,
+    /// The TCP flow leaves this many seconds into each pairing (STRIDE goes on to
+    /// `duration_s`): STRIDE's throughput and queue before and after, and how long its queue
+    /// takes to come back to its level alone (`against` must include `none`). Default: TCP
+    /// stays to the end.
+    pub competitor_stop_s: Option<f64>,
 }
 fn default_against() -> Vec<String> {
     vec!["cubic".into(), "bbr".into()]
@@ -406,6 +419,8 @@ pub struct Testbed {
     pub line_bps: u64,
     /// STRIDE ACK interval, bytes.
     pub ack_interval: u32,
+    /// The DSCP of STRIDE's datagrams.
+    pub dscp: stride::Dscp,
     /// ACK intervals of the sweep.
     pub sweep_intervals: Vec<u32>,
     /// Block size of the sweep.
@@ -520,7 +535,8 @@ impl Testbed {
         let patterns = check::background(&file, link.rate_bps)?;
         let kernel = kernel_ccs();
         let transports = check::foreground(&file.foreground, &kernel)?;
-        let (line_bps, ack_interval) = check::stride(&file.stride, link.rate_bps)?;
+        let (line_bps, ack_interval, dscp) = check::stride(&file.stride, link.rate_bps)?;
+        let link = check::classes(link, dscp)?;
         let (sweep_intervals, sweep_block) = check::ack_sweep(&file.ack_sweep)?;
         check::stt(&file.stt)?;
         check::coexistence(&file.coexistence, &kernel)?;
@@ -532,6 +548,7 @@ impl Testbed {
             transports,
             line_bps,
             ack_interval,
+            dscp,
             sweep_intervals,
             sweep_block,
             file,
@@ -628,6 +645,106 @@ mod tests {
             .0;
         assert!(e.contains("field `bottleneck.rate`"), "{e}");
         assert!(Testbed::parse_with(MIN, &["nokey".into()]).is_err());
+    }
+
+    #[test]
+    fn stride_gets_a_class_of_its_own_by_its_dscp() {
+        use crate::topo::Qdisc;
+        let t = Testbed::parse(&format!("{MIN}[stride]\ndscp = \"af41\"\n")).unwrap();
+        assert_eq!(t.dscp.value(), 34);
+        assert_eq!(t.link.qdisc, Qdisc::Tbf);
+        assert_eq!(Testbed::parse(MIN).unwrap().dscp, stride::Dscp::DEFAULT);
+        let class = MIN.replace(
+            "queue = \"64KiB\"\n",
+            "queue = \"64KiB\"\nqdisc = \"htb-dscp\"\n",
+        );
+        let t = Testbed::parse(&format!("{class}[stride]\ndscp = \"ef\"\n")).unwrap();
+        assert_eq!(
+            t.link.qdisc,
+            Qdisc::HtbDscp {
+                dscp: 46,
+                borrow: true
+            }
+        );
+        let fixed = format!("{class}class_borrow = false\n[stride]\ndscp = \"ef\"\n");
+        assert_eq!(
+            Testbed::parse(&fixed).unwrap().link.qdisc,
+            Qdisc::HtbDscp {
+                dscp: 46,
+                borrow: false
+            }
+        );
+        let tbf = MIN.replace(
+            "queue = \"64KiB\"\n",
+            "queue = \"64KiB\"\nclass_borrow = true\n",
+        );
+        let e = Testbed::parse(&tbf).unwrap_err().0;
+        assert!(e.contains("field `bottleneck.class_borrow`"), "{e}");
+        assert_eq!(t.link.qdisc.name(), "htb-dscp");
+        // The class needs a codepoint other than unmarked traffic's.
+        for extra in ["", "[stride]\ndscp = \"0\"\n"] {
+            let e = Testbed::parse(&format!("{class}{extra}")).unwrap_err().0;
+            assert!(
+                e.contains("field `bottleneck.qdisc`") && e.contains("stride.dscp"),
+                "{e}"
+            );
+        }
+        let e = err("[stride]\ndscp = \"af44\"\n");
+        assert!(
+            e.contains("field `stride.dscp`") && e.contains("0..=63"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_competitor_leaves_within_the_run() {
+        let coex = "name = \"t\"\nexperiment = \"coexistence\"\n[bottleneck]\nrate = \"100mbit\"\nqueue = \"64KiB\"\n[coexistence]\nduration_s = 10\n";
+        let with = |sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            Testbed::parse_with(coex, &sets)
+        };
+        let ok = with(&[
+            "coexistence.against=[\"none\", \"reno\"]",
+            "coexistence.competitor_stop_s=4",
+        ])
+        .unwrap();
+        assert_eq!(ok.file.coexistence.competitor_stop_s, Some(4.0));
+        for (sets, want) in [
+            (
+                &[
+                    "coexistence.against=[\"none\", \"reno\"]",
+                    "coexistence.competitor_stop_s=10",
+                ][..],
+                "(0, duration_s)",
+            ),
+            (
+                &[
+                    "coexistence.against=[\"none\", \"reno\"]",
+                    "coexistence.competitor_stop_s=0",
+                ][..],
+                "(0, duration_s)",
+            ),
+            (
+                &[
+                    "coexistence.against=[\"reno\"]",
+                    "coexistence.competitor_stop_s=4",
+                ][..],
+                "\"none\"",
+            ),
+            (
+                &[
+                    "coexistence.against=[\"none\"]",
+                    "coexistence.competitor_stop_s=4",
+                ][..],
+                "\"none\"",
+            ),
+        ] {
+            let e = with(sets).unwrap_err().0;
+            assert!(
+                e.contains("field `coexistence.competitor_stop_s`") && e.contains(want),
+                "{sets:?}: {e}"
+            );
+        }
     }
 
     #[test]

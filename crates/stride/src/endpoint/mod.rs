@@ -216,6 +216,12 @@ pub struct EndpointConfig {
     /// of waiting for the driver thread to receive it and wake the reader (two thread
     /// hand-offs per arriving datagram). The driver still receives whenever no reader waits.
     pub inline_receive: bool,
+    /// The DSCP of every datagram the socket sends (data, ACKs, handshakes), next to the
+    /// ECT(0) ECN bits: the TOS byte / IPv6 traffic class is `dscp << 2 | 2`. Default 0, best
+    /// effort. Give STRIDE a codepoint that the switches (or a host qdisc) serve in a queue of
+    /// its own, away from loss-based TCP (docs/spec.md, "A traffic class of its own"). Binding
+    /// fails when the kernel refuses a codepoint other than 0.
+    pub dscp: crate::Dscp,
 }
 
 impl Default for EndpointConfig {
@@ -231,6 +237,7 @@ impl Default for EndpointConfig {
             read_delay_slack_ns: None,
             reuse_port: false,
             inline_receive: true,
+            dscp: crate::Dscp::DEFAULT,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The endpoint's UDP socket: opened and bound with what the kernel grants (buffers,
-//! timestamps, GRO, ECN, drop counting), the protocol configuration fitted to it (receive share
+//! timestamps, GRO, ECN and DSCP, drop counting), the protocol configuration fitted to it (receive share
 //! and window, connection limit), and the payload the route to a peer carries.
 
 use super::EndpointConfig;
@@ -129,8 +129,16 @@ pub(crate) fn open_socket(
     let gro = opts.gro && sys::enable_gro(fd);
     let _ = sys::enable_rxq_ovfl(fd);
     // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
-    // leaves both off; CE then never reaches the controllers.
-    let _ = sys::enable_ecn(fd, addr.is_ipv6());
+    // leaves both off; CE then never reaches the controllers. The DSCP shares the byte.
+    let _ = sys::enable_recv_tos(fd, addr.is_ipv6());
+    if let Err(e) = sys::set_tos(fd, addr.is_ipv6(), opts.dscp.tos(sys::ECN_ECT0)) {
+        if opts.dscp != crate::Dscp::DEFAULT {
+            return Err(Error::Io(std::io::Error::new(
+                e.kind(),
+                format!("cannot mark datagrams with DSCP {}: {e}", opts.dscp),
+            )));
+        }
+    }
     let recv_buffer = sock.recv_buffer_size().unwrap_or(0);
     let (rx_share, conn_recv_buffer) =
         fit_to_socket(recv_buffer, opts.proto.rx_share, opts.proto.recv_buffer);

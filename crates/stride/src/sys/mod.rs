@@ -227,16 +227,29 @@ pub const ECN_CE: u8 = 3;
 pub const ECN_ECT0: u8 = 2;
 
 /// Asks the kernel for each datagram's TOS / traffic class (`IP_RECVTOS`, and
-/// `IPV6_RECVTCLASS` on IPv6 sockets) and marks our sends ECT(0). True when both took.
-pub fn enable_ecn(fd: RawFd, v6: bool) -> bool {
-    let tos = i32::from(ECN_ECT0);
-    let v4 = setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1).is_ok()
-        && setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_TOS, tos).is_ok();
-    if !v6 {
-        return v4;
+/// `IPV6_RECVTCLASS` on IPv6 sockets), whose ECN bits the receive batch reports. True when
+/// it took.
+pub fn enable_recv_tos(fd: RawFd, v6: bool) -> bool {
+    let v4 = setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1).is_ok();
+    v4 && (!v6 || setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1).is_ok())
+}
+
+/// Marks every datagram the socket sends with the TOS byte / traffic class `tos` (DSCP in the
+/// upper six bits, ECN in the lower two: [`crate::Dscp::tos`]): `IP_TOS`, and on IPv6 sockets
+/// `IPV6_TCLASS` too (a dual-stack socket sends to IPv4 peers with IPv4 headers, which take
+/// `IP_TOS`). Socket-wide, so it holds for every way the socket sends (`sendmmsg`, GSO
+/// messages, whose segments copy the header, and the application threads' direct sends).
+pub fn set_tos(fd: RawFd, v6: bool, tos: u8) -> io::Result<()> {
+    setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_TOS, i32::from(tos))?;
+    if v6 {
+        setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, i32::from(tos))?;
     }
-    setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1).is_ok()
-        && setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, tos).is_ok()
+    Ok(())
+}
+
+/// [`enable_recv_tos`] and ECT(0) on our sends (DSCP 0) in one call; true when both took.
+pub fn enable_ecn(fd: RawFd, v6: bool) -> bool {
+    enable_recv_tos(fd, v6) && set_tos(fd, v6, ECN_ECT0).is_ok()
 }
 
 /// How much free memory glibc's heap keeps instead of returning it to the kernel
