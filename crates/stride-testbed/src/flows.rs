@@ -169,6 +169,10 @@ pub struct FlowOutcome {
     /// and p99 over the flow, ns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stt_queue_delay_ns: Option<[u64; 2]>,
+    /// STRIDE: its controller's switches into the competitive mode and the time it spent in
+    /// it, ns (spec §8.7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cc_mode: Option<[u64; 2]>,
 }
 
 static ZEROS: [u8; 64 * 1024] = [0u8; 64 * 1024];
@@ -222,19 +226,20 @@ pub async fn stride_flow(
         let r = send_block(&mut s, tag, size, until).await;
         let st = s.stats();
         let retx = st.as_ref().map_or(0, |st| st.retransmitted_packets);
-        let q = st.map(|st| {
+        let q = st.as_ref().map(|st| {
             let h = &st.queue_delay;
             [h.quantile(0.5), h.quantile(0.99)]
         });
-        r.map(|_| (retx, q))
+        let m = st.map(|st| [u64::from(st.cc_mode_switches), st.cc_competitive_ns]);
+        r.map(|_| (retx, q, m))
     })
     .await;
     outcome(t0, r)
 }
 
 /// What a finished flow reports: its retransmits and (STRIDE) the queueing delay its sender
-/// saw, p50 and p99 in ns.
-type Finished = (u64, Option<[u64; 2]>);
+/// saw, p50 and p99 in ns, and its controller's mode counters.
+type Finished = (u64, Option<[u64; 2]>, Option<[u64; 2]>);
 
 /// What a flow came to: its completion time from `t0`, or why it failed.
 fn outcome(
@@ -242,11 +247,12 @@ fn outcome(
     r: Result<anyhow::Result<Finished>, tokio::time::error::Elapsed>,
 ) -> FlowOutcome {
     match r {
-        Ok(Ok((retx, q))) => FlowOutcome {
+        Ok(Ok((retx, q, m))) => FlowOutcome {
             fct_ns: t0.elapsed().as_nanos() as u64,
             retransmits: retx,
             error: None,
             stt_queue_delay_ns: q,
+            cc_mode: m,
         },
         Ok(Err(e)) => FlowOutcome {
             error: Some(format!("{e:#}")),
@@ -276,7 +282,7 @@ pub async fn tcp_flow(
         let mut s = sock.connect(to).await?;
         let r = send_block(&mut s, tag, size, until).await;
         let retx = tcp_retrans(s.as_raw_fd());
-        r.map(|_| (retx, None))
+        r.map(|_| (retx, None, None))
     })
     .await;
     outcome(t0, r)

@@ -173,6 +173,10 @@ fn case_json(tb: &Testbed, case: &Case, level_us: f64) -> Value {
         );
     }
     m.insert("drops".into(), json!(case.drops));
+    if let Some([switches, ns]) = case.stride.cc_mode {
+        m.insert("stride_mode_switches".into(), json!(switches));
+        m.insert("stride_competitive_s".into(), json!(ns as f64 / 1e9));
+    }
     m.insert("stride_bytes".into(), json!(case.bytes.0));
     m.insert("tcp_bytes".into(), json!(case.bytes.1));
     m.insert(
@@ -252,6 +256,14 @@ pub(super) fn summarize(tb: &Testbed, cases: &[Case]) -> (Vec<Value>, Vec<Value>
             .collect();
         let mut p = medians(&mine);
         p.remove("rep");
+        // Every repetition's switches count ("never entered" must hold in each).
+        let most = mine
+            .iter()
+            .filter_map(|e| e.get("stride_mode_switches").and_then(Value::as_u64))
+            .max();
+        if let Some(most) = most {
+            p.insert("stride_mode_switches_max".into(), json!(most));
+        }
         p.insert("against".into(), json!(cc));
         p.insert("cases".into(), json!(mine.len()));
         let leaving: Vec<&Map<String, Value>> = mine
@@ -275,11 +287,11 @@ fn tables(tb: &Testbed, pairs: &[Value]) -> String {
         None => "–".into(),
     };
     let mut md = format!(
-        "\nMedians of {n} interleaved repetition(s); STRIDE's queue is its own class's with `htb-dscp`; its STT queue is what its sender estimated (STT less its minimum, every ACK).\n\n| pair | STRIDE Mbit/s | TCP Mbit/s | Jain | queue delay p50 / p99 (µs) | STRIDE's queue p50 / p99 (µs) | STRIDE's STT queue p50 / p99 (µs) | drops |\n|---|---|---|---|---|---|---|---|\n"
+        "\nMedians of {n} interleaved repetition(s); STRIDE's queue is its own class's with `htb-dscp`; its STT queue is what its sender estimated (STT less its minimum, every ACK).\n\n| pair | STRIDE Mbit/s | TCP Mbit/s | Jain | queue delay p50 / p99 (µs) | STRIDE's queue p50 / p99 (µs) | STRIDE's STT queue p50 / p99 (µs) | drops | STRIDE's switches / s competitive |\n|---|---|---|---|---|---|---|---|---|\n"
     );
     for p in pairs {
         md.push_str(&format!(
-            "| stride + {} | {} | {} | {} | {} / {} | {} / {} | {} / {} | {} |\n",
+            "| stride + {} | {} | {} | {} | {} / {} | {} / {} | {} / {} | {} | {} / {} |\n",
             p["against"].as_str().unwrap_or(""),
             f(p, "stride_bps", 1e6, 1),
             f(p, "tcp_bps", 1e6, 1),
@@ -291,6 +303,8 @@ fn tables(tb: &Testbed, pairs: &[Value]) -> String {
             f(p, "stride_stt_queue_delay_p50_us", 1.0, 0),
             f(p, "stride_stt_queue_delay_p99_us", 1.0, 0),
             f(p, "drops", 1.0, 0),
+            f(p, "stride_mode_switches", 1.0, 0),
+            f(p, "stride_competitive_s", 1.0, 1),
         ));
     }
     if let Some(stop) = tb.file.coexistence.competitor_stop_s {
