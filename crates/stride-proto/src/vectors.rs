@@ -6,6 +6,8 @@
 
 mod compete;
 pub use compete::compete_files;
+#[cfg(test)]
+pub(crate) use compete::params as compete_params;
 
 use crate::cc::{Stride, StrideParams};
 use crate::wire::{Flags, Header, HEADER_LEN};

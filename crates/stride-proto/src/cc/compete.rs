@@ -5,7 +5,7 @@
 //! empties over several RTTs although Copa itself backs off), the controller watches whether
 //! the queue it keeps cutting for ever drains:
 //!
-//! - **drained**: a sample less than `compete_qd` (half of `t_high`) above the long-horizon
+//! - **drained**: a sample less than `t_high >> compete_qd_shift` (half of `t_high`) above the long-horizon
 //!   base STT (below). Algorithm 1 cuts on every sample at or above `t_high` and on a rising
 //!   gradient below it, so STRIDE flows alone or among themselves let the queue fall below
 //!   that now and then; a loss-based flow holds it until its buffer overflows;
@@ -139,7 +139,7 @@ impl Compete {
             self.base_cur = s;
         }
         let q = wdiff(s, self.base());
-        let drained = q < p.compete_qd as i32;
+        let drained = q < (p.t_high >> p.compete_qd_shift) as i32;
         if drained {
             self.drain_ts = now;
             self.undrained = 0;
@@ -169,7 +169,7 @@ impl Compete {
     }
 
     /// A sample in the competitive mode. A hold starts on an empty queue (within `t_low` of
-    /// the mode's floor) and lasts while the queue stays within `compete_qd` of it and no
+    /// the mode's floor) and lasts while the queue stays drained (within `t_high >> compete_qd_shift`) of it and no
     /// loss comes: a loss-based competitor seldom empties the queue and refills it within a
     /// few round trips, or keeps it full and loses STRIDE's packets. Measured from the floor,
     /// not the base, so that a path whose delay rose (a slower link, a longer route) lets the
@@ -179,7 +179,7 @@ impl Compete {
             self.floor = s;
         }
         let q = wdiff(s, self.floor);
-        if q < p.compete_qd as i32 && (self.holding || q < p.t_low as i32) {
+        if q < (p.t_high >> p.compete_qd_shift) as i32 && (self.holding || q < p.t_low as i32) {
             if !self.holding {
                 self.holding = true;
                 self.hold_ts = now;
@@ -246,17 +246,7 @@ mod tests {
     /// The hand-checked parameters (t_low 1 us, t_high 10 us) with the mode on: drained below
     /// 10 us, enter after 1 ms and 4 samples, leave after 2 ms drained, base window 100 ms.
     fn params() -> StrideParams {
-        StrideParams {
-            compete: true,
-            compete_qd: 10_000,
-            compete_after: MS as u32,
-            compete_samples: 4,
-            compete_hold: 2 * MS as u32,
-            base_window: 100 * MS as u32,
-            compete_ai: 10,
-            compete_md: 1,
-            ..StrideParams::hand_checked()
-        }
+        crate::vectors::compete_params()
     }
 
     /// Samples every `step` ns from `t`, each `s`, until `end`; returns the next time.
@@ -356,7 +346,7 @@ mod tests {
         let t = saw(&mut c, t, t + 3 * MS);
         assert_eq!(c.mode(), Mode::Competitive);
         // At the sawtooth's trough (the mode's floor, 70 us) a hold starts; the competitor
-        // refills the queue past compete_qd within it: growing again.
+        // refills the queue past qd (t_high here) within it: growing again.
         let r = c.rate();
         c.on_sample_at(t, 70_000, 65_536);
         assert_eq!((c.branch(), c.rate()), (Branch::CompeteHold, r));
@@ -370,7 +360,7 @@ mod tests {
         c.on_sample_at(t + 100_000, 72_000, 65_536);
         assert_eq!(c.branch(), Branch::CompeteInc);
         // It left: the queue empties and stays drained (here 5 us above the floor, below
-        // compete_qd) for the hold, then Algorithm 1 again, with the floor as its base.
+        // qd) for the hold, then Algorithm 1 again, with the floor as its base.
         let t = t + 200_000;
         let left = t;
         c.on_sample_at(t, 50_500, 65_536);
@@ -419,7 +409,7 @@ mod tests {
             t = feed(&mut c, t, t + MS, 100_000, 55_000, 65_536);
         }
         assert_eq!(c.base_stt(), 55_000);
-        // A rise past compete_qd with no competitor (a slower link: flat, no loss) is taken
+        // A rise past qd with no competitor (a slower link: flat, no loss) is taken
         // for one at first; the flat floor ends the mode after a hold and becomes the base.
         let mut c = Stride::new(p);
         let t = feed(&mut c, 0, MS, 100_000, 50_000, 65_536);

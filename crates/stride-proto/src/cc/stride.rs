@@ -57,13 +57,14 @@ crate::controller_params! {
         /// profile, off by default; the RTL gates at `t_low`.
         gate_high: bool [Switch, off false] = false;
         /// Competitive mode (spec §8.7): next to a loss-based competitor that keeps a queue
-        /// of `compete_qd` or more although STRIDE cuts, grow and cut on loss as Reno does, until
+        /// of `t_high >> compete_qd_shift` or more although STRIDE cuts, grow and cut on loss as Reno does, until
         /// the queue stays drained. Not in the RTL.
         compete: bool [Switch, off false] = true;
-        /// With `compete`: a sample less than this far above the base STT shows the queue
-        /// drained. Half of `t_high`: below the buffer of a shallow switch port (a 98 KB share
-        /// is 79 us at 10 Gbit/s), above what flows that back off hold for long.
-        compete_qd: u32 [Nanos] = 40_000;
+        /// With `compete`: a sample less than `t_high >> compete_qd_shift` above the base STT
+        /// shows the queue drained. Half of `t_high` by default: below the buffer of a shallow
+        /// switch port (a 98 KB share is 79 us at 10 Gbit/s), above what flows that back off
+        /// hold for long. At most 31.
+        compete_qd_shift: u8 [Shift] = 1;
         /// With `compete`: enter the competitive mode after this long without a drained sample.
         compete_after: u32 [Nanos] = 1_000_000;
         /// With `compete`: ... and after at least this many such samples in a row.
@@ -150,8 +151,8 @@ impl StrideParams {
         if self.min_window == 0 {
             return Err(("min_window", "must be at least 1"));
         }
-        if self.compete_qd > i32::MAX as u32 {
-            return Err(("compete_qd", "must be below 2^31 ns"));
+        if self.compete_qd_shift > 31 {
+            return Err(("compete_qd_shift", "must be at most 31"));
         }
         if self.compete_ai > 12 {
             return Err(("compete_ai", "must be at most 12"));

@@ -17,12 +17,13 @@ enum Ev {
 
 const MS: u64 = 1_000_000;
 
-/// The hand-checked parameters with the mode's clocks scaled down (drained below 10 us, 1 ms
-/// to enter, 2 ms to leave, 4 samples, a 1 KiB packet of growth).
-fn params() -> StrideParams {
+/// The hand-checked parameters with the mode's clocks scaled down (drained below t_high = 10 us, 1 ms
+/// to enter, 2 ms to leave, 4 samples, a 1 KiB packet of growth); the unit tests of
+/// `cc::compete` use them too.
+pub(crate) fn params() -> StrideParams {
     StrideParams {
         compete: true,
-        compete_qd: 10_000,
+        compete_qd_shift: 0,
         compete_after: MS as u32,
         compete_samples: 4,
         compete_hold: 2 * MS as u32,
@@ -35,9 +36,9 @@ fn params() -> StrideParams {
 
 fn params_json(p: &StrideParams) -> String {
     format!(
-        "{{\"alpha_shift\":{},\"beta\":{},\"wbeta\":{},\"t_low\":{},\"t_high\":{},\"md_shift\":{},\"norm_shift\":{},\"rate_min\":{},\"rate_max\":{},\"rate_init\":{},\"min_window\":{},\"compete_qd\":{},\"compete_after\":{},\"compete_samples\":{},\"compete_hold\":{},\"base_window\":{},\"compete_ai\":{},\"compete_md\":{}}}",
+        "{{\"alpha_shift\":{},\"beta\":{},\"wbeta\":{},\"t_low\":{},\"t_high\":{},\"md_shift\":{},\"norm_shift\":{},\"rate_min\":{},\"rate_max\":{},\"rate_init\":{},\"min_window\":{},\"compete_qd_shift\":{},\"compete_after\":{},\"compete_samples\":{},\"compete_hold\":{},\"base_window\":{},\"compete_ai\":{},\"compete_md\":{}}}",
         p.alpha_shift, p.beta, p.wbeta, p.t_low, p.t_high, p.md_shift, p.norm_shift, p.rate_min,
-        p.rate_max, p.rate_init, p.min_window, p.compete_qd, p.compete_after, p.compete_samples,
+        p.rate_max, p.rate_init, p.min_window, p.compete_qd_shift, p.compete_after, p.compete_samples,
         p.compete_hold, p.base_window, p.compete_ai, p.compete_md
     )
 }

@@ -9,9 +9,6 @@ pub const HOST_T_LOW_NS: u32 = 60_000;
 pub const HOST_T_HIGH_NS: u32 = 300_000;
 /// Host-stack gradient normaliser: 2^19 ns = 524 µs (see [`host_config`]).
 pub const HOST_NORM_SHIFT: u8 = 19;
-/// Queueing delay under which the competitive mode reads the queue as drained (spec §8.7,
-/// §11.1): half of [`HOST_T_HIGH_NS`], as the default is half of the default `t_high`.
-pub const HOST_COMPETE_QD_NS: u32 = 150_000;
 /// The competitive mode's growth, `2^HOST_COMPETE_AI` bytes per RTT per RTT: next to the
 /// kernel's bbr and cubic through the testbed's 200 Mbit/s bottleneck, with a quarter cut,
 /// 2^9 (the default) left STRIDE 32-43 % of the link, 2^10 39-50 % (spec §8.7).
@@ -137,7 +134,6 @@ pub fn host_config(line_bps: u64) -> Config {
         p.gate_high = true;
         // Software noise and round trips of hundreds of µs: the competitive mode's clocks are
         // scaled to them.
-        p.compete_qd = HOST_COMPETE_QD_NS;
         p.compete_after = HOST_COMPETE_AFTER_NS;
         p.compete_md = HOST_COMPETE_MD;
         p.compete_ai = HOST_COMPETE_AI;
