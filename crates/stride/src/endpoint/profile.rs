@@ -134,6 +134,13 @@ pub fn host_config(line_bps: u64) -> Config {
         p.gate_high = true;
         // Software noise and round trips of hundreds of µs: the competitive mode's clocks are
         // scaled to them.
+        // The competitive mode is off on software hosts until its detection copes with their
+        // pacing bursts: alone through the testbed's 200 Mbit/s bottleneck a software sender's
+        // 8 KiB bursts alone read as more than half of `t_high`, the mode was entered and
+        // filled the queue (p99 0.36 -> 1.9-2.4 ms), and next to cubic or reno it then took
+        // three quarters of the link (spec §8.7, §11.1). `--cc-param compete=on` with the
+        // clocks below.
+        p.compete = false;
         p.compete_after = HOST_COMPETE_AFTER_NS;
         p.compete_md = HOST_COMPETE_MD;
         p.compete_ai = HOST_COMPETE_AI;
