@@ -363,38 +363,8 @@ impl Topology {
                     "default",
                     "1",
                 ])?;
-                tc(&[
-                    "class",
-                    "add",
-                    "dev",
-                    BOTTLENECK_DEV,
-                    "parent",
-                    "1:",
-                    "classid",
-                    "1:1",
-                    "htb",
-                    "rate",
-                    &rate,
-                    "ceil",
-                    &rate,
-                    "burst",
-                    &burst,
-                    "cburst",
-                    &burst,
-                ])?;
-                tc(&[
-                    "qdisc",
-                    "add",
-                    "dev",
-                    BOTTLENECK_DEV,
-                    "parent",
-                    "1:1",
-                    "handle",
-                    "10:",
-                    "bfifo",
-                    "limit",
-                    &limit,
-                ])?;
+                htb_class(&tc, "1:", "1:1", (&rate, &rate), &burst, None)?;
+                bfifo(&tc, "1:1", "10:", &limit)?;
             }
             Qdisc::HtbDscp { dscp, borrow } => self.install_classes(dscp, borrow, &tc)?,
         }
@@ -420,53 +390,11 @@ impl Topology {
         tc(&[
             "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "20",
         ])?;
-        tc(&[
-            "class",
-            "add",
-            "dev",
-            dev,
-            "parent",
-            "1:",
-            "classid",
-            "1:1",
-            "htb",
-            "rate",
-            &rate,
-            "ceil",
-            &rate,
-            "burst",
-            &burst,
-            "cburst",
-            &burst,
-            "quantum",
-            CLASS_QUANTUM,
-        ])?;
+        let quantum = Some(CLASS_QUANTUM);
+        htb_class(tc, "1:", "1:1", (&rate, &rate), &burst, quantum)?;
         for (class, leaf) in [(STRIDE_CLASS, "10:"), (OTHER_CLASS, "20:")] {
-            tc(&[
-                "class",
-                "add",
-                "dev",
-                dev,
-                "parent",
-                "1:1",
-                "classid",
-                class,
-                "htb",
-                "rate",
-                &half,
-                "ceil",
-                ceil,
-                "burst",
-                &burst,
-                "cburst",
-                &burst,
-                "quantum",
-                CLASS_QUANTUM,
-            ])?;
-            tc(&[
-                "qdisc", "add", "dev", dev, "parent", class, "handle", leaf, "bfifo", "limit",
-                &limit,
-            ])?;
+            htb_class(tc, "1:1", class, (&half, ceil), &burst, quantum)?;
+            bfifo(tc, class, leaf, &limit)?;
         }
         // The DSCP is the upper six bits of the IPv4 TOS byte and of the IPv6 traffic class.
         let tos = format!("{:#04x}", dscp << 2);
@@ -639,6 +567,64 @@ fn parse_tc_size(b: &str) -> Option<u64> {
 /// The receiver's address as an `IpAddr`.
 pub fn receiver_ip() -> IpAddr {
     IpAddr::V4(RECEIVER_IP)
+}
+
+/// `tc class add` of an `htb` class `classid` under `parent` on the bottleneck device, with its
+/// (rate, ceil), the same burst for both, and a quantum when given.
+fn htb_class(
+    tc: &dyn Fn(&[&str]) -> anyhow::Result<String>,
+    parent: &str,
+    classid: &str,
+    (rate, ceil): (&str, &str),
+    burst: &str,
+    quantum: Option<&str>,
+) -> anyhow::Result<()> {
+    let mut args = vec![
+        "class",
+        "add",
+        "dev",
+        BOTTLENECK_DEV,
+        "parent",
+        parent,
+        "classid",
+        classid,
+        "htb",
+        "rate",
+        rate,
+        "ceil",
+        ceil,
+        "burst",
+        burst,
+        "cburst",
+        burst,
+    ];
+    if let Some(q) = quantum {
+        args.extend(["quantum", q]);
+    }
+    tc(&args).map(drop)
+}
+
+/// `tc qdisc add` of a `bfifo` of `limit` as `handle` under `parent` on the bottleneck device.
+fn bfifo(
+    tc: &dyn Fn(&[&str]) -> anyhow::Result<String>,
+    parent: &str,
+    handle: &str,
+    limit: &str,
+) -> anyhow::Result<()> {
+    tc(&[
+        "qdisc",
+        "add",
+        "dev",
+        BOTTLENECK_DEV,
+        "parent",
+        parent,
+        "handle",
+        handle,
+        "bfifo",
+        "limit",
+        limit,
+    ])
+    .map(drop)
 }
 
 #[cfg(test)]
