@@ -26,7 +26,7 @@ pub enum CcEvent {
 
 pub use crate::rng::SplitMix;
 
-fn params_json(p: &StrideParams) -> String {
+pub(crate) fn params_json(p: &StrideParams) -> String {
     // `nack_gate` (the only per-event mechanism the RTL has) is written only when on, so the
     // lines of the paper's Algorithm 1 stay as they were.
     format!(

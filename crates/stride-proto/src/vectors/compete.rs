@@ -34,12 +34,14 @@ pub(crate) fn params() -> StrideParams {
     }
 }
 
+/// Algorithm 1's parameters as `vectors/cc/` writes them, then the competitive mode's.
 fn params_json(p: &StrideParams) -> String {
+    let base = super::params_json(p);
     format!(
-        "{{\"alpha_shift\":{},\"beta\":{},\"wbeta\":{},\"t_low\":{},\"t_high\":{},\"md_shift\":{},\"norm_shift\":{},\"rate_min\":{},\"rate_max\":{},\"rate_init\":{},\"min_window\":{},\"compete_qd_shift\":{},\"compete_after\":{},\"compete_samples\":{},\"compete_hold\":{},\"base_window\":{},\"compete_ai\":{},\"compete_md\":{}}}",
-        p.alpha_shift, p.beta, p.wbeta, p.t_low, p.t_high, p.md_shift, p.norm_shift, p.rate_min,
-        p.rate_max, p.rate_init, p.min_window, p.compete_qd_shift, p.compete_after, p.compete_samples,
-        p.compete_hold, p.base_window, p.compete_ai, p.compete_md
+        "{},\"compete_qd_shift\":{},\"compete_after\":{},\"compete_samples\":{},\"compete_hold\":{},\"base_window\":{},\"compete_ai\":{},\"compete_md\":{}}}",
+        base.strip_suffix('}').unwrap_or(&base),
+        p.compete_qd_shift, p.compete_after, p.compete_samples, p.compete_hold,
+        p.base_window, p.compete_ai, p.compete_md
     )
 }
 
