@@ -65,7 +65,7 @@ pub fn cc_case_line(name: &str, p: &StrideParams, events: &[CcEvent]) -> String 
         let _ = write!(
             s,
             "\"rate\":{},\"d\":{},\"stt_old\":{},\"min_cur\":{},\"min_prev\":{},\"count\":{},\"branch\":\"{}\"}}",
-            crate::cc::Controller::rate(&c),
+            c.algorithm_rate(),
             c.gradient(),
             c.stt_old(),
             c.min_cur(),

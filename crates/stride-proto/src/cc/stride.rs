@@ -56,6 +56,16 @@ crate::controller_params! {
         /// whose STT noise alone reaches past `t_low` (spec §8.6, §11.1): on in the host
         /// profile, off by default; the RTL gates at `t_low`.
         gate_high: bool [Switch, off false] = false;
+        /// First window (spec §8.6 `first_window`): the first this many bytes a connection
+        /// sends leave at `rate_max` (at most the start grant's rate with `grant`) while
+        /// Algorithm 1 runs from `rate_init` underneath; a sample that sees a queue (any
+        /// branch but `low`), a NACK or a timeout ends it and the pacer takes Algorithm 1's
+        /// rate. 0: off (every byte at `rate_init`).
+        first_window: u32 [Bytes, off 0] = first_window_default(line);
+        /// With `first_window`: a first window sent whole, with samples during it and none
+        /// that saw a queue, leaves Algorithm 1 at least `rate_max >> first_window_keep` (the
+        /// first window's rate with `grant`). At most 31.
+        first_window_keep: u8 [Shift] = 1;
         /// Competitive mode (spec §8.7): next to a loss-based competitor that keeps a queue
         /// of `t_high >> compete_qd_shift` or more although STRIDE cuts, grow and cut on loss as Reno does, until
         /// the queue stays drained. Not in the RTL.
@@ -85,6 +95,15 @@ crate::controller_params! {
         compete_md: u8 [Shift] = 1;
     }
     build: |p, _now| Stride::new(p)
+}
+
+/// The first window's default at line rate `line`: 26 µs of line (32 KiB at 10 Gbit/s), about
+/// one base bandwidth-delay product of a three-tier fabric, rounded down to whole KiB and at
+/// least 4 KiB (spec §8.6 `first_window`).
+fn first_window_default(line: u32) -> u32 {
+    // line is in 2^-20 bytes/ns: bytes per 2^15 ns (32.8 us) = line >> 5; 26 us ~ 4/5 of that.
+    let bytes = (u64::from(line) >> 5) * 4 / 5;
+    ((bytes as u32) >> 10 << 10).max(4096)
 }
 
 impl StrideParams {
@@ -160,6 +179,9 @@ impl StrideParams {
         if self.compete_md == 0 || self.compete_md > 31 {
             return Err(("compete_md", "must be in 1..=31"));
         }
+        if self.first_window_keep > 31 {
+            return Err(("first_window_keep", "must be at most 31"));
+        }
         if self.base_window == 0 {
             return Err(("base_window", "must be positive"));
         }
@@ -233,6 +255,12 @@ pub struct Stride {
     init: bool,
     branch: Branch,
     cm: Compete,
+    /// Bytes of the first window not yet sent (0: over, or `first_window` off).
+    fw_left: u32,
+    /// The first window's rate.
+    fw_rate: u32,
+    /// A sample arrived during the first window (and, since it did not end it, saw no queue).
+    fw_sampled: bool,
 }
 
 /// `(a - b)` on the mod-2^32 clock, read as a signed distance.
@@ -261,6 +289,9 @@ impl Stride {
             init: false,
             branch: Branch::None,
             cm: Compete::default(),
+            fw_left: p.first_window,
+            fw_rate: p.rate_max,
+            fw_sampled: false,
         }
     }
 
@@ -288,6 +319,15 @@ impl Stride {
     /// Samples in the current window.
     pub fn count(&self) -> u16 {
         self.count
+    }
+    /// The rate Algorithm 1 holds: what [`Controller::rate`] gives once the first window is
+    /// over.
+    pub fn algorithm_rate(&self) -> u32 {
+        self.rate
+    }
+    /// Bytes of the first window still to send at its rate (0: over or off).
+    pub fn first_window_left(&self) -> u32 {
+        self.fw_left
     }
     /// The branch the last event took.
     pub fn branch(&self) -> Branch {
@@ -354,6 +394,15 @@ impl Stride {
     /// One STT sample `s` at `now` (ns) with the RTT sample `rtt` (ns, 0: none): Algorithm 1,
     /// or with `compete` the competitive mode's update when it holds (spec §8.7).
     pub fn on_sample_at(&mut self, now: u64, s: u32, rtt: u64) {
+        self.update(now, s, rtt);
+        // A sample that saw a queue ends the first window.
+        if self.branch != Branch::Low {
+            self.fw_left = 0;
+        }
+        self.fw_sampled = true;
+    }
+
+    fn update(&mut self, now: u64, s: u32, rtt: u64) {
         if !self.init {
             self.start_from(s);
         }
@@ -418,6 +467,7 @@ impl Stride {
     /// A NACK at `now`: in the competitive mode the first of a loss episode cuts
     /// `rate >> compete_md` and the others are held; otherwise as [`Stride::nack`].
     pub fn nack_at(&mut self, now: u64) {
+        self.fw_left = 0;
         if self.p.compete && self.cm.mode() == Mode::Competitive {
             if self.cm.nack_cuts(now) {
                 self.rate -= self.rate >> self.p.compete_md;
@@ -457,11 +507,26 @@ impl Stride {
             let cap = self.p.rate_max >> g.min(31);
             self.rate = self.rate.min(cap);
             self.clamp();
+            self.fw_rate = self.fw_rate.min(cap).max(self.rate);
+        }
+    }
+
+    /// `bytes` of DATA left: counted against the first window.
+    pub fn sent(&mut self, bytes: u32) {
+        if self.fw_left > 0 {
+            self.fw_left = self.fw_left.saturating_sub(bytes);
+            if self.fw_left == 0 && self.fw_sampled {
+                // Sent whole, sampled, and no sample saw a queue: the path carried the first
+                // window's rate, so Algorithm 1 goes on from a share of it, not rate_init.
+                self.rate = self.rate.max(self.fw_rate >> self.p.first_window_keep);
+                self.clamp();
+            }
         }
     }
 
     /// A retransmission timeout: halve.
     pub fn timeout(&mut self) {
+        self.fw_left = 0;
         self.rate -= self.rate >> 1;
         self.branch = Branch::Timeout;
         self.clamp();
@@ -481,8 +546,15 @@ impl Controller for Stride {
     fn on_handshake(&mut self, _now: u64, syn_stt: Option<u32>, grant_shift: Option<u8>) {
         self.handshake(syn_stt, grant_shift);
     }
+    fn on_sent(&mut self, _now: u64, bytes: u32) {
+        self.sent(bytes);
+    }
     fn rate(&self) -> u32 {
-        self.rate
+        if self.fw_left > 0 {
+            self.fw_rate
+        } else {
+            self.rate
+        }
     }
     fn trace_branch(&self) -> Option<&'static str> {
         Some(self.branch.name())
@@ -761,5 +833,80 @@ mod tests {
         p.gate_high = true;
         assert!(!p.is_paper());
         assert!(p.without_mechanisms().is_paper() && !p.without_mechanisms().gate_high);
+    }
+
+    /// The hand-checked parameters with a first window of 10 000 bytes.
+    fn with_first_window() -> StrideParams {
+        StrideParams {
+            first_window: 10_000,
+            ..params()
+        }
+    }
+
+    #[test]
+    fn the_first_window_leaves_at_rate_max_then_algorithm_1_paces() {
+        let mut c = Stride::new(with_first_window());
+        assert_eq!(c.rate(), 1_000_000, "the first window at rate_max");
+        c.on_sent(0, 6_000);
+        assert_eq!((c.rate(), c.first_window_left()), (1_000_000, 4_000));
+        // Sent whole before any sample: no evidence about the path, rate_init.
+        c.on_sent(0, 6_000);
+        assert_eq!((c.rate(), c.first_window_left()), (80_000, 0));
+        c.on_sample(50_000);
+        assert_eq!(c.rate(), 80_100, "Algorithm 1 from rate_init");
+    }
+
+    #[test]
+    fn a_first_window_sampled_without_a_queue_keeps_half_its_rate() {
+        let mut c = Stride::new(with_first_window());
+        c.on_sent(0, 3_000);
+        c.on_sample(50_000); // low: no queue, the window goes on
+        assert_eq!((c.branch(), c.rate()), (Branch::Low, 1_000_000));
+        assert_eq!(c.algorithm_rate(), 80_100);
+        c.on_sent(0, 7_000);
+        assert_eq!(c.rate(), 500_000, "rate_max >> first_window_keep");
+        // With the grant the first window's rate, and what it keeps, follow the grant.
+        let mut c = Stride::new(StrideParams {
+            grant: true,
+            ..with_first_window()
+        });
+        c.handshake(None, Some(2));
+        assert_eq!(c.rate(), 250_000);
+        c.on_sample(50_000);
+        c.on_sent(0, 10_000);
+        assert_eq!(c.rate(), 125_000);
+    }
+
+    #[test]
+    fn a_queue_a_nack_or_a_timeout_ends_the_first_window() {
+        let mut c = Stride::new(with_first_window());
+        c.on_sample(50_000);
+        c.on_sample(60_000); // qd = t_high: high
+        assert_eq!((c.branch(), c.first_window_left()), (Branch::High, 0));
+        assert_eq!(c.rate(), 80_100 - (80_100 >> 3));
+        c.on_sent(0, 10_000); // nothing left to count: the rate stays Algorithm 1's
+        assert_eq!(c.rate(), 80_100 - (80_100 >> 3));
+        let mut c = Stride::new(with_first_window());
+        c.nack();
+        assert_eq!((c.rate(), c.first_window_left()), (70_000, 0));
+        let mut c = Stride::new(with_first_window());
+        c.timeout();
+        assert_eq!((c.rate(), c.first_window_left()), (40_000, 0));
+        // Off in the paper's profile, and 0 turns it off.
+        assert_eq!(StrideParams::paper(1_000_000).first_window, 0);
+        let mut c = Stride::new(params());
+        assert_eq!(c.rate(), 80_000);
+        c.on_sent(0, 1_000);
+        assert_eq!(c.rate(), 80_000);
+    }
+
+    #[test]
+    fn the_first_window_default_is_26_us_of_line() {
+        let p = StrideParams::for_line_rate(rate_from_gbps(10.0));
+        assert_eq!(p.first_window, 32 * 1024);
+        let p = StrideParams::for_line_rate(rate_from_gbps(100.0));
+        assert_eq!(p.first_window, 320 * 1024);
+        let p = StrideParams::for_line_rate(rate_from_gbps(0.1));
+        assert_eq!(p.first_window, 4096, "at least 4 KiB");
     }
 }

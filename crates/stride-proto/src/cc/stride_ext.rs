@@ -91,7 +91,7 @@ impl StrideExt {
     /// One STT sample at `now` with the RTT sample `rtt`: the core's update, then the step of
     /// the branch it took replaced.
     pub fn on_sample_at(&mut self, now: u64, s: u32, rtt: u64) {
-        let before = Controller::rate(&self.core);
+        let before = self.core.algorithm_rate();
         let first = self.seeded;
         self.seeded = false;
         self.core.on_sample_at(now, s, rtt);
@@ -141,6 +141,9 @@ impl Controller for StrideExt {
     fn on_handshake(&mut self, _now: u64, syn_stt: Option<u32>, grant_shift: Option<u8>) {
         self.core.handshake(syn_stt, grant_shift);
         self.seeded = self.x.stride.hs_min && syn_stt.is_some();
+    }
+    fn on_sent(&mut self, _now: u64, bytes: u32) {
+        self.core.sent(bytes);
     }
     fn rate(&self) -> u32 {
         Controller::rate(&self.core)

@@ -813,8 +813,9 @@ mod tests {
             let (c1, s1) = p.connect(&mut now);
             let (c2, s2) = p.connect(&mut now);
             let max = usize::from(cfg.max_payload);
-            p.c.write(c1, &vec![0x11; 6 * max]).unwrap();
-            p.c.write(c2, &vec![0x22; 6 * max]).unwrap();
+            // Five full datagrams each: within the SYN-ACK's window (half the share).
+            p.c.write(c1, &vec![0x11; 5 * max]).unwrap();
+            p.c.write(c2, &vec![0x22; 5 * max]).unwrap();
             let mut buf = vec![0u8; 2048];
             let mut dgrams = Vec::new();
             while let Some(t) = p.c.poll_transmit(now, &mut buf) {

@@ -21,6 +21,11 @@ pub const HOST_COMPETE_MD: u8 = 2;
 pub const HOST_COMPETE_AFTER_NS: u32 = 50_000_000;
 /// Time the queue must stay drained, the rate held, before the delay mode again.
 pub const HOST_COMPETE_HOLD_NS: u32 = 20_000_000;
+/// The host profile's first window, at least, in datagrams of `max_payload` (spec §8.6
+/// `first_window`, §11.1): ten, as the initial window of kernel TCP, which a software host
+/// meets (RFC 6928 §2: min(10 MSS, max(2 MSS, 14 600 bytes))). The protocol's 26 µs of line
+/// is 4 KiB at 200 Mbit/s, a third of what TCP sends in its first round trip.
+pub const HOST_FIRST_WINDOW_PACKETS: u32 = 10;
 /// Host-stack pacing bucket depth, at least (see [`host_config`]).
 pub const HOST_BURST_BYTES: u32 = 8 * 1024;
 /// Host-stack pacing bucket depth in time at the line rate, at least (see [`host_config`]).
@@ -102,6 +107,9 @@ pub const HOST_RX_SHARE: u32 = 2 << 20;
 /// - with two or more peers sending to the endpoint, their windows share [`HOST_RX_SHARE`]
 ///   (2 MiB) instead of the protocol's 52 µs of line: software RTTs are hundreds of µs, and the
 ///   bound is there for the socket's receive queue, not a switch port;
+/// - the first window (spec §8.6) is at least [`HOST_FIRST_WINDOW_PACKETS`] datagrams, kernel
+///   TCP's initial window: software round trips are hundreds of µs, and at the rates a host
+///   sends through (hundreds of Mbit/s) the protocol's 26 µs of line is a few KiB;
 /// - the receiver's delayed-ACK backstop is [`HOST_DELAYED_ACK_NS`] (100 µs) instead of 50 µs.
 ///   ACKs still go every 64 KB and at once on PSH (the end of what the sender had queued), so
 ///   the backstop only decides how often a paced flow below 64 KB per 50 µs (10 Gbit/s) is
@@ -145,6 +153,9 @@ pub fn host_config(line_bps: u64) -> Config {
         p.compete_md = HOST_COMPETE_MD;
         p.compete_ai = HOST_COMPETE_AI;
         p.compete_hold = HOST_COMPETE_HOLD_NS;
+        p.first_window = p
+            .first_window
+            .max(HOST_FIRST_WINDOW_PACKETS * u32::from(c.max_payload));
     }
     // Software RTTs are hundreds of µs: a 52 µs receive share would throttle concurrent
     // senders, but some share must keep them within the socket's buffer (spec §8.6 `rx_share`,
