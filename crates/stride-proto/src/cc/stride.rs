@@ -57,14 +57,14 @@ crate::controller_params! {
         /// profile, off by default; the RTL gates at `t_low`.
         gate_high: bool [Switch, off false] = false;
         /// First window (spec §8.6 `first_window`): the first this many bytes a connection
-        /// sends leave at `rate_max` (at most the start grant's rate with `grant`) while
+        /// sends leave at `rate_max` (at most the listener's start grant's rate) while
         /// Algorithm 1 runs from `rate_init` underneath; a sample that sees a queue (any
         /// branch but `low`), a NACK or a timeout ends it and the pacer takes Algorithm 1's
         /// rate. 0: off (every byte at `rate_init`).
         first_window: u32 [Bytes, off 0] = first_window_default(line);
         /// With `first_window`: a first window sent whole, with samples during it and none
-        /// that saw a queue, leaves Algorithm 1 at least `rate_max >> first_window_keep` (the
-        /// first window's rate with `grant`). At most 31.
+        /// that saw a queue, leaves Algorithm 1 at least `rate_max >> first_window_keep` (of the
+        /// first window's rate under a start grant). At most 31.
         first_window_keep: u8 [Shift] = 1;
         /// Competitive mode (spec §8.7): next to a loss-based competitor that keeps a queue
         /// of `t_high >> compete_qd_shift` or more although STRIDE cuts, grow and cut on loss as Reno does, until
@@ -97,12 +97,12 @@ crate::controller_params! {
     build: |p, _now| Stride::new(p)
 }
 
-/// The first window's default at line rate `line`: 26 µs of line (32 KiB at 10 Gbit/s), about
-/// one base bandwidth-delay product of a three-tier fabric, rounded down to whole KiB and at
-/// least 4 KiB (spec §8.6 `first_window`).
+/// The first window's default at line rate `line`: 13 µs of line (16 KiB at 10 Gbit/s), half a
+/// base bandwidth-delay product of a three-tier fabric, rounded down to whole KiB and at least
+/// 4 KiB (spec §8.6 `first_window`).
 fn first_window_default(line: u32) -> u32 {
-    // line is in 2^-20 bytes/ns: bytes per 2^15 ns (32.8 us) = line >> 5; 26 us ~ 4/5 of that.
-    let bytes = (u64::from(line) >> 5) * 4 / 5;
+    // line is in 2^-20 bytes/ns: bytes per 2^14 ns (16.4 us) = line >> 6; 13.1 us is 4/5 of it.
+    let bytes = (u64::from(line) >> 6) * 4 / 5;
     ((bytes as u32) >> 10 << 10).max(4096)
 }
 
@@ -503,10 +503,14 @@ impl Stride {
             // smaller data sample replaces it as the windowed minimum.
             self.start_from(s.wrapping_add(self.p.t_low));
         }
-        if let (true, Some(g)) = (self.p.grant, grant_shift) {
+        if let Some(g) = grant_shift {
             let cap = self.p.rate_max >> g.min(31);
-            self.rate = self.rate.min(cap);
-            self.clamp();
+            if self.p.grant {
+                self.rate = self.rate.min(cap);
+                self.clamp();
+            }
+            // The first window follows the grant whatever the switch: with n starts at the
+            // receiver together each leaves at most at 1/n of the line (never below `rate`).
             self.fw_rate = self.fw_rate.min(cap).max(self.rate);
         }
     }
@@ -551,7 +555,7 @@ impl Controller for Stride {
     }
     fn rate(&self) -> u32 {
         if self.fw_left > 0 {
-            self.fw_rate
+            self.fw_rate.max(self.rate)
         } else {
             self.rate
         }
@@ -865,16 +869,26 @@ mod tests {
         assert_eq!(c.algorithm_rate(), 80_100);
         c.on_sent(0, 7_000);
         assert_eq!(c.rate(), 500_000, "rate_max >> first_window_keep");
-        // With the grant the first window's rate, and what it keeps, follow the grant.
-        let mut c = Stride::new(StrideParams {
-            grant: true,
-            ..with_first_window()
-        });
-        c.handshake(None, Some(2));
-        assert_eq!(c.rate(), 250_000);
-        c.on_sample(50_000);
-        c.on_sent(0, 10_000);
-        assert_eq!(c.rate(), 125_000);
+        // The listener's start grant caps the first window's rate, and what it keeps, whether
+        // or not the `grant` switch applies it to rate_init too; never below rate_init.
+        for grant in [false, true] {
+            let mut c = Stride::new(StrideParams {
+                grant,
+                ..with_first_window()
+            });
+            c.handshake(None, Some(2));
+            assert_eq!(c.rate(), 250_000);
+            c.on_sample(50_000);
+            c.on_sent(0, 10_000);
+            assert_eq!(c.rate(), 125_000);
+            let mut c = Stride::new(StrideParams {
+                grant,
+                ..with_first_window()
+            });
+            c.handshake(None, Some(4));
+            // rate_max >> 4 is below rate_init: the `grant` switch lowers rate_init to it.
+            assert_eq!(c.rate(), if grant { 62_500 } else { 80_000 });
+        }
     }
 
     #[test]
@@ -901,11 +915,11 @@ mod tests {
     }
 
     #[test]
-    fn the_first_window_default_is_26_us_of_line() {
+    fn the_first_window_default_is_13_us_of_line() {
         let p = StrideParams::for_line_rate(rate_from_gbps(10.0));
-        assert_eq!(p.first_window, 32 * 1024);
+        assert_eq!(p.first_window, 16 * 1024);
         let p = StrideParams::for_line_rate(rate_from_gbps(100.0));
-        assert_eq!(p.first_window, 320 * 1024);
+        assert_eq!(p.first_window, 160 * 1024);
         let p = StrideParams::for_line_rate(rate_from_gbps(0.1));
         assert_eq!(p.first_window, 4096, "at least 4 KiB");
     }

@@ -23,8 +23,8 @@ pub const HOST_COMPETE_AFTER_NS: u32 = 50_000_000;
 pub const HOST_COMPETE_HOLD_NS: u32 = 20_000_000;
 /// The host profile's first window, at least, in datagrams of `max_payload` (spec §8.6
 /// `first_window`, §11.1): ten, as the initial window of kernel TCP, which a software host
-/// meets (RFC 6928 §2: min(10 MSS, max(2 MSS, 14 600 bytes))). The protocol's 26 µs of line
-/// is 4 KiB at 200 Mbit/s, a third of what TCP sends in its first round trip.
+/// meets (RFC 6928 §2: min(10 MSS, max(2 MSS, 14 600 bytes))). The protocol's 13 µs of line
+/// is 4 KiB (its floor) at 200 Mbit/s, under a third of what TCP sends in its first round trip.
 pub const HOST_FIRST_WINDOW_PACKETS: u32 = 10;
 /// Host-stack pacing bucket depth, at least (see [`host_config`]).
 pub const HOST_BURST_BYTES: u32 = 8 * 1024;
@@ -109,7 +109,7 @@ pub const HOST_RX_SHARE: u32 = 2 << 20;
 ///   bound is there for the socket's receive queue, not a switch port;
 /// - the first window (spec §8.6) is at least [`HOST_FIRST_WINDOW_PACKETS`] datagrams, kernel
 ///   TCP's initial window: software round trips are hundreds of µs, and at the rates a host
-///   sends through (hundreds of Mbit/s) the protocol's 26 µs of line is a few KiB;
+///   sends through (hundreds of Mbit/s) the protocol's 13 µs of line is a few KiB;
 /// - the receiver's delayed-ACK backstop is [`HOST_DELAYED_ACK_NS`] (100 µs) instead of 50 µs.
 ///   ACKs still go every 64 KB and at once on PSH (the end of what the sender had queued), so
 ///   the backstop only decides how often a paced flow below 64 KB per 50 µs (10 Gbit/s) is
