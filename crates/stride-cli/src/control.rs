@@ -8,7 +8,9 @@ use clap::Args;
 #[derive(Args, Debug, Clone)]
 pub struct ControlArgs {
     /// Line rate of the sending host: the controller's ceiling (it starts at a quarter)
-    /// [default: 10gbit; for `demo`, the relay's --rate].
+    /// [default: the speed the kernel reports for the interface of the route to the peer,
+    /// else 10gbit (loopback and most virtual NICs report none; veth reports 10gbit); for
+    /// `demo`, the relay's --rate].
     #[arg(long, value_name = "R", value_parser = parse_rate)]
     pub line_rate: Option<u64>,
     /// Controller's T_low: queueing delay (STT above its minimum) under which the rate climbs
@@ -83,14 +85,19 @@ impl ControlArgs {
         }
     }
 
-    /// The protocol configuration these options describe, for a path to `to`.
-    pub fn config(&self, to: std::net::SocketAddr) -> anyhow::Result<stride::Config> {
-        self.config_for(10_000_000_000, to.is_ipv6())
+    /// The protocol configuration these options describe, for a path to `to`, and its line
+    /// rate: `--line-rate`, else the speed of the route's interface, else 10 Gbit/s
+    /// ([`stride::ControllerOverrides::line_rate`]).
+    pub fn config(
+        &self,
+        to: std::net::SocketAddr,
+    ) -> anyhow::Result<(stride::Config, stride::LineRate)> {
+        let lr = self.overrides()?.line_rate(to);
+        Ok((self.config_for(lr.bps, to.is_ipv6())?, lr))
     }
 
-    /// The configuration, with `default_line_bps` when `--line-rate` is absent (the demo's
-    /// sender runs at its relay's rate unless told otherwise), for an IPv6 path or not.
-    pub fn config_for(&self, default_line_bps: u64, ipv6: bool) -> anyhow::Result<stride::Config> {
+    /// The library's form of the controller options.
+    fn overrides(&self) -> anyhow::Result<stride::ControllerOverrides> {
         let mut cc_params = Vec::new();
         for kv in &self.cc_param {
             let (k, v) = kv
@@ -98,7 +105,7 @@ impl ControlArgs {
                 .ok_or_else(|| anyhow::anyhow!("--cc-param {kv:?}: expected KEY=VALUE"))?;
             cc_params.push((k.to_string(), v.to_string()));
         }
-        let o = stride::ControllerOverrides {
+        Ok(stride::ControllerOverrides {
             line_bps: self.line_rate,
             t_low_ns: self.t_low,
             t_high_ns: self.t_high,
@@ -107,7 +114,13 @@ impl ControlArgs {
             pin_rate: self.pin_rate,
             cc: self.cc.clone(),
             cc_params,
-        };
+        })
+    }
+
+    /// The configuration, with `default_line_bps` when `--line-rate` is absent (the demo's
+    /// sender runs at its relay's rate unless told otherwise), for an IPv6 path or not.
+    pub fn config_for(&self, default_line_bps: u64, ipv6: bool) -> anyhow::Result<stride::Config> {
+        let o = self.overrides()?;
         let mut c = o.config(default_line_bps).map_err(|e| {
             let flag = match e.field {
                 "line_bps" => "--line-rate",
@@ -136,6 +149,29 @@ impl ControlArgs {
         }
         Ok(c)
     }
+}
+
+/// Where a sender's line rate came from, for a JSON report: `line_rate_bps`,
+/// `line_rate_source` (`flag`, `interface` or `default`) and `line_rate_device` (the route's
+/// interface, when one was looked up).
+pub fn line_rate_fields(lr: &stride::LineRate, m: &mut serde_json::Map<String, serde_json::Value>) {
+    use serde_json::json;
+    let kind = match lr.source {
+        stride::LineRateSource::Given => "flag",
+        ref s => s.kind(),
+    };
+    m.insert("line_rate_bps".into(), json!(lr.bps));
+    m.insert("line_rate_source".into(), json!(kind));
+    m.insert("line_rate_device".into(), json!(lr.source.device()));
+}
+
+/// One line saying what line rate a sender uses and why.
+pub fn line_rate_text(lr: &stride::LineRate) -> String {
+    let why = match lr.source {
+        stride::LineRateSource::Given => "--line-rate".to_string(),
+        ref s => s.to_string(),
+    };
+    format!("line rate {} ({why})", stride_units::fmt_rate_bps(lr.bps))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `stride send` and `stride recv`: arguments and printing; the protocol, the endpoints'
 //! options and the receiver's accept loop are [`stride_apps::xfer`].
 
-use crate::control::ControlArgs;
+use crate::control::{line_rate_fields, line_rate_text, ControlArgs};
 use crate::units::{fail, human, report, runtime};
 use clap::Args;
 use serde_json::json;
@@ -469,10 +469,13 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
         } else {
             "0.0.0.0:0".parse().expect("addr")
         });
-        let proto = match a.control.config(a.to) {
+        let (proto, lr) = match a.control.config(a.to) {
             Ok(c) => c,
             Err(e) => fail("send", e),
         };
+        if !a.json {
+            eprintln!("stride send: {}", line_rate_text(&lr));
+        }
         let mut opts = xfer::sender_options(proto, a.give_up);
         opts.dscp = a.dscp.unwrap_or_default();
         let ep = match Endpoint::bind_with(bind, opts) {
@@ -492,6 +495,7 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
                     let mut m = report(sent.bytes, sent.seconds, &sent.stats);
                     m.insert("file".into(), json!(sent.name));
                     m.insert("checksum".into(), json!(sent.checksum.to_hex().to_string()));
+                    line_rate_fields(&lr, &mut m);
                     if a.json {
                         println!("{}", serde_json::Value::Object(m));
                     } else {

@@ -706,7 +706,8 @@ fn perf_mtu_is_lowered_to_what_the_route_carries() {
 }
 
 /// `--mtu` fills larger datagrams (jumbo frames; loopback's MTU): the receiver, left at the
-/// default, takes them whole, and the sender moves the bytes in far fewer datagrams.
+/// default, takes them whole, and the sender moves the bytes in far fewer datagrams. The
+/// report names the line rate's source (loopback's none: the default; `--line-rate`).
 #[test]
 fn perf_mtu_sends_larger_datagrams_to_a_default_server() {
     let (server, addr) = Proc::start(&["perf", "server", "--listen", "127.0.0.1:0"]);
@@ -719,7 +720,21 @@ fn perf_mtu_sends_larger_datagrams_to_a_default_server() {
             sent >= 20_000_000 / payload && sent <= 20_000_000 / payload + 64,
             "--mtu {mtu}: {sent} packets for 20 MB: {r}"
         );
+        // Loopback reports no speed: the default line rate, and the report says why.
+        assert_eq!(r["line_rate_bps"], 10_000_000_000u64, "{r}");
+        assert_eq!(r["line_rate_source"], "default", "{r}");
+        assert_eq!(r["line_rate_device"], "lo", "{r}");
     }
+    let r = perf_client(&[
+        "--to",
+        to.as_str(),
+        "--bytes",
+        "1MB",
+        "--line-rate",
+        "2gbit",
+    ]);
+    assert_eq!(r["line_rate_bps"], 2_000_000_000u64, "{r}");
+    assert_eq!(r["line_rate_source"], "flag", "{r}");
     drop(server);
 }
 
