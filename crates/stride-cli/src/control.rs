@@ -48,13 +48,28 @@ pub struct ControlArgs {
     /// `go-back-n` (the paper's: everything from the first missing byte) [default: selective].
     #[arg(long, value_name = "MODE")]
     pub recovery: Option<stride::proto::Recovery>,
-    /// Path MTU in bytes: each datagram carries as much payload as fits (e.g. 9000 for jumbo
-    /// frames; loopback's MTU is 65536). Lowered to the MTU of this host's route to the peer,
-    /// so 65536 means "as large as the route allows", as TCP sizes its segments; hops beyond
-    /// the first must carry that. The receiver needs no setting [default: 1500, 1440 bytes of
-    /// payload].
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(68..=65536))]
+    /// Path MTU in bytes, or `route`: each datagram carries as much payload as fits (e.g.
+    /// 9000 for jumbo frames). Always lowered to the MTU of this host's route to the peer
+    /// (also when an ICMP message lowers it during a connection: nothing is fragmented), so
+    /// `route` (the same as 65536) means "as large as the route allows", as TCP sizes its
+    /// segments: on loopback (MTU 65536) that is 64 KiB datagrams, which move about twice the
+    /// bytes of 1500-byte ones and so are not the default. The receiver needs no setting
+    /// [default: 1500 or the route's MTU if smaller; 1440 bytes of payload].
+    #[arg(long, value_name = "BYTES|route", value_parser = parse_mtu)]
     pub mtu: Option<u32>,
+}
+
+/// `--mtu`: 68..=65536 bytes, or `route` (65536: the route's MTU, whatever it is).
+fn parse_mtu(s: &str) -> Result<u32, String> {
+    if s.eq_ignore_ascii_case("route") {
+        return Ok(65_536);
+    }
+    match s.parse::<u32>() {
+        Ok(v) if (68..=65_536).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?}: expected a number of bytes from 68 to 65536, or `route`"
+        )),
+    }
 }
 
 impl ControlArgs {
@@ -274,6 +289,9 @@ mod tests {
             .to_string();
         assert!(e.contains("--mtu 68"), "{e}");
         assert!(Cli::try_parse_from(["t", "--mtu", "65537"]).is_err());
+        assert!(Cli::try_parse_from(["t", "--mtu", "67"]).is_err());
+        assert!(Cli::try_parse_from(["t", "--mtu", "jumbo"]).is_err());
+        assert_eq!(config(&["--mtu", "route"]).unwrap().max_payload, 65_475);
         let cli = Cli::try_parse_from(["t", "--mtu", "9000"]).unwrap();
         let e = cli.c.tcp_pacing().unwrap_err().to_string();
         assert!(e.contains("--mtu"), "{e}");
