@@ -478,6 +478,10 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
         }
         let mut opts = xfer::sender_options(proto, a.give_up);
         opts.dscp = a.dscp.unwrap_or_default();
+        let stop = match stride_apps::stop::stop_signals() {
+            Ok(s) => s,
+            Err(e) => fail("send", format!("cannot install signal handlers: {e}")),
+        };
         let ep = match Endpoint::bind_with(bind, opts) {
             Ok(ep) => ep,
             Err(e) => fail("send", format!("cannot bind {bind}: {e}")),
@@ -488,9 +492,25 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
             key,
             encrypt: a.encrypt,
         };
+        tokio::pin!(stop);
         let mut code = 0;
         for f in &a.files {
-            match send_file(&ep, a.to, f, &opts).await {
+            let sent = tokio::select! {
+                r = send_file(&ep, a.to, f, &opts) => r,
+                sig = &mut stop => {
+                    // Reset the upload so the receiver drops its temporary file now rather
+                    // than at its idle timeout; the RST leaves within the bound.
+                    let reset = ep.abort_all();
+                    ep.wait_idle(Duration::from_millis(300)).await;
+                    eprintln!(
+                        "stride send: stopping on {}: {reset} connection(s) reset, {} not sent",
+                        sig.name(),
+                        f.display()
+                    );
+                    return sig.status();
+                }
+            };
+            match sent {
                 Ok(sent) => {
                     let mut m = report(sent.bytes, sent.seconds, &sent.stats);
                     m.insert("file".into(), json!(sent.name));
