@@ -473,9 +473,6 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
             Ok(c) => c,
             Err(e) => fail("send", e),
         };
-        if !a.json {
-            eprintln!("stride send: {}", line_rate_text(&lr));
-        }
         let mut opts = xfer::sender_options(proto, a.give_up);
         opts.dscp = a.dscp.unwrap_or_default();
         let stop = match stride_apps::stop::stop_signals() {
@@ -520,10 +517,11 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
                         println!("{}", serde_json::Value::Object(m));
                     } else {
                         println!(
-                            "sent {}: {} (blake3 {})",
+                            "sent {}: {} (blake3 {}); {}",
                             f.display(),
                             human(&m),
-                            m["checksum"].as_str().unwrap_or("")
+                            m["checksum"].as_str().unwrap_or(""),
+                            line_rate_text(&lr)
                         );
                     }
                 }

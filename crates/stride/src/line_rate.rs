@@ -43,7 +43,8 @@ pub enum LineRateSource {
         /// The interface's name.
         device: String,
     },
-    /// [`DEFAULT_LINE_BPS`]: the route's interface reports no speed, or there is no route.
+    /// [`DEFAULT_LINE_BPS`]: the route's interface reports no speed, or none was found (no
+    /// route, or rtnetlink could not be asked).
     Default {
         /// The route's interface, when the kernel named one.
         device: Option<String>,
@@ -79,7 +80,7 @@ impl std::fmt::Display for LineRateSource {
                 write!(f, "default: {d} reports no speed")
             }
             LineRateSource::Default { device: None } => {
-                write!(f, "default: no route to the peer")
+                write!(f, "default: no interface found for the peer")
             }
         }
     }
@@ -255,7 +256,10 @@ mod tests {
         let none = LineRate::of_device(&root, None);
         assert_eq!(
             (none.bps, none.source.to_string()),
-            (DEFAULT_LINE_BPS, "default: no route to the peer".into())
+            (
+                DEFAULT_LINE_BPS,
+                "default: no interface found for the peer".into()
+            )
         );
         let _ = std::fs::remove_dir_all(&root);
     }

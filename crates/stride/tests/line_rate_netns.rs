@@ -121,5 +121,8 @@ fn inside_the_namespace() {
     }
     // No default route in the namespace: no device at all.
     let lr = LineRate::of_route("192.0.2.9:9".parse().unwrap());
-    assert_eq!(lr.source.to_string(), "default: no route to the peer");
+    assert_eq!(
+        lr.source.to_string(),
+        "default: no interface found for the peer"
+    );
 }
