@@ -150,6 +150,8 @@ pub fn path_mtu(to: SocketAddr) -> Option<u32> {
 /// / "packet too big" lowered it) is refused with `EMSGSIZE` instead of being fragmented by
 /// this host. True when it took.
 pub fn set_no_fragment(fd: RawFd, v6: bool) -> bool {
+    // Both levels on a dual-stack socket, each tried whatever the other did: IPv4 peers
+    // (`::ffff:a.b.c.d`) take the IPv4 option.
     let v4 = setsockopt_int(
         fd,
         libc::IPPROTO_IP,
@@ -157,14 +159,15 @@ pub fn set_no_fragment(fd: RawFd, v6: bool) -> bool {
         libc::IP_PMTUDISC_DO,
     )
     .is_ok();
-    v4 && (!v6
+    let v6 = !v6
         || setsockopt_int(
             fd,
             libc::IPPROTO_IPV6,
             libc::IPV6_MTU_DISCOVER,
             libc::IPV6_PMTUDISC_DO,
         )
-        .is_ok())
+        .is_ok();
+    v4 && v6
 }
 
 /// Whether a send failed because the datagram is larger than the route's MTU ([`set_no_fragment`]).
