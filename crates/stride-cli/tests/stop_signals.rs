@@ -274,3 +274,16 @@ fn demo_stops_on_sigterm_saying_how_far_it_got() {
         "{err}"
     );
 }
+
+/// `stride relay` (run until stopped) stops on SIGINT and on SIGTERM with status 0.
+#[test]
+fn relay_stops_on_sigint_and_sigterm() {
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let (mut relay, _, err) =
+            start(&["relay", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:9"]);
+        let status = stop(&mut relay, sig, "stride relay");
+        let err = err.join().expect("stderr");
+        assert!(status.success(), "{name}: {status:?}\n{err}");
+        assert!(err.contains(&format!("stopping on {name}")), "{err}");
+    }
+}
