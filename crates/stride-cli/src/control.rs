@@ -8,7 +8,9 @@ use clap::Args;
 #[derive(Args, Debug, Clone)]
 pub struct ControlArgs {
     /// Line rate of the sending host: the controller's ceiling (it starts at a quarter)
-    /// [default: 10gbit; for `demo`, the relay's --rate].
+    /// [default: the speed the kernel reports for the interface of the route to the peer,
+    /// else 10gbit (loopback and most virtual NICs report none; veth reports 10gbit); for
+    /// `demo`, the relay's --rate].
     #[arg(long, value_name = "R", value_parser = parse_rate)]
     pub line_rate: Option<u64>,
     /// Controller's T_low: queueing delay (STT above its minimum) under which the rate climbs
@@ -46,13 +48,28 @@ pub struct ControlArgs {
     /// `go-back-n` (the paper's: everything from the first missing byte) [default: selective].
     #[arg(long, value_name = "MODE")]
     pub recovery: Option<stride::proto::Recovery>,
-    /// Path MTU in bytes: each datagram carries as much payload as fits (e.g. 9000 for jumbo
-    /// frames; loopback's MTU is 65536). Lowered to the MTU of this host's route to the peer,
-    /// so 65536 means "as large as the route allows", as TCP sizes its segments; hops beyond
-    /// the first must carry that. The receiver needs no setting [default: 1500, 1440 bytes of
-    /// payload].
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(68..=65536))]
+    /// Path MTU in bytes, or `route`: each datagram carries as much payload as fits (e.g.
+    /// 9000 for jumbo frames). Always lowered to the MTU of this host's route to the peer
+    /// (also when an ICMP message lowers it during a connection: nothing is fragmented), so
+    /// `route` (the same as 65536) means "as large as the route allows", as TCP sizes its
+    /// segments: on loopback (MTU 65536) that is 64 KiB datagrams, which move about twice the
+    /// bytes of 1500-byte ones and so are not the default. The receiver needs no setting
+    /// [default: 1500 or the route's MTU if smaller; 1440 bytes of payload].
+    #[arg(long, value_name = "BYTES|route", value_parser = parse_mtu)]
     pub mtu: Option<u32>,
+}
+
+/// `--mtu`: 68..=65536 bytes, or `route` (65536: the route's MTU, whatever it is).
+fn parse_mtu(s: &str) -> Result<u32, String> {
+    if s.eq_ignore_ascii_case("route") {
+        return Ok(65_536);
+    }
+    match s.parse::<u32>() {
+        Ok(v) if (68..=65_536).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?}: expected a number of bytes from 68 to 65536, or `route`"
+        )),
+    }
 }
 
 impl ControlArgs {
@@ -83,14 +100,19 @@ impl ControlArgs {
         }
     }
 
-    /// The protocol configuration these options describe, for a path to `to`.
-    pub fn config(&self, to: std::net::SocketAddr) -> anyhow::Result<stride::Config> {
-        self.config_for(10_000_000_000, to.is_ipv6())
+    /// The protocol configuration these options describe, for a path to `to`, and its line
+    /// rate: `--line-rate`, else the speed of the route's interface, else 10 Gbit/s
+    /// ([`stride::ControllerOverrides::line_rate`]).
+    pub fn config(
+        &self,
+        to: std::net::SocketAddr,
+    ) -> anyhow::Result<(stride::Config, stride::LineRate)> {
+        let lr = self.overrides()?.line_rate(to);
+        Ok((self.config_for(lr.bps, to.is_ipv6())?, lr))
     }
 
-    /// The configuration, with `default_line_bps` when `--line-rate` is absent (the demo's
-    /// sender runs at its relay's rate unless told otherwise), for an IPv6 path or not.
-    pub fn config_for(&self, default_line_bps: u64, ipv6: bool) -> anyhow::Result<stride::Config> {
+    /// The library's form of the controller options.
+    fn overrides(&self) -> anyhow::Result<stride::ControllerOverrides> {
         let mut cc_params = Vec::new();
         for kv in &self.cc_param {
             let (k, v) = kv
@@ -98,7 +120,7 @@ impl ControlArgs {
                 .ok_or_else(|| anyhow::anyhow!("--cc-param {kv:?}: expected KEY=VALUE"))?;
             cc_params.push((k.to_string(), v.to_string()));
         }
-        let o = stride::ControllerOverrides {
+        Ok(stride::ControllerOverrides {
             line_bps: self.line_rate,
             t_low_ns: self.t_low,
             t_high_ns: self.t_high,
@@ -107,7 +129,13 @@ impl ControlArgs {
             pin_rate: self.pin_rate,
             cc: self.cc.clone(),
             cc_params,
-        };
+        })
+    }
+
+    /// The configuration, with `default_line_bps` when `--line-rate` is absent (the demo's
+    /// sender runs at its relay's rate unless told otherwise), for an IPv6 path or not.
+    pub fn config_for(&self, default_line_bps: u64, ipv6: bool) -> anyhow::Result<stride::Config> {
+        let o = self.overrides()?;
         let mut c = o.config(default_line_bps).map_err(|e| {
             let flag = match e.field {
                 "line_bps" => "--line-rate",
@@ -136,6 +164,29 @@ impl ControlArgs {
         }
         Ok(c)
     }
+}
+
+/// Where a sender's line rate came from, for a JSON report: `line_rate_bps`,
+/// `line_rate_source` (`flag`, `interface` or `default`) and `line_rate_device` (the route's
+/// interface, when one was looked up).
+pub fn line_rate_fields(lr: &stride::LineRate, m: &mut serde_json::Map<String, serde_json::Value>) {
+    use serde_json::json;
+    let kind = match lr.source {
+        stride::LineRateSource::Given => "flag",
+        ref s => s.kind(),
+    };
+    m.insert("line_rate_bps".into(), json!(lr.bps));
+    m.insert("line_rate_source".into(), json!(kind));
+    m.insert("line_rate_device".into(), json!(lr.source.device()));
+}
+
+/// One line saying what line rate a sender uses and why.
+pub fn line_rate_text(lr: &stride::LineRate) -> String {
+    let why = match lr.source {
+        stride::LineRateSource::Given => "--line-rate".to_string(),
+        ref s => s.to_string(),
+    };
+    format!("line rate {} ({why})", stride_units::fmt_rate_bps(lr.bps))
 }
 
 #[cfg(test)]
@@ -238,6 +289,9 @@ mod tests {
             .to_string();
         assert!(e.contains("--mtu 68"), "{e}");
         assert!(Cli::try_parse_from(["t", "--mtu", "65537"]).is_err());
+        assert!(Cli::try_parse_from(["t", "--mtu", "67"]).is_err());
+        assert!(Cli::try_parse_from(["t", "--mtu", "jumbo"]).is_err());
+        assert_eq!(config(&["--mtu", "route"]).unwrap().max_payload, 65_475);
         let cli = Cli::try_parse_from(["t", "--mtu", "9000"]).unwrap();
         let e = cli.c.tcp_pacing().unwrap_err().to_string();
         assert!(e.contains("--mtu"), "{e}");

@@ -63,6 +63,9 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
     let line = a.control.line_rate.unwrap_or(a.rate);
     let proto = a.control.config_for(a.rate, false)?;
     let controller = controller_line(&proto, line);
+    // Stopped by a signal, the demo says how far it got and ends with 128 + the signal.
+    let stop = stride_apps::stop::stop_signals()
+        .map_err(|e| anyhow::anyhow!("cannot install signal handlers: {e}"))?;
     let d = Demo::start(DemoConfig {
         bytes: a.bytes,
         rate_bps: a.rate,
@@ -94,8 +97,7 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
         )?
         .progress_chars("=> "),
     );
-    let out = d
-        .run(|p| {
+    let run = d.run(|p| {
             pb.set_position(p.acked);
             pb.set_message(format!(
                 "goodput {:.2} Gbit/s | sender's STT queueing estimate p50 {} p99 {} | retransmitted {}",
@@ -104,8 +106,20 @@ async fn demo(a: DemoArgs) -> anyhow::Result<()> {
                 fmt_ns(p.stats.queue_delay.quantile(0.99)),
                 p.stats.retransmitted_packets
             ));
-        })
-        .await?;
+    });
+    let out = tokio::select! {
+        out = run => out?,
+        sig = stop => {
+            let done = pb.position();
+            pb.finish_and_clear();
+            eprintln!(
+                "stride demo: stopping on {} after {done} of {} bytes",
+                sig.name(),
+                a.bytes
+            );
+            std::process::exit(sig.status());
+        }
+    };
     pb.set_position(a.bytes);
     pb.finish_and_clear();
     print_outcome(&a, &out)

@@ -24,6 +24,10 @@ enum Cmd {
     /// 130/143 (128 + the signal) when it cut --once short.
     Recv(xfer::RecvArgs),
     /// Send files to a `stride recv`; exits non-zero unless the receiver confirms each one.
+    ///
+    /// On SIGINT or SIGTERM (handled even when started in the background) it resets the
+    /// upload in progress, so the receiver drops its temporary file at once, names the file
+    /// it did not send and exits with 130/143 (128 + the signal).
     Send(xfer::SendArgs),
     /// Memory-to-memory throughput test (server and client), like iperf3.
     Perf(perf::PerfArgs),
@@ -33,6 +37,8 @@ enum Cmd {
     /// the background), then prints its counters and exits with status 0.
     Relay(relay_cmd::RelayArgs),
     /// Receiver, 1 Gbit/s relay and sender on loopback in one process, with live progress.
+    ///
+    /// On SIGINT or SIGTERM it says how many bytes it moved and exits with 130/143.
     Demo(demo::DemoArgs),
     /// Packet-level datacenter simulator: STRIDE (the same stride-proto code) vs TCP baselines.
     Sim(sim::SimArgs),

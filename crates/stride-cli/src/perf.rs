@@ -3,7 +3,7 @@
 //! through the same harness, servers and clients ([`stride_apps::perf`]) so their figures
 //! compare. This file parses the arguments, calls them and prints.
 
-use crate::control::ControlArgs;
+use crate::control::{line_rate_fields, line_rate_text, ControlArgs};
 use crate::units::{fail, fmt_ns, human, parse_bytes, report, runtime};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
@@ -220,7 +220,7 @@ async fn client_role(role: Role) -> i32 {
             }
         } else {
             match control.config(to) {
-                Ok(c) => Some(transport.endpoint(Some(c))),
+                Ok((c, lr)) => Some((transport.endpoint(Some(c)), lr)),
                 Err(e) => fail("perf client", e),
             }
         };
@@ -244,7 +244,7 @@ async fn client_role(role: Role) -> i32 {
         }
     } else {
         match control.config(to) {
-            Ok(c) => client(to, job, json, transport.endpoint(Some(c))).await,
+            Ok((c, lr)) => client(to, job, json, (transport.endpoint(Some(c)), lr)).await,
             Err(e) => fail("perf client", e),
         }
     }
@@ -393,7 +393,12 @@ fn print_rtt(json_out: bool, m: Map<String, Value>) {
     }
 }
 
-async fn client(to: SocketAddr, job: Job, json_out: bool, opts: stride::EndpointConfig) -> i32 {
+async fn client(
+    to: SocketAddr,
+    job: Job,
+    json_out: bool,
+    (opts, lr): (stride::EndpointConfig, stride::LineRate),
+) -> i32 {
     let ep = match perf::client_endpoint(to, opts) {
         Ok(ep) => ep,
         Err(e) => fail("perf client", e),
@@ -411,6 +416,7 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, opts: stride::Endpoint
             match round_trips(&mut s, count, size).await {
                 Ok(rtts) => {
                     let mut m = rtt_report("stride", size, rtts);
+                    line_rate_fields(&lr, &mut m);
                     // The client endpoint's I/O per exchange (the warm-up's counted too), so
                     // a reader can tell who received (the reader inline or the driver), how
                     // often the driver thread was woken and whether ACKs rode on requests.
@@ -439,7 +445,7 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, opts: stride::Endpoint
         Job::Bulk { bytes, time } => (bytes, time),
     };
     if !json_out {
-        println!("connected to {to}");
+        println!("connected to {to}, {}", line_rate_text(&lr));
         println!(
             "{:>15}  {:>10}  {:>12}  {:>8}  {:>10}",
             "interval", "MBytes", "Gbit/s", "retx", "qdelay p50"
@@ -465,6 +471,7 @@ async fn client(to: SocketAddr, job: Job, json_out: bool, opts: stride::Endpoint
     let cs = s.stats().unwrap_or_default();
     let mut m = report(written, secs, &cs);
     m.insert("transport".into(), json!("stride"));
+    line_rate_fields(&lr, &mut m);
     m.insert("cpu_cores".into(), json!((cores * 1e3).round() / 1e3));
     // How the driver batched its sends (GSO messages of up to 64 KiB): datagrams per call.
     let io = ep.io_stats();
@@ -487,8 +494,9 @@ async fn parallel_client(
     bytes: Option<u64>,
     time: Option<f64>,
     json_out: bool,
-    opts: Option<stride::EndpointConfig>,
+    opts: Option<(stride::EndpointConfig, stride::LineRate)>,
 ) -> i32 {
+    let (opts, lr) = opts.unzip();
     let p = match perf::parallel_bulk(to, shape, bytes, time, opts.as_ref()).await {
         Ok(p) => p,
         Err(e) => fail("perf client", e),
@@ -506,16 +514,19 @@ async fn parallel_client(
     let gbps = total as f64 * 8.0 / secs.max(1e-9) / 1e9;
     let transport = if opts.is_some() { "stride" } else { "tcp" };
     if json_out {
-        println!(
-            "{}",
-            json!({"transport": transport, "connections": n, "endpoints": p.endpoints, "bytes": total, "seconds": secs,
+        let mut m = json!({"transport": transport, "connections": n, "endpoints": p.endpoints, "bytes": total, "seconds": secs,
                    "goodput_gbps": gbps, "per_connection_gbps": per,
                    "retransmitted_packets": retx, "timeouts": timeouts,
-                   "cpu_cores": (p.cpu_cores * 1e3).round() / 1e3})
-        );
+                   "cpu_cores": (p.cpu_cores * 1e3).round() / 1e3});
+        if let (Some(lr), Value::Object(m)) = (&lr, &mut m) {
+            line_rate_fields(lr, m);
+        }
+        println!("{m}");
     } else {
+        let lr = lr.map(|lr| format!(", {}", line_rate_text(&lr)));
         println!(
-            "total: {n} connections, {total} bytes in {secs:.3} s = {gbps:.3} Gbit/s aggregate ({transport})"
+            "total: {n} connections, {total} bytes in {secs:.3} s = {gbps:.3} Gbit/s aggregate ({transport}{})",
+            lr.unwrap_or_default()
         );
     }
     0
@@ -630,7 +641,7 @@ fn blocking_connect(
     transport: &Transport,
 ) -> stride::blocking::Connection {
     let opts = match control.config(to) {
-        Ok(c) => transport.endpoint(Some(c)),
+        Ok((c, _)) => transport.endpoint(Some(c)),
         Err(e) => fail("perf client", e),
     };
     match stride::blocking::Connection::connect_with(to, perf::CONNECT_LIMIT, opts) {

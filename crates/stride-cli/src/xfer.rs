@@ -1,7 +1,7 @@
 //! `stride send` and `stride recv`: arguments and printing; the protocol, the endpoints'
 //! options and the receiver's accept loop are [`stride_apps::xfer`].
 
-use crate::control::ControlArgs;
+use crate::control::{line_rate_fields, line_rate_text, ControlArgs};
 use crate::units::{fail, human, report, runtime};
 use clap::Args;
 use serde_json::json;
@@ -469,12 +469,16 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
         } else {
             "0.0.0.0:0".parse().expect("addr")
         });
-        let proto = match a.control.config(a.to) {
+        let (proto, lr) = match a.control.config(a.to) {
             Ok(c) => c,
             Err(e) => fail("send", e),
         };
         let mut opts = xfer::sender_options(proto, a.give_up);
         opts.dscp = a.dscp.unwrap_or_default();
+        let stop = match stride_apps::stop::stop_signals() {
+            Ok(s) => s,
+            Err(e) => fail("send", format!("cannot install signal handlers: {e}")),
+        };
         let ep = match Endpoint::bind_with(bind, opts) {
             Ok(ep) => ep,
             Err(e) => fail("send", format!("cannot bind {bind}: {e}")),
@@ -485,21 +489,39 @@ pub fn run_send(a: SendArgs) -> anyhow::Result<()> {
             key,
             encrypt: a.encrypt,
         };
+        tokio::pin!(stop);
         let mut code = 0;
         for f in &a.files {
-            match send_file(&ep, a.to, f, &opts).await {
+            let sent = tokio::select! {
+                r = send_file(&ep, a.to, f, &opts) => r,
+                sig = &mut stop => {
+                    // Reset the upload so the receiver drops its temporary file now rather
+                    // than at its idle timeout; the RST leaves within the bound.
+                    let reset = ep.abort_all();
+                    ep.wait_idle(Duration::from_millis(300)).await;
+                    eprintln!(
+                        "stride send: stopping on {}: {reset} connection(s) reset, {} not sent",
+                        sig.name(),
+                        f.display()
+                    );
+                    return sig.status();
+                }
+            };
+            match sent {
                 Ok(sent) => {
                     let mut m = report(sent.bytes, sent.seconds, &sent.stats);
                     m.insert("file".into(), json!(sent.name));
                     m.insert("checksum".into(), json!(sent.checksum.to_hex().to_string()));
+                    line_rate_fields(&lr, &mut m);
                     if a.json {
                         println!("{}", serde_json::Value::Object(m));
                     } else {
                         println!(
-                            "sent {}: {} (blake3 {})",
+                            "sent {}: {} (blake3 {}); {}",
                             f.display(),
                             human(&m),
-                            m["checksum"].as_str().unwrap_or("")
+                            m["checksum"].as_str().unwrap_or(""),
+                            line_rate_text(&lr)
                         );
                     }
                 }

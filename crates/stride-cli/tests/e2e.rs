@@ -705,8 +705,92 @@ fn perf_mtu_is_lowered_to_what_the_route_carries() {
     }
 }
 
+/// IP's counters of datagrams this host fragmented, in namespace `side` of `net`.
+fn frag_creates(net: &VethPair, side: usize) -> u64 {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &net.names[side], "cat", "/proc/net/snmp"])
+        .output()
+        .expect("read /proc/net/snmp");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ip: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("Ip:"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let at = ip[0]
+        .iter()
+        .position(|&k| k == "FragCreates")
+        .expect("FragCreates");
+    ip[1][at].parse().expect("a count")
+}
+
+/// The route's MTU drops from 1500 to 1280 in the middle of a transfer (as an ICMP
+/// "fragmentation needed" from a router would make it): nothing is fragmented (Don't
+/// Fragment, `IP_PMTUDISC_DO`), the refused datagrams are resent at the new size and the
+/// transfer completes. Before, the host fragmented every datagram from then on.
+///
+/// Needs root and network namespaces (as `perf_mtu_is_lowered_to_what_the_route_carries`).
+#[test]
+fn a_path_mtu_lowered_mid_transfer_fragments_nothing() {
+    let net = match VethPair::new("pmtu", 1500) {
+        Ok(n) => n,
+        Err(why) => {
+            stride_testbed::topo::skip_netns_test(
+                "a_path_mtu_lowered_mid_transfer_fragments_nothing",
+                &why,
+            );
+            return;
+        }
+    };
+    let mut server = net
+        .exec(1)
+        .args(["perf", "server", "--listen", "10.77.0.2:7001"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server");
+    std::thread::sleep(Duration::from_millis(300));
+    // 30 MB at 300 Mbit/s: about 0.8 s, the MTU drops 0.3 s in.
+    let client = net
+        .exec(0)
+        .args(["perf", "client", "--json", "--to", "10.77.0.2:7001"])
+        .args(["--bytes", "30MB", "--line-rate", "300mbit"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("client");
+    std::thread::sleep(Duration::from_millis(300));
+    let lowered = Command::new("ip")
+        .args(["-n", &net.names[0], "route", "add", "10.77.0.2/32"])
+        .args(["dev", "sva", "mtu", "lock", "1280"])
+        .status()
+        .expect("ip route");
+    let out = client.wait_with_output().expect("client");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(lowered.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().expect("json")).expect("json");
+    assert_eq!(r["bytes"], 30_000_000, "{r}");
+    assert_eq!(
+        frag_creates(&net, 0),
+        0,
+        "the sender's host fragmented: {r}"
+    );
+    // Some datagrams went at the smaller size (1220 bytes of payload instead of 1440).
+    let sent = r["packets_sent"].as_u64().unwrap();
+    assert!(sent > 30_000_000 / 1440 + 200, "{sent} datagrams: {r}");
+}
+
 /// `--mtu` fills larger datagrams (jumbo frames; loopback's MTU): the receiver, left at the
-/// default, takes them whole, and the sender moves the bytes in far fewer datagrams.
+/// default, takes them whole, and the sender moves the bytes in far fewer datagrams. The
+/// report names the line rate's source (loopback's none: the default; `--line-rate`).
 #[test]
 fn perf_mtu_sends_larger_datagrams_to_a_default_server() {
     let (server, addr) = Proc::start(&["perf", "server", "--listen", "127.0.0.1:0"]);
@@ -719,7 +803,21 @@ fn perf_mtu_sends_larger_datagrams_to_a_default_server() {
             sent >= 20_000_000 / payload && sent <= 20_000_000 / payload + 64,
             "--mtu {mtu}: {sent} packets for 20 MB: {r}"
         );
+        // Loopback reports no speed: the default line rate, and the report says why.
+        assert_eq!(r["line_rate_bps"], 10_000_000_000u64, "{r}");
+        assert_eq!(r["line_rate_source"], "default", "{r}");
+        assert_eq!(r["line_rate_device"], "lo", "{r}");
     }
+    let r = perf_client(&[
+        "--to",
+        to.as_str(),
+        "--bytes",
+        "1MB",
+        "--line-rate",
+        "2gbit",
+    ]);
+    assert_eq!(r["line_rate_bps"], 2_000_000_000u64, "{r}");
+    assert_eq!(r["line_rate_source"], "flag", "{r}");
     drop(server);
 }
 

@@ -1,7 +1,9 @@
 //! The commands that run until stopped (`stride recv`, `stride perf server`) stop cleanly on
 //! SIGINT and SIGTERM even when started as a script's background job would start them, with
 //! SIGINT inherited as ignored: within a bounded time, with status 0 (their normal end), and
-//! the receiver leaves no temporary file of the upload it cut short.
+//! the receiver leaves no temporary file of the upload it cut short. The commands that run a
+//! job (`stride send`, `stride demo`) stop as cleanly, with 128 + the signal: the job was cut
+//! short.
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
@@ -177,5 +179,111 @@ fn perf_server_stops_on_sigint_and_sigterm() {
             assert!(status.success(), "{extra:?} {name}: {status:?}\n{err}");
             assert!(err.contains(&format!("stopping on {name}")), "{err}");
         }
+    }
+}
+
+/// Starts `stride ARGS` with SIGINT ignored (as a background job), output collected.
+fn start_quiet(args: &[&str]) -> Child {
+    Command::new("sh")
+        .arg("-c")
+        .arg("trap '' INT; exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn stride")
+}
+
+/// What a finished child wrote on stderr.
+fn stderr_of(child: Child) -> String {
+    let out = child.wait_with_output().expect("output");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `stride send` stopped by SIGINT in the middle of an upload (started with SIGINT ignored,
+/// as a background job): it exits in time with 130 and says which file it did not send, and
+/// it resets the upload, so the receiver drops the upload's `.part` file at once instead of
+/// at its idle timeout (30 s) and publishes nothing.
+#[test]
+fn send_stops_mid_upload_on_sigint_and_the_receiver_keeps_no_part_file() {
+    let base = temp_dir("send");
+    let (src, out) = (base.join("src"), base.join("out"));
+    std::fs::create_dir_all(&src).expect("mkdir");
+    let file = src.join("big.bin");
+    std::fs::write(&file, vec![7u8; 8 << 20]).expect("write");
+    let (mut recv, addr, recv_err) = start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let to = addr.to_string();
+    let mut send = start_quiet(&[
+        "send",
+        "--pin-rate",
+        "--line-rate",
+        "20mbit",
+        "--to",
+        &to,
+        file.to_str().unwrap(),
+    ]);
+    let t = Instant::now();
+    while !grown(&out) {
+        assert!(t.elapsed() < Duration::from_secs(20), "no .part file grew");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = stop(&mut send, libc::SIGINT, "stride send");
+    let err = stderr_of(send);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("stopping on SIGINT") && err.contains("big.bin not sent"),
+        "{err}"
+    );
+    let t = Instant::now();
+    while !names(&out).is_empty() {
+        assert!(
+            t.elapsed() < STOP_WITHIN,
+            "the receiver kept {:?} after the sender's reset",
+            names(&out)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let status = stop(&mut recv, libc::SIGTERM, "stride recv");
+    let err = recv_err.join().expect("stderr");
+    assert!(status.success(), "{err}");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// `stride demo` stopped by SIGTERM says how far it got and exits in time with 143.
+#[test]
+fn demo_stops_on_sigterm_saying_how_far_it_got() {
+    let mut demo = start_quiet(&["demo", "--bytes", "10GB"]);
+    // Its first line comes once it runs, after the handlers are installed.
+    let mut first = String::new();
+    BufReader::new(demo.stdout.as_mut().expect("stdout"))
+        .read_line(&mut first)
+        .expect("first line");
+    assert!(first.starts_with("STRIDE demo"), "{first:?}");
+    let status = stop(&mut demo, libc::SIGTERM, "stride demo");
+    let err = stderr_of(demo);
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(
+        err.contains("stopping on SIGTERM after") && err.contains("of 10000000000 bytes"),
+        "{err}"
+    );
+}
+
+/// `stride relay` (run until stopped) stops on SIGINT and on SIGTERM with status 0.
+#[test]
+fn relay_stops_on_sigint_and_sigterm() {
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let (mut relay, _, err) =
+            start(&["relay", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:9"]);
+        let status = stop(&mut relay, sig, "stride relay");
+        let err = err.join().expect("stderr");
+        assert!(status.success(), "{name}: {status:?}\n{err}");
+        assert!(err.contains(&format!("stopping on {name}")), "{err}");
     }
 }

@@ -622,7 +622,14 @@ impl Endpoint {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_writable(self.fd)?,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => self.io.send_errors += 1,
+                Err(e) => {
+                    self.io.send_errors += 1;
+                    if sys::too_big(&e) {
+                        // The route's MTU went down: what is resent must fit it.
+                        self.io.too_big += 1;
+                        crate::endpoint::refit_payloads(&mut self.core);
+                    }
+                }
             }
         }
     }

@@ -25,6 +25,7 @@ pub mod blocking;
 pub mod dscp;
 pub mod endpoint;
 pub mod error;
+pub mod line_rate;
 pub mod overrides;
 pub mod sys;
 
@@ -39,6 +40,7 @@ pub use endpoint::{
     HOST_SEND_BATCH_BYTES, HOST_T_HIGH_NS, HOST_T_LOW_NS,
 };
 pub use error::{Error, Result};
+pub use line_rate::{LineRate, LineRateSource, DEFAULT_LINE_BPS};
 pub use overrides::{ControllerOverrides, OverrideError};
 pub use stride_proto as proto;
 pub use stride_proto::{CloseReason, Config, ConnStats, EndpointStats};

@@ -55,6 +55,26 @@ impl std::fmt::Display for OverrideError {
 impl std::error::Error for OverrideError {}
 
 impl ControllerOverrides {
+    /// The line rate for a sender to `to`: [`Self::line_bps`] when set, else the speed of the
+    /// interface that carries the route to `to`, else [`crate::DEFAULT_LINE_BPS`] (see
+    /// [`crate::line_rate`]; loopback and most virtual NICs report no speed).
+    pub fn line_rate(&self, to: std::net::SocketAddr) -> crate::LineRate {
+        match self.line_bps {
+            Some(bps) => crate::LineRate::given(bps),
+            None => crate::LineRate::of_route(to),
+        }
+    }
+
+    /// The configuration of a sender to `to`: [`Self::config`] at [`Self::line_rate`], which
+    /// is returned too (for reports: where the rate came from).
+    pub fn config_to(
+        &self,
+        to: std::net::SocketAddr,
+    ) -> Result<(Config, crate::LineRate), OverrideError> {
+        let lr = self.line_rate(to);
+        Ok((self.config(lr.bps)?, lr))
+    }
+
     /// The host profile for `line_bps` (or [`Self::line_bps`] when set) with these overrides,
     /// validated.
     pub fn config(&self, default_line_bps: u64) -> Result<Config, OverrideError> {

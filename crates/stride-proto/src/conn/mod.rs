@@ -289,6 +289,11 @@ impl Connection {
     pub fn unacked(&self) -> usize {
         self.send.buffered()
     }
+    /// This connection's largest DATA payload (`Config::max_payload`, or less after
+    /// [`Connection::limit_payload`]).
+    pub fn max_payload(&self) -> u16 {
+        self.cfg.max_payload
+    }
     /// Lowers this connection's largest DATA payload to `max` (at least 1; never raises it):
     /// a host that learns the path to the peer carries smaller datagrams than
     /// `Config::max_payload` (its route's MTU) sends what fits instead of having IP fragment

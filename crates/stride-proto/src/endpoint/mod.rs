@@ -229,6 +229,11 @@ impl Endpoint {
         self.conns.get_mut(&h.0).map(|e| e.conn.limit_payload(max))
     }
 
+    /// Every live connection's handle, in no particular order.
+    pub fn handles(&self) -> impl Iterator<Item = ConnHandle> + '_ {
+        self.conns.keys().map(|&k| ConnHandle(k))
+    }
+
     /// A connection, if it exists.
     pub fn conn(&self, h: ConnHandle) -> Option<&Connection> {
         self.conns.get(&h.0).map(|e| &e.conn)

@@ -138,9 +138,14 @@ fn send_direct(st: &mut State, fd: RawFd, now: u64) {
         {
             0
         }
-        Err(_) => {
+        Err(e) => {
             // Dropped like any datagram the network loses; the core repairs it.
             io.send_errors += n as u64;
+            if sys::too_big(&e) {
+                // The route's MTU went down: what is resent must fit it.
+                io.too_big += 1;
+                super::refit_payloads(ep);
+            }
             n
         }
     };

@@ -178,8 +178,14 @@ impl Driver {
                 self.need_writable = true;
                 false
             }
-            Err(_) => {
-                self.shared.lock().io.send_errors += 1;
+            Err(e) => {
+                let mut st = self.shared.lock();
+                st.io.send_errors += 1;
+                if sys::too_big(&e) {
+                    // The route's MTU went down: what is resent must fit it.
+                    st.io.too_big += 1;
+                    super::refit_payloads(&mut st.ep);
+                }
                 false
             }
         }

@@ -54,7 +54,7 @@ pub use profile::{
     HOST_T_LOW_NS,
 };
 pub use socket::{connection_limit, max_payload_for_mtu, SocketInfo, CONN_MEMORY_BUDGET};
-pub(crate) use socket::{open_socket, route_payload};
+pub(crate) use socket::{open_socket, refit_payloads, route_payload};
 pub use stream::Stream;
 
 use crate::error::{Error, Result};
@@ -164,6 +164,10 @@ pub struct IoStats {
     pub truncated: u64,
     /// Send errors other than "would block" (the datagram was dropped).
     pub send_errors: u64,
+    /// Sends refused as larger than the route's MTU (`EMSGSIZE`: an ICMP message lowered the
+    /// path MTU; nothing is fragmented, see [`crate::sys::set_no_fragment`]), counted in
+    /// `send_errors` too; each lowered the connections' payloads to their routes' MTU.
+    pub too_big: u64,
     /// Datagrams an application thread sent itself after a small write (see [`Stream`]).
     pub direct_sends: u64,
     /// Send calls an application thread made for them (an ACK held back for a response

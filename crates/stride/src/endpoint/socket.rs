@@ -39,6 +39,37 @@ pub(crate) fn route_payload(remote: SocketAddr) -> Option<u16> {
         .and_then(|mtu| max_payload_for_mtu(mtu, remote.is_ipv6() && !is_v4_mapped(remote)))
 }
 
+/// Lowers every connection's payload to what the route to its peer carries now: after a
+/// send was refused as too big ([`sys::too_big`]: an ICMP message lowered the route's MTU
+/// below the payload the connection started with), so that its next datagrams, resends
+/// included, fit instead of being refused again. One route lookup per peer; returns how
+/// many connections' payloads went down.
+pub(crate) fn refit_payloads(ep: &mut stride_proto::Endpoint) -> usize {
+    let handles: Vec<_> = ep.handles().collect();
+    let mut fits: Vec<(SocketAddr, Option<u16>)> = Vec::new();
+    let mut lowered = 0;
+    for h in handles {
+        let Some(remote) = ep.remote(h) else {
+            continue;
+        };
+        let fit = match fits.iter().find(|(r, _)| *r == remote) {
+            Some(&(_, f)) => f,
+            None => {
+                let f = route_payload(remote);
+                fits.push((remote, f));
+                f
+            }
+        };
+        if let (Some(fit), Some(c)) = (fit, ep.conn(h)) {
+            if c.max_payload() > fit {
+                ep.limit_payload(h, fit);
+                lowered += 1;
+            }
+        }
+    }
+    lowered
+}
+
 /// An IPv4 peer written as an IPv6 address (`::ffff:a.b.c.d`, on a dual-stack socket): its
 /// packets carry IPv4 headers.
 fn is_v4_mapped(a: SocketAddr) -> bool {
@@ -127,6 +158,10 @@ pub(crate) fn open_socket(
     let fd = sock.as_raw_fd();
     let kernel_timestamps = opts.kernel_timestamps && sys::enable_rx_timestamps(fd);
     let gro = opts.gro && sys::enable_gro(fd);
+    // Nothing fragmented by this host: a datagram too big for its route is refused and the
+    // connections' payloads refitted (`refit_payloads`); a kernel that refuses leaves the
+    // default (fragments past a lowered path MTU).
+    let _ = sys::set_no_fragment(fd, addr.is_ipv6());
     let _ = sys::enable_rxq_ovfl(fd);
     // ECN (spec 3.3): send ECT(0), read each datagram's codepoint. A kernel that refuses
     // leaves both off; CE then never reaches the controllers. The DSCP shares the byte.

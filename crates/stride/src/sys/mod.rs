@@ -144,6 +144,37 @@ pub fn path_mtu(to: SocketAddr) -> Option<u32> {
     (r == 0 && v > 0).then_some(v as u32)
 }
 
+/// Path-MTU discovery with nothing fragmented (`IP_MTU_DISCOVER` = `IP_PMTUDISC_DO`, and
+/// `IPV6_MTU_DISCOVER` on IPv6 sockets): every datagram leaves with Don't Fragment set, and one
+/// larger than the route's MTU (the interface's, or less once an ICMP "fragmentation needed"
+/// / "packet too big" lowered it) is refused with `EMSGSIZE` instead of being fragmented by
+/// this host. True when it took.
+pub fn set_no_fragment(fd: RawFd, v6: bool) -> bool {
+    // Both levels on a dual-stack socket, each tried whatever the other did: IPv4 peers
+    // (`::ffff:a.b.c.d`) take the IPv4 option.
+    let v4 = setsockopt_int(
+        fd,
+        libc::IPPROTO_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_DO,
+    )
+    .is_ok();
+    let v6 = !v6
+        || setsockopt_int(
+            fd,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        )
+        .is_ok();
+    v4 && v6
+}
+
+/// Whether a send failed because the datagram is larger than the route's MTU ([`set_no_fragment`]).
+pub fn too_big(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EMSGSIZE)
+}
+
 /// Turns on kernel receive timestamps; false when the kernel refuses.
 pub fn enable_rx_timestamps(fd: RawFd) -> bool {
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()

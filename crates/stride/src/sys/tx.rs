@@ -239,6 +239,13 @@ impl TxBatch {
                     return self.send(fd);
                 }
                 if gso && msgs < self.len() && gso_refused(&e) {
+                    if self.beyond_route_mtu(self.start) {
+                        // Not GSO's fault: the route's MTU went down below these datagrams
+                        // (the kernel refuses such a GSO message with EINVAL). Dropped and
+                        // reported as too big, so the payloads are refitted; GSO stays on.
+                        self.advance(groups[0]);
+                        return Err(io::Error::from_raw_os_error(libc::EMSGSIZE));
+                    }
                     NO_GSO.store(true, Ordering::Relaxed);
                     return self.send(fd);
                 }
@@ -263,6 +270,20 @@ impl TxBatch {
         let sent: usize = groups[..r as usize].iter().sum();
         self.advance(sent);
         Ok(sent)
+    }
+
+    /// Whether datagram `k` is larger than the route to its destination carries now (IP and
+    /// UDP headers included).
+    fn beyond_route_mtu(&self, k: usize) -> bool {
+        let Some(to) = super::from_storage(&self.names[k].0) else {
+            return false;
+        };
+        let v4 = match to {
+            SocketAddr::V4(_) => true,
+            SocketAddr::V6(v6) => v6.ip().to_ipv4_mapped().is_some(),
+        };
+        let headers = if v4 { 28 } else { 48 };
+        super::path_mtu(to).is_some_and(|mtu| self.lens[k] + headers > mtu as usize)
     }
 
     fn advance(&mut self, k: usize) {
