@@ -58,6 +58,11 @@ pub struct StrideHost {
 /// What every simulated application writes (a shared page of zeros, not a buffer per host).
 static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
 
+/// The first `n` bytes of [`ZEROS`] as a chunk the endpoint can hold without copying.
+fn zero_chunk(n: usize) -> bytes::Bytes {
+    bytes::Bytes::from_static(&ZEROS[..n])
+}
+
 impl StrideHost {
     /// A host with its own endpoint (listening), keyed and seeded from `seed`.
     pub fn new(
@@ -133,14 +138,30 @@ impl StrideHost {
         self
     }
 
+    /// The application of the flow on `h` writes what the send buffer takes.
+    ///
+    /// A chunk that fits whole is handed over without a copy (`write_bytes` of the static
+    /// zeros): the buffer grows by the same bytes as with `write` and no wake-up is armed in
+    /// either call. The chunk that does not fit goes through `write`, which arms the wake-up
+    /// its way, so the endpoint sees the same calls' effects as if every chunk were copied.
     fn fill(&mut self, ctx: &mut Ctx, h: ConnHandle) {
         let Some(s) = self.sending.get_mut(&h) else {
             return;
         };
         let total = ctx.flows[s.flow as usize].bytes;
+        let cap = self.ep.config().send_buffer;
         while s.written < total {
             let n = (total - s.written).min(ZEROS.len() as u64) as usize;
-            let took = self.ep.write(h, &ZEROS[..n]).unwrap_or(0);
+            let room = self
+                .ep
+                .conn(h)
+                .map_or(0, |c| cap.saturating_sub(c.unacked()));
+            let took = if n <= room {
+                self.ep.write_bytes(h, &zero_chunk(n))
+            } else {
+                self.ep.write(h, &ZEROS[..n])
+            };
+            let took = took.unwrap_or(0);
             s.written += took as u64;
             if took < n {
                 break;
