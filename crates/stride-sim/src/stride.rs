@@ -140,10 +140,11 @@ impl StrideHost {
 
     /// The application of the flow on `h` writes what the send buffer takes.
     ///
-    /// A chunk that fits whole is handed over without a copy (`write_bytes` of the static
-    /// zeros): the buffer grows by the same bytes as with `write` and no wake-up is armed in
-    /// either call. The chunk that does not fit goes through `write`, which arms the wake-up
-    /// its way, so the endpoint sees the same calls' effects as if every chunk were copied.
+    /// Nothing is copied, and the endpoint ends in the state `write` of each chunk would leave:
+    /// what fits goes in by `write_bytes` of the static zeros (the buffer grows by the same
+    /// bytes, and no wake-up is armed while the whole slice fits); the rest of a chunk that
+    /// does not fit is offered to `write` once the buffer is full, which takes none of it and
+    /// arms the Writable wake-up its own way, as it would have for the whole chunk.
     fn fill(&mut self, ctx: &mut Ctx, h: ConnHandle) {
         let Some(s) = self.sending.get_mut(&h) else {
             return;
@@ -157,11 +158,15 @@ impl StrideHost {
                 .conn(h)
                 .map_or(0, |c| cap.saturating_sub(c.unacked()));
             let took = if n <= room {
-                self.ep.write_bytes(h, &zero_chunk(n))
+                self.ep.write_bytes(h, &zero_chunk(n)).unwrap_or(0)
             } else {
-                self.ep.write(h, &ZEROS[..n])
+                let fit = if room > 0 {
+                    self.ep.write_bytes(h, &zero_chunk(room)).unwrap_or(0)
+                } else {
+                    0
+                };
+                fit + self.ep.write(h, &ZEROS[fit..n]).unwrap_or(0)
             };
-            let took = took.unwrap_or(0);
             s.written += took as u64;
             if took < n {
                 break;
