@@ -6,7 +6,7 @@
 //! in cache, where a `Vec` of ports per (switch, destination) missed the cache on most hops
 //! and, at 3 456 hosts and 720 switches, took most of a run's memory.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Every switch's candidate output ports per destination host.
 #[derive(Debug, Default)]
@@ -52,7 +52,7 @@ impl RoutesBuilder {
             ids: vec![u32::MAX; hosts * switches],
             lists: Vec::new(),
             ports: Vec::new(),
-            seen: (0..switches).map(|_| HashMap::new()).collect(),
+            seen: (0..switches).map(|_| HashMap::default()).collect(),
         }
     }
 

@@ -58,6 +58,11 @@ pub struct StrideHost {
 /// What every simulated application writes (a shared page of zeros, not a buffer per host).
 static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
 
+/// The first `n` bytes of [`ZEROS`] as a chunk the endpoint can hold without copying.
+fn zero_chunk(n: usize) -> bytes::Bytes {
+    bytes::Bytes::from_static(&ZEROS[..n])
+}
+
 impl StrideHost {
     /// A host with its own endpoint (listening), keyed and seeded from `seed`.
     pub fn new(
@@ -133,14 +138,35 @@ impl StrideHost {
         self
     }
 
+    /// The application of the flow on `h` writes what the send buffer takes.
+    ///
+    /// Nothing is copied, and the endpoint ends in the state `write` of each chunk would leave:
+    /// what fits goes in by `write_bytes` of the static zeros (the buffer grows by the same
+    /// bytes, and no wake-up is armed while the whole slice fits); the rest of a chunk that
+    /// does not fit is offered to `write` once the buffer is full, which takes none of it and
+    /// arms the Writable wake-up its own way, as it would have for the whole chunk.
     fn fill(&mut self, ctx: &mut Ctx, h: ConnHandle) {
         let Some(s) = self.sending.get_mut(&h) else {
             return;
         };
         let total = ctx.flows[s.flow as usize].bytes;
+        let cap = self.ep.config().send_buffer;
         while s.written < total {
             let n = (total - s.written).min(ZEROS.len() as u64) as usize;
-            let took = self.ep.write(h, &ZEROS[..n]).unwrap_or(0);
+            let room = self
+                .ep
+                .conn(h)
+                .map_or(0, |c| cap.saturating_sub(c.unacked()));
+            let took = if n <= room {
+                self.ep.write_bytes(h, &zero_chunk(n)).unwrap_or(0)
+            } else {
+                let fit = if room > 0 {
+                    self.ep.write_bytes(h, &zero_chunk(room)).unwrap_or(0)
+                } else {
+                    0
+                };
+                fit + self.ep.write(h, &ZEROS[fit..n]).unwrap_or(0)
+            };
             s.written += took as u64;
             if took < n {
                 break;

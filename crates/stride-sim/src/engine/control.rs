@@ -14,12 +14,14 @@ impl Sim {
         let (far, up) = (l.to, l.from);
         let at = self.now + l.ser_ns(frame.wire()) + l.delay_ns;
         let id = self.store(Packet::control(far, up, 0, frame));
-        self.push(at, Ev::Arrive { node: up, pkt: id });
+        self.packets[id as usize].node = up;
+        self.push(at, Ev::Arrive { pkt: id });
     }
 
     /// Switch node `node` sends `frame` to host `dst`, routed like any packet (ECMP on `hash`)
     /// through the data queues.
     pub fn send_routed(&mut self, node: NodeId, dst: NodeId, hash: u64, frame: impl ControlFrame) {
-        self.forward(node, Packet::control(node, dst, hash, frame), LOCAL);
+        let id = self.store(Packet::control(node, dst, hash, frame));
+        self.forward(node, id, LOCAL);
     }
 }

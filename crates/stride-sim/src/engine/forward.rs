@@ -3,66 +3,76 @@
 
 use super::{mix, Ev, Sim, LOCAL};
 use crate::control::QcnFeedback;
-use crate::net::{IntHop, Packet};
+use crate::net::IntHop;
 use crate::qdisc::{EnqueueRule, Verdict};
 
 impl Sim {
-    pub(super) fn forward(&mut self, node: u32, mut p: Packet, via: u32) {
+    /// Packet `id`, arrived at switch `node` over link `via`, goes to an output port (ECMP).
+    pub(super) fn forward(&mut self, node: u32, id: u32, via: u32) {
+        let p = self.pkt(id);
         p.hops = p.hops.saturating_add(1);
+        let (dst, hash) = (p.dst, p.hash);
         let sw = (node - self.topo.hosts) as usize;
-        let cands = self.topo.routes.candidates(sw, p.dst);
-        let pick = (mix(p.hash ^ u64::from(node)) % cands.len() as u64) as usize;
+        let cands = self.topo.routes.candidates(sw, dst);
+        let pick = (mix(hash ^ u64::from(node)) % cands.len() as u64) as usize;
         let port = cands[pick] as usize;
-        self.enqueue(port, p, via);
+        self.enqueue(port, id, via);
     }
 
-    /// Offers `p` to output `port`; `via` is the link it arrived by (`LOCAL` if none).
-    pub(super) fn enqueue(&mut self, port: usize, mut p: Packet, via: u32) {
+    /// Offers packet `id` (in the arena) to output `port`; `via` is the link it arrived by
+    /// (`LOCAL` if none). A packet the port refuses leaves the arena.
+    pub(super) fn enqueue(&mut self, port: usize, id: u32, via: u32) {
         let now = self.now;
+        let p = self.packets[id as usize].pkt.as_ref().expect("live packet");
+        let (wire, ect) = (p.wire, p.ect);
         self.topo.ports[port].advance(now);
         let from = self.topo.ports[port].from;
         let shared_full = self.topo.shared_cap_bytes > 0
             && from >= self.topo.hosts
-            && self.switch_queued(from, now) + u64::from(p.wire) > self.topo.shared_cap_bytes;
+            && self.switch_queued(from, now) + u64::from(wire) > self.topo.shared_cap_bytes;
         let pfc_in = self.topo.pfc.is_some() && via != LOCAL && from >= self.topo.hosts;
         if pfc_in {
             // Lossless class: the ingress headroom, not the egress buffer, decides.
             let ing = &self.topo.ports[via as usize];
             if shared_full
-                || ing.in_bytes + u64::from(p.wire)
+                || ing.in_bytes + u64::from(wire)
                     > ing.xoff_bytes.saturating_add(ing.headroom_bytes)
             {
                 self.topo.ports[port].drops += 1;
                 self.stats.headroom_drops += u64::from(!shared_full);
+                self.take(id);
                 return;
             }
         }
         let pt = &mut self.topo.ports[port];
         let q = pt.qbytes;
-        if !pfc_in && (shared_full || q + u64::from(p.wire) > pt.cap_bytes) {
+        if !pfc_in && (shared_full || q + u64::from(wire) > pt.cap_bytes) {
             pt.drops += 1;
+            self.take(id);
             return;
         }
         let verdict = match pt.rule {
             EnqueueRule::Accept => Verdict::default(),
             EnqueueRule::MarkAbove(k) => Verdict {
-                mark: p.ect && q > k,
+                mark: ect && q > k,
                 feedback: None,
             },
-            EnqueueRule::Call => pt.qdisc.enqueue(q, p.wire, p.ect, &mut self.rng),
+            EnqueueRule::Call => pt.qdisc.enqueue(q, wire, ect, &mut self.rng),
         };
-        if verdict.mark && p.ect {
+        let slot = &mut self.packets[id as usize];
+        slot.via = LOCAL;
+        let p = slot.pkt.as_mut().expect("live packet");
+        if verdict.mark && ect {
             p.ce = true;
             pt.marks += 1;
             pt.first_mark_ns = pt.first_mark_ns.min(now);
         }
         let notify = verdict.feedback.map(|f| (f, p.src, p.dst, p.hash));
         if let Some((_, f)) = self.tap.as_mut().filter(|(tp, _)| *tp == port) {
-            f(now, &p);
+            f(now, p);
         }
         if pt.from >= self.topo.hosts && !pt.per_packet {
             // Switch port: FIFO and work-conserving, so the packet's start is known now.
-            let wire = p.wire;
             let start = pt.free_at.max(now);
             let ser = pt.ser_ns(wire);
             pt.free_at = start + ser;
@@ -75,18 +85,18 @@ impl Sim {
             pt.tx_bytes += u64::from(wire);
             let (to, delay) = (pt.to, pt.delay_ns);
             self.stats.packet_hops += 1;
-            if !self.lost(port) {
-                let id = self.store(p);
-                self.push(start + ser + delay, Ev::Arrive { node: to, pkt: id });
+            if self.lost(port) {
+                self.take(id);
+            } else {
+                self.packets[id as usize].node = to;
+                self.push(start + ser + delay, Ev::Arrive { pkt: id });
             }
         } else {
-            pt.qbytes += u64::from(p.wire);
+            pt.qbytes += u64::from(wire);
             pt.max_qbytes = pt.max_qbytes.max(pt.qbytes);
-            let wire = p.wire;
-            let id = self.store(p);
-            self.topo.ports[port].queue.push_back(id as usize);
+            pt.queue.push_back(id as usize);
             if pfc_in {
-                self.via[id as usize] = via;
+                self.packets[id as usize].via = via;
                 let ing = &mut self.topo.ports[via as usize];
                 ing.in_bytes += u64::from(wire);
                 if !ing.xoff_sent && ing.in_bytes >= ing.xoff_bytes {
@@ -150,7 +160,8 @@ impl Sim {
         let Some(id) = pt.queue.pop_front() else {
             return;
         };
-        let p = self.packets[id].as_mut().expect("queued packet");
+        let slot = &mut self.packets[id];
+        let p = slot.pkt.as_mut().expect("queued packet");
         let wire = p.wire;
         pt.qbytes -= u64::from(wire);
         if pt.qdisc.dequeue(pt.qbytes, p.ect) && p.ect {
@@ -174,7 +185,7 @@ impl Sim {
                 });
             }
         }
-        let ing = std::mem::replace(&mut self.via[id], port as u32);
+        let ing = std::mem::replace(&mut slot.via, port as u32);
         if ing != LOCAL && self.topo.pfc.is_some() && pt.from >= self.topo.hosts {
             let ip = &mut self.topo.ports[ing as usize];
             ip.in_bytes -= u64::from(wire);
@@ -191,12 +202,7 @@ impl Sim {
             self.take(id as u32);
             return;
         }
-        self.push(
-            now + ser + delay,
-            Ev::Arrive {
-                node: to,
-                pkt: id as u32,
-            },
-        );
+        self.packets[id].node = to;
+        self.push(now + ser + delay, Ev::Arrive { pkt: id as u32 });
     }
 }

@@ -177,7 +177,8 @@ impl Sim {
         if !self.topo.ports[port].busy && !self.topo.ports[port].paused(self.now) {
             if let Some(p) = self.with_host(h, |hs, ctx| hs.poll_packet(ctx)) {
                 self.stats.packets_sent += 1;
-                self.enqueue(port, p, LOCAL);
+                let id = self.store(p);
+                self.enqueue(port, id, LOCAL);
             }
         }
         if let Some(t) = self.with_host(h, |hs, _| hs.next_wake()) {

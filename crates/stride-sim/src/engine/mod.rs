@@ -30,8 +30,8 @@ use queue::EventQueue;
 /// One event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Ev {
-    /// A packet finished crossing a link and arrives at a node.
-    Arrive { node: u32, pkt: u32 },
+    /// A packet finished crossing a link and arrives at a node (the one its arena slot names).
+    Arrive { pkt: u32 },
     /// A port finished serializing a packet.
     PortFree { port: u32 },
     /// A host's transport asked to be woken.
@@ -49,6 +49,18 @@ pub enum Ev {
 /// No ingress link: a packet a host or a switch itself originates.
 const LOCAL: u32 = u32::MAX;
 
+/// A packet in the arena and what the engine keeps beside it, the fields a hop reads first.
+#[derive(Debug)]
+#[repr(C)]
+struct Slot {
+    /// The link the packet arrived by / waits in a switch for (PFC accounting), or `LOCAL`.
+    via: u32,
+    /// The node the packet is travelling to over its current link.
+    node: u32,
+    /// The packet (`None`: a free slot).
+    pkt: Option<Packet>,
+}
+
 /// The simulator: topology, hosts, events, packets.
 pub struct Sim {
     /// The network.
@@ -56,9 +68,9 @@ pub struct Sim {
     hosts: Vec<Box<dyn HostStack>>,
     events: EventQueue,
     now: u64,
-    packets: Vec<Option<Packet>>,
-    /// Per packet id: the link it arrived by / waits in a switch for (PFC accounting).
-    via: Vec<u32>,
+    /// The packet arena: a packet keeps its slot from the host that sends it to the host that
+    /// receives it (switches pass its id along), so a hop moves no packet bytes.
+    packets: Vec<Slot>,
     free: Vec<u32>,
     wake_at: Vec<u64>,
     /// Flows.
@@ -126,7 +138,6 @@ impl Sim {
             events: EventQueue::default(),
             now: 0,
             packets: Vec::new(),
-            via: Vec::new(),
             free: Vec::new(),
             wake_at: vec![u64::MAX; n],
             done: vec![u64::MAX; flows.len()],
@@ -191,24 +202,36 @@ impl Sim {
         self.push(at, Ev::FlowStop { flow });
     }
 
+    /// Puts `p` in the arena (no ingress link yet); returns its id.
     fn store(&mut self, p: Packet) -> u32 {
         if let Some(i) = self.free.pop() {
-            let old = self.packets[i as usize].replace(p);
+            let slot = &mut self.packets[i as usize];
+            let old = slot.pkt.replace(p);
             debug_assert!(old.is_none(), "a free slot");
             // Nothing to drop in a free slot: no drop glue on the per-hop path.
             std::mem::forget(old);
-            self.via[i as usize] = LOCAL;
+            slot.via = LOCAL;
             i
         } else {
-            self.packets.push(Some(p));
-            self.via.push(LOCAL);
+            self.packets.push(Slot {
+                via: LOCAL,
+                node: LOCAL,
+                pkt: Some(p),
+            });
             (self.packets.len() - 1) as u32
         }
     }
 
+    /// Takes packet `i` out of the arena (it leaves the network).
     fn take(&mut self, i: u32) -> Packet {
         self.free.push(i);
-        self.packets[i as usize].take().expect("live packet")
+        self.packets[i as usize].pkt.take().expect("live packet")
+    }
+
+    /// Packet `i`, in the arena.
+    #[inline]
+    fn pkt(&mut self, i: u32) -> &mut Packet {
+        self.packets[i as usize].pkt.as_mut().expect("live packet")
     }
 
     /// Packets inside the network (queued or on a link) right now.

@@ -18,7 +18,6 @@
 //! identical per seed to those of the binary heap it replaces.
 
 use super::Ev;
-use std::collections::VecDeque;
 
 /// Bits per level (64 slots).
 const BITS: u32 = 6;
@@ -33,7 +32,11 @@ pub(super) struct EventQueue {
     /// may be scheduled before it.
     now: u64,
     /// Level 0: `due[d]` holds the events at time `now` with its low digit replaced by `d`.
-    due: Vec<VecDeque<Ev>>,
+    /// Only the lowest occupied slot is ever popped from, at index `head`; it is cleared
+    /// when its last event leaves (a plain `Vec`: a push is a store and a length bump).
+    due: Vec<Vec<Ev>>,
+    /// Events already popped from the lowest occupied slot of level 0.
+    head: usize,
     /// Levels 1..LEVELS: `upper[(level - 1) * SLOTS + digit]`, events with their times.
     upper: Vec<Vec<(u64, Ev)>>,
     /// Per level, bit d set: slot d is not empty.
@@ -44,7 +47,8 @@ impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
             now: 0,
-            due: (0..SLOTS).map(|_| VecDeque::new()).collect(),
+            due: (0..SLOTS).map(|_| Vec::new()).collect(),
+            head: 0,
             upper: (0..(LEVELS - 1) * SLOTS).map(|_| Vec::new()).collect(),
             occupied: [0; LEVELS],
         }
@@ -63,12 +67,14 @@ impl EventQueue {
         self.file(t, ev);
     }
 
-    #[inline]
+    /// Files `ev` by the highest digit in which `t` differs from `now`. Inlined into both
+    /// callers: it runs once per level an event descends.
+    #[inline(always)]
     fn file(&mut self, t: u64, ev: Ev) {
         let x = t ^ self.now;
         if x < SLOTS as u64 {
             let d = (t as usize) & (SLOTS - 1);
-            self.due[d].push_back(ev);
+            self.due[d].push(ev);
             self.occupied[0] |= 1 << d;
         } else {
             let level = ((63 - x.leading_zeros()) / BITS) as usize;
@@ -87,8 +93,11 @@ impl EventQueue {
         }
         let d = self.occupied[0].trailing_zeros() as usize;
         let slot = &mut self.due[d];
-        let ev = slot.pop_front().expect("occupied slot");
-        if slot.is_empty() {
+        let ev = slot[self.head];
+        self.head += 1;
+        if self.head == slot.len() {
+            slot.clear();
+            self.head = 0;
             self.occupied[0] &= !(1 << d);
         }
         self.now = (self.now & !(SLOTS as u64 - 1)) | d as u64;
@@ -101,7 +110,6 @@ impl EventQueue {
         let d = self.occupied[level].trailing_zeros() as usize;
         self.occupied[level] &= !(1 << d);
         let shift = BITS as usize * level;
-        let below = (1u64 << shift) - 1;
         let above = if shift + (BITS as usize) < 64 {
             !((1u64 << (shift + BITS as usize)) - 1)
         } else {
@@ -112,7 +120,7 @@ impl EventQueue {
         let mut moving = std::mem::take(&mut self.upper[i]);
         for &(t, ev) in &moving {
             debug_assert!(
-                t >= self.now && (t ^ self.now) <= below,
+                t >= self.now && (t ^ self.now) < 1 << shift,
                 "refiling moves down"
             );
             self.file(t, ev);
@@ -125,7 +133,7 @@ impl EventQueue {
     /// Events pending.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.due.iter().map(VecDeque::len).sum::<usize>()
+        self.due.iter().map(Vec::len).sum::<usize>() - self.head
             + self.upper.iter().map(Vec::len).sum::<usize>()
     }
 }

@@ -153,22 +153,25 @@ impl Sim {
                 self.with_host(src, |h, ctx| h.start_flow(ctx, flow));
                 self.kick(src);
             }
-            Ev::Arrive { node, pkt } => {
-                let via = self.via[pkt as usize];
-                let p = self.take(pkt);
-                if let Payload::Control(f) = &p.payload {
-                    if f.hop_by_hop() {
-                        // The node at this end of the link consumes it.
+            Ev::Arrive { pkt } => {
+                let slot = &self.packets[pkt as usize];
+                let (node, via) = (slot.node, slot.via);
+                let p = slot.pkt.as_ref().expect("live packet");
+                if matches!(&p.payload, Payload::Control(f) if f.hop_by_hop()) {
+                    // The node at this end of the link consumes it.
+                    let p = self.take(pkt);
+                    if let Payload::Control(f) = &p.payload {
                         f.arrive(self, node, p.src);
-                        return;
                     }
+                    return;
                 }
                 if node < self.topo.hosts {
+                    let p = self.take(pkt);
                     self.stats.packets_delivered += 1;
                     self.with_host(node, |h, ctx| h.receive(ctx, p));
                     self.kick(node);
                 } else {
-                    self.forward(node, p, via);
+                    self.forward(node, pkt, via);
                 }
             }
             Ev::PauseEnd { port } => {

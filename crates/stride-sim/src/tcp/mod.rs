@@ -408,12 +408,14 @@ impl<C: Congestion> TcpHost<C> {
             self.acks.push_back((to, reply));
             return;
         }
-        let mut out = Vec::new();
+        // At most two ACKs leave per segment (the state change's, then this one's): a
+        // fixed pair, not a vector allocated per segment.
+        let mut out: [Option<Segment>; 2] = [None, None];
         if ce != r.ce_state {
             // DCTCP receiver: the bytes received so far were (not) marked; acknowledge them
             // with the old ECE before this segment changes the state.
             if r.pending > 0 {
-                out.push(ack(r, r.ce_state, r.pending_ts));
+                out[0] = Some(ack(r, r.ce_state, r.pending_ts));
                 r.pending = 0;
             }
             r.ce_state = ce;
@@ -452,7 +454,7 @@ impl<C: Congestion> TcpHost<C> {
         };
         let old_timer = r.delack_at;
         if now_ack {
-            out.push(ack(r, r.ce_state, r.pending_ts));
+            out[1] = Some(ack(r, r.ce_state, r.pending_ts));
             r.pending = 0;
             r.quick_left = r.quick_left.saturating_sub(1);
             r.delack_at = None;
@@ -468,7 +470,7 @@ impl<C: Congestion> TcpHost<C> {
                 self.delacks.insert((t, flow));
             }
         }
-        for a in out {
+        for a in out.into_iter().flatten() {
             self.acks.push_back((to, a));
         }
     }
