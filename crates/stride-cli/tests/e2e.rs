@@ -640,6 +640,43 @@ impl Drop for VethPair {
     }
 }
 
+/// Two namespaces joined by a veth pair of `mtu`, or `None` once the test `test` was reported
+/// skipped (without root or namespaces; under `STRIDE_REQUIRE_NETNS=1`, as in CI, it fails
+/// instead).
+fn veth_or_skip(prefix: &str, mtu: u32, test: &str) -> Option<VethPair> {
+    match VethPair::new(prefix, mtu) {
+        Ok(n) => Some(n),
+        Err(why) => {
+            stride_testbed::topo::skip_netns_test(test, &why);
+            None
+        }
+    }
+}
+
+/// The JSON report of a `stride perf client --json` that must have succeeded.
+fn perf_report(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().expect("json")).expect("json")
+}
+
+/// `stride perf server` on 10.77.0.2:7001 in the pair's second namespace, given time to bind.
+fn perf_server_in(net: &VethPair) -> std::process::Child {
+    let server = net
+        .exec(1)
+        .args(["perf", "server", "--listen", "10.77.0.2:7001"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server");
+    std::thread::sleep(Duration::from_millis(300));
+    server
+}
+
 /// `--mtu 9000` towards a peer whose route carries 1500-byte packets: the sender lowers its
 /// payload to what fits (1440 bytes) instead of having IP fragment each datagram (which lost
 /// and resent about half of them before). Over a 9000-byte route it keeps 8940.
@@ -649,27 +686,13 @@ impl Drop for VethPair {
 #[test]
 fn perf_mtu_is_lowered_to_what_the_route_carries() {
     for (mtu, payload) in [(1500u32, 1440u64), (9000, 8940)] {
-        let net = match VethPair::new("mtu", mtu) {
-            Ok(n) => n,
-            Err(why) => {
-                // Unprivileged: the namespaces are refused; the payload arithmetic and the
-                // loopback route are covered by the library's tests. Fails instead under
-                // STRIDE_REQUIRE_NETNS=1 (CI).
-                stride_testbed::topo::skip_netns_test(
-                    "perf_mtu_is_lowered_to_what_the_route_carries",
-                    &why,
-                );
-                return;
-            }
+        // Unprivileged: the payload arithmetic and the loopback route are covered by the
+        // library's tests.
+        let Some(net) = veth_or_skip("mtu", mtu, "perf_mtu_is_lowered_to_what_the_route_carries")
+        else {
+            return;
         };
-        let mut server = net
-            .exec(1)
-            .args(["perf", "server", "--listen", "10.77.0.2:7001"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("server");
-        std::thread::sleep(Duration::from_millis(300));
+        let mut server = perf_server_in(&net);
         let out = net
             .exec(0)
             .args([
@@ -687,14 +710,7 @@ fn perf_mtu_is_lowered_to_what_the_route_carries() {
             .expect("client");
         let _ = server.kill();
         let _ = server.wait();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let r: serde_json::Value =
-            serde_json::from_str(stdout.lines().last().expect("json")).expect("json");
+        let r = perf_report(&out);
         assert_eq!(r["bytes"], 10_000_000, "{r}");
         let sent = r["packets_sent"].as_u64().unwrap();
         assert!(
@@ -732,24 +748,14 @@ fn frag_creates(net: &VethPair, side: usize) -> u64 {
 /// Needs root and network namespaces (as `perf_mtu_is_lowered_to_what_the_route_carries`).
 #[test]
 fn a_path_mtu_lowered_mid_transfer_fragments_nothing() {
-    let net = match VethPair::new("pmtu", 1500) {
-        Ok(n) => n,
-        Err(why) => {
-            stride_testbed::topo::skip_netns_test(
-                "a_path_mtu_lowered_mid_transfer_fragments_nothing",
-                &why,
-            );
-            return;
-        }
+    let Some(net) = veth_or_skip(
+        "pmtu",
+        1500,
+        "a_path_mtu_lowered_mid_transfer_fragments_nothing",
+    ) else {
+        return;
     };
-    let mut server = net
-        .exec(1)
-        .args(["perf", "server", "--listen", "10.77.0.2:7001"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("server");
-    std::thread::sleep(Duration::from_millis(300));
+    let mut server = perf_server_in(&net);
     // 30 MB at 300 Mbit/s: about 0.8 s, the MTU drops 0.3 s in.
     let client = net
         .exec(0)
@@ -769,14 +775,7 @@ fn a_path_mtu_lowered_mid_transfer_fragments_nothing() {
     let _ = server.kill();
     let _ = server.wait();
     assert!(lowered.success());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let r: serde_json::Value =
-        serde_json::from_str(stdout.lines().last().expect("json")).expect("json");
+    let r = perf_report(&out);
     assert_eq!(r["bytes"], 30_000_000, "{r}");
     assert_eq!(
         frag_creates(&net, 0),

@@ -15,9 +15,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_stride");
 /// How long a stop may take (it takes milliseconds; the rest is room for a loaded machine).
 const STOP_WITHIN: Duration = Duration::from_secs(5);
 
+/// A started command, the address it listens on, and the thread collecting its stderr.
+type Started = (Child, SocketAddr, std::thread::JoinHandle<String>);
+
 /// Starts `stride ARGS` as a background job does (`trap "" INT` before `exec`: SIGINT ignored)
 /// and returns it with the address on its first stderr line and a thread collecting the rest.
-fn start(args: &[&str]) -> (Child, SocketAddr, std::thread::JoinHandle<String>) {
+fn start(args: &[&str]) -> Started {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg("trap '' INT; exec \"$0\" \"$@\"")
@@ -88,6 +91,24 @@ fn grown(dir: &Path) -> bool {
     })
 }
 
+/// An 8 MiB file to upload from a fresh directory named after `name`, and `stride recv`
+/// started into its `out` directory: (the directory, out, the file, what [`start`] returns).
+fn upload_scene(name: &str) -> (PathBuf, PathBuf, PathBuf, Started) {
+    let base = temp_dir(name);
+    let (src, out) = (base.join("src"), base.join("out"));
+    std::fs::create_dir_all(&src).expect("mkdir");
+    let file = src.join("big.bin");
+    std::fs::write(&file, vec![7u8; 8 << 20]).expect("write");
+    let started = start(&[
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    (base, out, file, started)
+}
+
 /// A receiver in the middle of an upload (paced at 20 Mbit/s, so 8 MB takes seconds) is
 /// stopped by SIGINT, then another by SIGTERM: each exits in time with status 0 and its
 /// counters, the upload's `.part` file is gone and no file was published, and the sender
@@ -95,18 +116,7 @@ fn grown(dir: &Path) -> bool {
 #[test]
 fn recv_stops_mid_upload_on_sigint_and_sigterm_leaving_no_part_file() {
     for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
-        let base = temp_dir(name);
-        let (src, out) = (base.join("src"), base.join("out"));
-        std::fs::create_dir_all(&src).expect("mkdir");
-        let file = src.join("big.bin");
-        std::fs::write(&file, vec![7u8; 8 << 20]).expect("write");
-        let (mut recv, addr, recv_err) = start(&[
-            "recv",
-            "--listen",
-            "127.0.0.1:0",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let (base, out, file, (mut recv, addr, recv_err)) = upload_scene(name);
         let mut send = Command::new(BIN)
             .args([
                 "send",
@@ -207,18 +217,7 @@ fn stderr_of(child: Child) -> String {
 /// at its idle timeout (30 s) and publishes nothing.
 #[test]
 fn send_stops_mid_upload_on_sigint_and_the_receiver_keeps_no_part_file() {
-    let base = temp_dir("send");
-    let (src, out) = (base.join("src"), base.join("out"));
-    std::fs::create_dir_all(&src).expect("mkdir");
-    let file = src.join("big.bin");
-    std::fs::write(&file, vec![7u8; 8 << 20]).expect("write");
-    let (mut recv, addr, recv_err) = start(&[
-        "recv",
-        "--listen",
-        "127.0.0.1:0",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (base, out, file, (mut recv, addr, recv_err)) = upload_scene("send");
     let to = addr.to_string();
     let mut send = start_quiet(&[
         "send",
