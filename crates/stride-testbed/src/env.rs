@@ -74,6 +74,17 @@ pub(crate) fn stride_config(line_bps: u64, ack: u32) -> stride::Config {
     c
 }
 
+/// The flow receiver in the receiver's namespace, with the file's STRIDE configuration (line
+/// rate, ACK interval) and traffic class.
+pub(crate) fn start_receiver(tb: &Testbed, env: &Env) -> anyhow::Result<flows::Receiver> {
+    flows::Receiver::start(
+        &env.receiver,
+        env.recv_ip,
+        vec![stride_config(tb.line_bps, tb.ack_interval)],
+        tb.dscp,
+    )
+}
+
 /// The options of a sending STRIDE endpoint with protocol configuration `proto`: not
 /// listening, its datagrams marked with the file's `stride.dscp`.
 pub(crate) fn sender_options(tb: &Testbed, proto: stride::Config) -> stride::EndpointConfig {

@@ -3,8 +3,8 @@
 //! flows back to back or in Poisson arrivals.
 
 use crate::env::{
-    join, sender_options, spawn_async, start_background, stride_config, DropCounter, Env,
-    QdiscProbe,
+    join, sender_options, spawn_async, start_background, start_receiver, stride_config,
+    DropCounter, Env, QdiscProbe,
 };
 use crate::flows::{self, BackgroundStats, FlowOutcome, Receiver};
 use crate::report::{link_json, mean, Figure, FlowRecord, Outcome, Series};
@@ -115,12 +115,7 @@ struct FlowPath {
 
 impl FlowPath {
     fn open(tb: &Testbed, env: &Env) -> anyhow::Result<FlowPath> {
-        let recv = Receiver::start(
-            &env.receiver,
-            env.recv_ip,
-            vec![stride_config(tb.line_bps, tb.ack_interval)],
-            tb.dscp,
-        )?;
+        let recv = start_receiver(tb, env)?;
         let relay = if env.mode == "relay" {
             let mut rc = RelayConfig::new("127.0.0.1:0".parse().unwrap(), recv.addrs.stride[0]);
             rc.rate_bps = tb.link.rate_bps;

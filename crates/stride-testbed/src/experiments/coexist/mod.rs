@@ -12,7 +12,9 @@
 
 mod summary;
 
-use crate::env::{join, sender_options, spawn_async, stride_config, Env, ProbeSample, QdiscProbe};
+use crate::env::{
+    join, sender_options, spawn_async, start_receiver, stride_config, Env, ProbeSample, QdiscProbe,
+};
 use crate::flows::{self, FlowOutcome, Receiver};
 use crate::report::{link_json, Figure, Outcome, Series};
 use crate::scenario::Testbed;
@@ -118,12 +120,7 @@ fn run_case(
     rep: u64,
 ) -> anyhow::Result<Case> {
     let c = &tb.file.coexistence;
-    let recv = Receiver::start(
-        &env.receiver,
-        env.recv_ip,
-        vec![stride_config(tb.line_bps, tb.ack_interval)],
-        tb.dscp,
-    )?;
+    let recv = start_receiver(tb, env)?;
     let p0 = probe.sample();
     let t0 = Instant::now();
     let until = t0 + Duration::from_secs_f64(c.duration_s);
