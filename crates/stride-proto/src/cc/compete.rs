@@ -10,12 +10,15 @@
 //!   gradient below it, so STRIDE flows alone or among themselves let the queue fall below
 //!   that now and then; a loss-based flow holds it until its buffer overflows;
 //! - **enter** the competitive mode when no sample has been drained for `compete_after` ns and
-//!   for at least `compete_samples` samples in a row;
+//!   for at least `compete_samples` samples in a row, and the rate has backed off meanwhile (to
+//!   `2^-compete_backoff` of its rate at the last drained sample, or near `rate_min`): a queue
+//!   STRIDE keeps itself falls as it cuts;
 //! - **compete**: the rate grows as a Reno sender's would (one `2^compete_ai`-byte packet per
 //!   RTT per RTT, in shifts: `dt << (20 + ai) >> log2(rtt²)`) and a NACK cuts
 //!   `rate >> compete_md` at most once per RTT (TCP's one reaction per loss episode);
-//! - **leave** when the queue stays drained for `compete_hold` ns while the rate is held: a
-//!   loss-based competitor refills a drained queue, a departed one does not.
+//! - **leave** when the queue stays empty (within `t_low` of the smallest STT since the mode
+//!   began) for `compete_hold` ns while the rate is held: a loss-based competitor refills a
+//!   drained queue, a departed one does not.
 //!
 //! The base is a minimum of STT over `base_window` ns in two buckets (as §8.4's minimum, in
 //! time rather than samples) that turns over only while the queue drains now and then: a
@@ -69,6 +72,8 @@ pub(crate) struct Compete {
     drain_ts: u64,
     /// Samples since the last drained one.
     undrained: u16,
+    /// The rate at the last drained sample (the back-off test's reference).
+    drained_rate: u32,
     /// Competitive mode: the queue has been drained since `hold_ts`.
     holding: bool,
     hold_ts: u64,
@@ -120,10 +125,18 @@ impl Compete {
         }
     }
 
-    /// One STT sample `s` at `now` with the RTT sample `rtt` (0: none).
-    pub(crate) fn sample(&mut self, p: &StrideParams, now: u64, s: u32, rtt: u64) -> Verdict {
+    /// One STT sample `s` at `now` with the RTT sample `rtt` (0: none), the rate being `rate`.
+    pub(crate) fn sample(
+        &mut self,
+        p: &StrideParams,
+        now: u64,
+        s: u32,
+        rtt: u64,
+        rate: u32,
+    ) -> Verdict {
         if !self.started {
             self.started = true;
+            self.drained_rate = rate;
             self.base_cur = s;
             self.base_prev = s;
             self.base_ts = now;
@@ -143,6 +156,7 @@ impl Compete {
         if drained {
             self.drain_ts = now;
             self.undrained = 0;
+            self.drained_rate = rate;
         } else {
             self.undrained = self.undrained.saturating_add(1);
         }
@@ -154,7 +168,11 @@ impl Compete {
         }
         match self.mode {
             Mode::Delay => {
-                if !stale || self.undrained < p.compete_samples {
+                // Backed off: cut to a share of the rate it had when the queue last drained,
+                // or down to (twice) its floor.
+                let backed_off = p.compete_backoff == 0
+                    || rate <= (self.drained_rate >> p.compete_backoff).max(p.rate_min << 1);
+                if !stale || self.undrained < p.compete_samples || !backed_off {
                     return Verdict::Delay;
                 }
                 self.mode = Mode::Competitive;
@@ -164,22 +182,23 @@ impl Compete {
                 self.holding = false;
                 Verdict::Increase(self.increase(p, dt))
             }
-            Mode::Competitive => self.competitive(p, now, s, dt),
+            Mode::Competitive => self.competitive(p, now, s, dt, rate),
         }
     }
 
     /// A sample in the competitive mode. A hold starts on an empty queue (within `t_low` of
-    /// the mode's floor) and lasts while the queue stays drained (within `t_high >> compete_qd_shift`) of it and no
-    /// loss comes: a loss-based competitor seldom empties the queue and refills it within a
-    /// few round trips, or keeps it full and loses STRIDE's packets. Measured from the floor,
+    /// the mode's floor) and lasts while it stays so and no loss comes: a loss-based
+    /// competitor seldom empties the queue and refills it within a few round trips, or keeps
+    /// it full and loses STRIDE's packets. (Lasting while the queue stayed within `qd` of the
+    /// floor ended the mode beside a sawtooth whose troughs stay within `qd` of each other.) Measured from the floor,
     /// not the base, so that a path whose delay rose (a slower link, a longer route) lets the
     /// mode end; the floor then becomes the base.
-    fn competitive(&mut self, p: &StrideParams, now: u64, s: u32, dt: u64) -> Verdict {
+    fn competitive(&mut self, p: &StrideParams, now: u64, s: u32, dt: u64, rate: u32) -> Verdict {
         if wdiff(s, self.floor) < 0 {
             self.floor = s;
         }
         let q = wdiff(s, self.floor);
-        if q < (p.t_high >> p.compete_qd_shift) as i32 && (self.holding || q < p.t_low as i32) {
+        if q < p.t_low as i32 {
             if !self.holding {
                 self.holding = true;
                 self.hold_ts = now;
@@ -197,6 +216,7 @@ impl Compete {
             self.base_ts = now;
             self.drain_ts = now;
             self.undrained = 0;
+            self.drained_rate = rate;
             return Verdict::Delay;
         }
         self.holding = false;
@@ -327,6 +347,48 @@ mod tests {
     }
 
     #[test]
+    fn the_mode_waits_for_the_rate_to_back_off() {
+        let p = StrideParams {
+            compete_backoff: 2,
+            ..params()
+        };
+        // A standing queue that Algorithm 1's own minimum takes for the base after a few
+        // cuts: its rate grows again, so this queue is no reason to compete (with no
+        // back-off test it is).
+        for (backoff, switches) in [(2, 0), (0, 1)] {
+            let mut c = Stride::new(StrideParams {
+                compete_backoff: backoff,
+                ..p
+            });
+            let t = feed(&mut c, 0, MS, 100_000, 50_000, 65_536);
+            let r = c.rate();
+            feed(&mut c, t, t + 5 * MS, 100_000, 70_000, 65_536);
+            assert_eq!(c.mode_stats().switches, switches, "backoff {backoff}");
+            assert!(backoff == 0 || c.rate() > r >> 2);
+        }
+        let mut c = Stride::new(p);
+        feed(&mut c, 0, MS, 100_000, 50_000, 65_536);
+        let r = c.rate();
+        // A queue that grows whatever STRIDE does: cut on every sample to below a quarter of
+        // its rate at the last drained sample, then the mode.
+        let mut c = Stride::new(p);
+        let mut t = feed(&mut c, 0, MS, 100_000, 50_000, 65_536);
+        assert_eq!((t, c.rate()), (MS, r));
+        let (mut stt, mut before) = (70_000, r);
+        while c.mode() == Mode::Delay && t < 10 * MS {
+            before = c.rate();
+            c.on_sample_at(t, stt, 65_536);
+            stt += 2_000;
+            t += 100_000;
+        }
+        assert_eq!(c.mode(), Mode::Competitive);
+        assert!(
+            before <= r >> 2 && t >= 2 * MS,
+            "{before} against {r} at {t}"
+        );
+    }
+
+    #[test]
     fn a_single_slow_sample_does_not_count_as_a_standing_queue() {
         // Two samples 5 ms apart, both behind a queue: too few samples to switch.
         let mut c = Stride::new(params());
@@ -359,17 +421,26 @@ mod tests {
         c.nack_at(t + 10_000);
         c.on_sample_at(t + 100_000, 72_000, 65_536);
         assert_eq!(c.branch(), Branch::CompeteInc);
-        // It left: the queue empties and stays drained (here 5 us above the floor, below
-        // qd) for the hold, then Algorithm 1 again, with the floor as its base.
+        // A competitor whose sawtooth stays within qd of the mode's floor (but not within
+        // t_low of it) is still there: no hold lasts.
         let t = t + 200_000;
+        c.on_sample_at(t, 70_000, 65_536); // at the floor: a hold starts
+        assert_eq!(c.branch(), Branch::CompeteHold);
+        let t = feed(&mut c, t + 100_000, t + 3 * MS, 100_000, 75_000, 65_536);
+        assert_eq!(
+            (c.mode(), c.branch()),
+            (Mode::Competitive, Branch::CompeteInc)
+        );
+        // It left: the queue empties and stays empty (within t_low of the floor) for the
+        // hold, then Algorithm 1 again, with the floor as its base.
         let left = t;
         c.on_sample_at(t, 50_500, 65_536);
-        let t = feed(&mut c, t + 100_000, t + 2 * MS, 100_000, 55_000, 65_536);
+        let t = feed(&mut c, t + 100_000, t + 2 * MS, 100_000, 51_000, 65_536);
         assert_eq!(
             (c.mode(), c.branch()),
             (Mode::Competitive, Branch::CompeteHold)
         );
-        c.on_sample_at(t, 55_000, 65_536);
+        c.on_sample_at(t, 51_000, 65_536);
         assert_eq!(c.mode(), Mode::Delay);
         assert_eq!(c.base_stt(), 50_500, "the mode's floor");
         let m = c.mode_stats();

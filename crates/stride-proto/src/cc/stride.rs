@@ -79,8 +79,13 @@ crate::controller_params! {
         compete_after: u32 [Nanos] = 1_000_000;
         /// With `compete`: ... and after at least this many such samples in a row.
         compete_samples: u16 [Count] = 8;
-        /// With `compete`: leave the competitive mode once the queue has stayed drained this
-        /// long while the rate was held.
+        /// With `compete`: ... and only once the rate has backed off to at most its rate at
+        /// the last drained sample `>> compete_backoff` (or to within twice `rate_min`): a
+        /// queue STRIDE keeps itself falls when it cuts, one held by a competitor does not.
+        /// 0: no such test. At most 31.
+        compete_backoff: u8 [Shift] = 2;
+        /// With `compete`: leave the competitive mode once the queue has stayed empty (within
+        /// `t_low` of the mode's smallest STT) this long while the rate was held.
         compete_hold: u32 [Nanos] = 4_000_000;
         /// With `compete`: the base STT is the minimum over one to two windows of this length
         /// (turned over only while the queue drains now and then).
@@ -175,6 +180,9 @@ impl StrideParams {
         }
         if self.compete_ai > 12 {
             return Err(("compete_ai", "must be at most 12"));
+        }
+        if self.compete_backoff > 31 {
+            return Err(("compete_backoff", "must be at most 31"));
         }
         if self.compete_md == 0 || self.compete_md > 31 {
             return Err(("compete_md", "must be in 1..=31"));
@@ -421,7 +429,7 @@ impl Stride {
             self.count = 0;
         }
         if self.p.compete {
-            match self.cm.sample(&self.p, now, s, rtt) {
+            match self.cm.sample(&self.p, now, s, rtt, self.rate) {
                 Verdict::Delay => {}
                 Verdict::Increase(inc) => {
                     self.rate = self.rate.saturating_add(inc);

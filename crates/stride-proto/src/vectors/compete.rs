@@ -26,6 +26,7 @@ pub(crate) fn params() -> StrideParams {
         compete_qd_shift: 0,
         compete_after: MS as u32,
         compete_samples: 4,
+        compete_backoff: 0,
         compete_hold: 2 * MS as u32,
         base_window: 100 * MS as u32,
         compete_ai: 10,
@@ -38,9 +39,9 @@ pub(crate) fn params() -> StrideParams {
 fn params_json(p: &StrideParams) -> String {
     let base = super::params_json(p);
     format!(
-        "{},\"compete_qd_shift\":{},\"compete_after\":{},\"compete_samples\":{},\"compete_hold\":{},\"base_window\":{},\"compete_ai\":{},\"compete_md\":{}}}",
+        "{},\"compete_qd_shift\":{},\"compete_after\":{},\"compete_samples\":{},\"compete_backoff\":{},\"compete_hold\":{},\"base_window\":{},\"compete_ai\":{},\"compete_md\":{}}}",
         base.strip_suffix('}').unwrap_or(&base),
-        p.compete_qd_shift, p.compete_after, p.compete_samples, p.compete_hold,
+        p.compete_qd_shift, p.compete_after, p.compete_samples, p.compete_backoff, p.compete_hold,
         p.base_window, p.compete_ai, p.compete_md
     )
 }
@@ -117,8 +118,8 @@ pub fn compete_files() -> Vec<(&'static str, String)> {
     ]);
     ev.extend(saw(3 * MS + 100_000, 4 * MS));
     out.push_str(&case("enter-grow-cut", &p, &ev));
-    // Holds at the sawtooth's troughs end as the competitor refills the queue or a loss
-    // comes; when it leaves, the queue stays drained for the hold and the mode ends.
+    // Holds at the sawtooth's troughs end as the competitor refills the queue past t_low
+    // or a loss comes; when it leaves, the queue stays empty for the hold and the mode ends.
     let mut ev = run(0, MS, 100_000, 50_000);
     ev.extend(saw(MS, 3 * MS));
     ev.extend([
@@ -129,7 +130,7 @@ pub fn compete_files() -> Vec<(&'static str, String)> {
         Ev::Sample(3 * MS + 300_000, 72_000, 65_536),
         Ev::Sample(3 * MS + 400_000, 50_500, 65_536),
     ]);
-    ev.extend(run(3 * MS + 500_000, 5 * MS + 600_000, 100_000, 55_000));
+    ev.extend(run(3 * MS + 500_000, 5 * MS + 600_000, 100_000, 51_000));
     out.push_str(&case("hold-and-leave", &p, &ev));
     // A queue drained once per millisecond: never entered.
     let mut ev = Vec::new();
