@@ -297,3 +297,50 @@ fn the_coexistence_scenarios_run() {
         );
     }
 }
+
+/// `scenarios/coexist-dumbbell.toml` (STRIDE and NewReno in one 64-packet drop-tail queue,
+/// 300 ms) with `sets`: the report.
+fn dumbbell(sets: &[&str]) -> stride_sim::coexist::report::CoexistReport {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/coexist-dumbbell.toml"
+    );
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let l = Scenario::load_with(std::path::Path::new(path), &sets).unwrap();
+    let mut sim = l.sc.sim(&l.sc.mixed_name(), &l.flows).unwrap();
+    sim.run((l.sc.limit_ms * 1e6) as u64, |_, _| {});
+    report(&l.sc, &sim).expect("a mixed run has a report")
+}
+
+#[test]
+fn next_to_newreno_the_competitive_mode_holds_a_fair_share_and_ends_when_it_leaves() {
+    // With and without the first window (it moves the moment the mode is entered).
+    for fw in ["stride.first_window=64KiB", "stride.first_window=0"] {
+        let r = dumbbell(&[fw]);
+        let both = &r.phases[0];
+        let jain = both.jain.unwrap();
+        assert!(jain >= 0.95, "{fw}: Jain {jain}, {:?}", both.gbps);
+        let stride = r.groups.iter().find(|g| g.name == "stride").unwrap();
+        let mode = stride.mode.as_ref().unwrap();
+        assert!(
+            mode.switches >= 1 && mode.competitive_ms > 200.0,
+            "{fw}: {mode:?}"
+        );
+    }
+    // Without the mode the delay signal yields the queue to NewReno.
+    let r = dumbbell(&["stride.compete=off"]);
+    let jain = r.phases[0].jain.unwrap();
+    assert!(jain < 0.8, "Jain {jain} without the mode");
+    // NewReno leaves at 150 ms: delay mode again, the queue back to STRIDE's own.
+    let r = dumbbell(&["group.tcp.stop=150ms"]);
+    let alone = &r.phases[1];
+    assert!(alone.gbps["stride"] > 8.5, "{:?}", alone.gbps);
+    assert!(
+        alone.queue_p99_us < 30.0,
+        "p99 {} us alone",
+        alone.queue_p99_us
+    );
+    let stride = r.groups.iter().find(|g| g.name == "stride").unwrap();
+    let mode = stride.mode.as_ref().unwrap();
+    assert!(mode.competitive_ms < 160.0, "{mode:?}");
+}
