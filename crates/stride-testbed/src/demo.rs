@@ -401,3 +401,41 @@ fn report(samples: &[(Instant, QdiscStats)], end: QdiscStats, started: Instant) 
 pub fn relay_stats(f: &Finished) -> Option<&RelayStats> {
     f.demo.relay.as_ref()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(base: Instant, ms: u64, dropped: u64, backlog: u64) -> (Instant, QdiscStats) {
+        let s = QdiscStats {
+            dropped,
+            backlog_bytes: backlog,
+            ..QdiscStats::default()
+        };
+        (base + Duration::from_millis(ms), s)
+    }
+
+    #[test]
+    fn late_drops_count_from_the_last_sample_within_the_first_10_ms() {
+        let t0 = Instant::now();
+        let started = t0 + Duration::from_millis(5);
+        let samples = [
+            at(t0, 0, 0, 0),
+            at(t0, 10, 3, 1000),
+            // 15 ms is past the first 10 ms of the transfer (which began at 5 ms).
+            at(t0, 20, 7, 9000),
+            at(t0, 30, 7, 4000),
+        ];
+        let end = QdiscStats {
+            dropped: 9,
+            ..QdiscStats::default()
+        };
+        let r = report(&samples, end, started);
+        assert_eq!(r.dropped_late, 6);
+        // Backlog from the samples taken while the sender wrote (not the one before it).
+        assert_eq!(r.samples, 3);
+        assert_eq!((r.backlog_max_bytes, r.backlog_median_bytes), (9000, 4000));
+        // No sample within the first 10 ms: every drop counts as late.
+        assert_eq!(report(&samples[2..], end, started).dropped_late, 9);
+    }
+}
