@@ -16,7 +16,7 @@
 //!
 //! The qdisc's own counters are sampled while the transfer runs (from `tc -s qdisc`, as the
 //! testbed reads them): its backlog, its drops, and the drops after the first
-//! [`LATE_DROP_NS`](stride_apps::relay::LATE_DROP_NS) of the transfer (the relay's
+//! [`LATE_DROP_NS`] of the transfer (the relay's
 //! `queue_drops_late`). The namespaces are removed when the run ends, fails, or is dropped (a
 //! signal handler that drops the run before exiting leaves nothing behind).
 
@@ -318,10 +318,13 @@ async fn run_in(
         .map_err(|_| anyhow::anyhow!("the sending thread ended without an outcome"))?
 }
 
+/// The qdisc's counters at moments of the run.
+type Samples = Vec<(Instant, QdiscStats)>;
+
 /// The qdisc sampled from a thread in the bottleneck's namespace until finished or dropped.
 struct Sampler {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<anyhow::Result<Vec<(Instant, QdiscStats)>>>>,
+    thread: Option<JoinHandle<anyhow::Result<Samples>>>,
 }
 
 impl Sampler {
@@ -350,7 +353,7 @@ impl Sampler {
         }
     }
 
-    fn finish(mut self) -> anyhow::Result<Vec<(Instant, QdiscStats)>> {
+    fn finish(mut self) -> anyhow::Result<Samples> {
         self.stop.store(true, Ordering::Relaxed);
         let h = self.thread.take().expect("joined once");
         h.join()
