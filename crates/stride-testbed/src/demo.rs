@@ -94,7 +94,7 @@ pub fn choose(via: Via, delay_ns: Option<u64>) -> anyhow::Result<(Path, Option<S
     };
     match (via, why) {
         (_, None) => Ok((Path::Netns, None)),
-        (Via::Netns, Some(w)) => bail!("--via netns: {w}; --via relay runs without it"),
+        (Via::Netns, Some(w)) => bail!("--via netns: {w} (--via relay runs without namespaces)"),
         (_, Some(w)) => Ok((Path::Relay, Some(w))),
     }
 }
