@@ -7,8 +7,8 @@ MODE: `bulk` (1 GB at a 40 Gbit/s line, prints Gbit/s), `rr` (3000 64-byte round
 prints the p50 in ns, with raw UDP through the first binary's `--udp` harness as a further row
 in the same rounds), `rrpolled` (the same with the CPUs held out of idle while it runs,
 `/dev/cpu_dma_latency` = 0, as bench/transport.py's target row), `parN` (1 GB split over N parallel connections against a server with
-`--shards 2`, prints the aggregate Gbit/s), `demo` (`stride demo --bytes 300MB`, prints the
-relay's utilization; no server), `cpuRATE` (2 s pinned at RATE, e.g. `cpu100mbit`,
+`--shards 2`, prints the aggregate Gbit/s), `demo` (`stride demo --via relay --bytes 300MB`, prints
+the relay's utilization; no server), `cpuRATE` (2 s pinned at RATE, e.g. `cpu100mbit`,
 prints the client's CPU cores) or a pinned rate such as `10gbit` (2 s, prints Gbit/s). Each binary
 talks to its own `stride perf server`; rounds alternate the binaries; prints each binary's
 median and runs.
@@ -51,12 +51,19 @@ def main():
         print(b, "median", statistics.median(res[b]), [round(x, 2) for x in res[b]])
 
 
+def relay_only(b):
+    """`--via relay` for a build whose demo has a choice of path (as root it would take the
+    kernel qdisc), nothing for an older one (the relay was its only path)."""
+    h = subprocess.run([b, "demo", "--help"], capture_output=True, text=True).stdout
+    return ["--via", "relay"] if "--via" in h else []
+
+
 def rounds(bins, runs, reps, mode, srv, res):
     try:
         for _ in range(reps):
             for b in runs:
                 if mode == "demo":
-                    out = subprocess.run([b, "demo", "--bytes", "300MB", "--json"],
+                    out = subprocess.run([b, "demo", "--bytes", "300MB", "--json", *relay_only(b)],
                                          capture_output=True, text=True).stdout
                     j = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
                     res[b].append(j["relay"]["utilization"])

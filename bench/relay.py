@@ -28,7 +28,7 @@ NICS = {"10g": ["--line-rate", "10gbit"], "1g": []}
 
 
 def demo(args, nbytes):
-    p = subprocess.run([str(STRIDE), "demo", "--json", "--bytes", nbytes, *args],
+    p = subprocess.run([str(STRIDE), "demo", "--via", "relay", "--json", "--bytes", nbytes, *args],
                        capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         sys.exit(f"stride demo {' '.join(args)} failed: {p.stderr.strip()[-500:]}")

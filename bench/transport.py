@@ -346,7 +346,8 @@ def main():
 
     # 3. through the bottleneck
     def demo(extra, nbytes):
-        d = last_json([STRIDE, "demo", "--bytes", nbytes, "--json", *extra])
+        # The relay rows: the relay, also as root (where the demo would take the kernel qdisc).
+        d = last_json([STRIDE, "demo", "--via", "relay", "--bytes", nbytes, "--json", *extra])
         r = d["relay"]
         return {"goodput_gbps": d["goodput_gbps"], "utilization": r["utilization"],
                 "queue_p50_ns": r["queue_delay_p50_ns"], "queue_p99_ns": r["queue_delay_p99_ns"],

@@ -1,6 +1,8 @@
-//! The loopback demonstration behind `stride demo`: a receiver, the [`relay`](crate::relay) as a
-//! bottleneck and a sender in one process, the sender writing a fixed amount through the relay
-//! to the receiver, which reads it to the end.
+//! The demonstration behind `stride demo`: a receiver, a bottleneck and a sender in one
+//! process, the sender writing a fixed amount through the bottleneck to the receiver, which
+//! reads it to the end. [`Demo::start`] puts the [`relay`](crate::relay) on loopback in
+//! between; [`Demo::through`] takes endpoints bound elsewhere and a path between them that
+//! someone else made (the namespace testbed's kernel bottleneck, `stride_testbed::demo`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), stride_apps::demo::DemoError> {
@@ -62,11 +64,15 @@ pub struct DemoConfig {
     pub sender: stride::Config,
 }
 
-/// The receiver, the relay and the sender, bound and ready ([`Demo::start`]).
+/// The receiver, the bottleneck and the sender, bound and ready ([`Demo::start`],
+/// [`Demo::through`]).
 pub struct Demo {
     receiver: Endpoint,
-    relay: Relay,
+    /// The relay this demo started (None: the path is someone else's).
+    relay: Option<Relay>,
     sender: Endpoint,
+    /// Where the sender connects.
+    to: SocketAddr,
     bytes: u64,
 }
 
@@ -92,8 +98,10 @@ pub struct Outcome {
     pub received: u64,
     /// The sender's connection counters.
     pub stats: ConnStats,
-    /// The relay's counters.
-    pub relay: RelayStats,
+    /// The relay's counters (None without a relay, [`Demo::through`]).
+    pub relay: Option<RelayStats>,
+    /// When the sender's first write began (after the handshake).
+    pub started: Instant,
     /// The receiver endpoint's I/O counters (socket drops, late reads).
     pub receiver_io: IoStats,
 }
@@ -122,12 +130,28 @@ impl Demo {
                 ..EndpointConfig::default()
             },
         )?;
+        let to = relay.local_addr();
         Ok(Demo {
             receiver,
-            relay,
+            relay: Some(relay),
             sender,
+            to,
             bytes: cfg.bytes,
         })
+    }
+
+    /// The demonstration over a path it did not make: `sender` (not listening) writes `bytes`
+    /// to `to`, where the path delivers them to `receiver` (listening). The endpoints may be
+    /// bound anywhere, in other network namespaces too (a socket stays in the namespace it was
+    /// made in).
+    pub fn through(receiver: Endpoint, sender: Endpoint, to: SocketAddr, bytes: u64) -> Demo {
+        Demo {
+            receiver,
+            relay: None,
+            sender,
+            to,
+            bytes,
+        }
     }
 
     /// The sender's address.
@@ -135,9 +159,14 @@ impl Demo {
         self.sender.local_addr()
     }
 
-    /// The relay's address (where the sender connects).
-    pub fn relay_addr(&self) -> SocketAddr {
-        self.relay.local_addr()
+    /// The relay's address, where the sender connects (None without a relay).
+    pub fn relay_addr(&self) -> Option<SocketAddr> {
+        self.relay.as_ref().map(Relay::local_addr)
+    }
+
+    /// Where the sender connects: the relay, or the receiver across someone else's path.
+    pub fn target(&self) -> SocketAddr {
+        self.to
     }
 
     /// The receiver's address.
@@ -146,7 +175,8 @@ impl Demo {
     }
 
     /// Runs the transfer: the receiver reads to the end while the sender writes its bytes
-    /// through the relay, reporting its [`Progress`] about every 200 ms; then stops the relay.
+    /// through the bottleneck, reporting its [`Progress`] about every 200 ms; then stops the
+    /// relay, if it has one.
     pub async fn run(self, mut progress: impl FnMut(Progress)) -> Result<Outcome, DemoError> {
         let rx_ep = self.receiver.clone();
         let sink = tokio::spawn(async move {
@@ -157,7 +187,7 @@ impl Demo {
         });
         let mut s = self
             .sender
-            .connect_timeout(self.relay.local_addr(), Duration::from_secs(3))
+            .connect_timeout(self.to, Duration::from_secs(3))
             .await?;
         let chunk = vec![0x5au8; CHUNK];
         let start = Instant::now();
@@ -183,13 +213,14 @@ impl Demo {
         let seconds = start.elapsed().as_secs_f64();
         let received = sink.await??;
         let stats = s.stats().unwrap_or_default();
-        let relay = self.relay.stop();
+        let relay = self.relay.map(Relay::stop);
         Ok(Outcome {
             written,
             seconds,
             received,
             stats,
             relay,
+            started: start,
             receiver_io: self.receiver.io_stats(),
         })
     }

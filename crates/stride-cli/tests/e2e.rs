@@ -1099,7 +1099,7 @@ fn demo(args: &[&str]) -> std::process::Output {
 #[test]
 fn demo_moves_its_bytes_through_the_relay_with_and_without_a_controller() {
     for extra in [&[][..], &["--pin-rate"][..]] {
-        let mut args = vec!["--bytes", "20MB", "--json"];
+        let mut args = vec!["--bytes", "20MB", "--json", "--via", "relay"];
         args.extend_from_slice(extra);
         let out = demo(&args);
         assert!(
@@ -1117,6 +1117,9 @@ fn demo_moves_its_bytes_through_the_relay_with_and_without_a_controller() {
         )
         .expect("json");
         assert_eq!(d["bytes"], 20_000_000, "{d}");
+        assert_eq!(d["path"], "relay", "{d}");
+        assert_eq!(d["delay_added_ns"], 20_000, "{d}");
+        assert!(d.get("qdisc").is_none(), "{d}");
         let r = &d["relay"];
         // Every payload byte crossed the relay (headers and retransmissions add to it).
         assert!(r["forwarded_bytes"].as_u64().unwrap() >= 20_000_000, "{d}");
@@ -1134,6 +1137,100 @@ fn demo_moves_its_bytes_through_the_relay_with_and_without_a_controller() {
         );
         assert!(d["receiver_socket_drops"].is_u64() && d["receiver_late_reads"].is_u64());
     }
+}
+
+/// The JSON object `stride demo --json` printed last.
+fn demo_json(out: &std::process::Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
+    serde_json::from_str(line.expect("json line")).expect("json")
+}
+
+/// Through the kernel qdisc between namespaces (root; SKIPPED otherwise, failing under
+/// `STRIDE_REQUIRE_NETNS=1`): the path is named in the text and in the JSON, the qdisc's own
+/// counters are reported, and the namespaces are gone when the command has ended.
+#[test]
+fn demo_via_netns_reports_the_qdisc_and_leaves_no_namespace() {
+    use stride_testbed::topo;
+    if let Some(why) = topo::netns_missing(topo::euid()) {
+        topo::skip_netns_test(
+            "demo_via_netns_reports_the_qdisc_and_leaves_no_namespace",
+            &why,
+        );
+        return;
+    }
+    let child = Command::new(BIN)
+        .args(["demo", "--via", "netns", "--bytes", "5MB", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run demo");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = demo_json(&out);
+    assert_eq!(d["path"], "netns", "{d}");
+    assert!(
+        d.get("relay").is_none() && d.get("path_fallback").is_none(),
+        "{d}"
+    );
+    assert_eq!(d["delay_added_ns"], 0, "{d}");
+    let q = &d["qdisc"];
+    assert_eq!(q["kind"], "tbf", "{d}");
+    assert!(q["sent_bytes"].as_u64().unwrap() >= 5_000_000, "{d}");
+    let (dropped, late) = (
+        q["dropped"].as_u64().unwrap(),
+        q["dropped_after_10ms"].as_u64(),
+    );
+    assert!(late.unwrap() <= dropped, "{d}");
+    assert!(
+        q["backlog_max_bytes"].as_u64().unwrap() <= 256 * 1024,
+        "{d}"
+    );
+    let share = d["bottleneck_share"].as_f64().unwrap();
+    assert!(share > 0.0 && share <= 1.05, "{d}");
+    let mine = format!("stb{pid}x");
+    assert!(
+        topo::namespaces_with_prefix(&mine).is_empty(),
+        "namespaces left behind"
+    );
+    // The text names the path on a line of its own and in the last line.
+    let text = demo(&["--via", "netns", "--bytes", "2MB"]);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("path: netns: a kernel tbf")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("qdisc:   tbf sent"), "{stdout}");
+    assert!(stdout.contains("through a kernel tbf qdisc"), "{stdout}");
+}
+
+#[test]
+fn demo_says_it_took_the_relay() {
+    let out = demo(&["--via", "relay", "--bytes", "2MB"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("path: relay: the userspace relay")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("through the userspace relay"), "{stdout}");
+    let bad = demo(&["--via", "tunnel", "--bytes", "1MB"]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("relay, netns or auto"), "{err}");
 }
 
 #[test]

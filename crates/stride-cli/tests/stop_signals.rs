@@ -258,7 +258,7 @@ fn send_stops_mid_upload_on_sigint_and_the_receiver_keeps_no_part_file() {
 /// `stride demo` stopped by SIGTERM says how far it got and exits in time with 143.
 #[test]
 fn demo_stops_on_sigterm_saying_how_far_it_got() {
-    let mut demo = start_quiet(&["demo", "--bytes", "10GB"]);
+    let mut demo = start_quiet(&["demo", "--via", "relay", "--bytes", "10GB"]);
     // Its first line comes once it runs, after the handlers are installed.
     let mut first = String::new();
     BufReader::new(demo.stdout.as_mut().expect("stdout"))
@@ -272,6 +272,32 @@ fn demo_stops_on_sigterm_saying_how_far_it_got() {
         err.contains("stopping on SIGTERM after") && err.contains("of 10000000000 bytes"),
         "{err}"
     );
+}
+
+/// `stride demo --via netns` stopped by SIGINT or SIGTERM removes the namespaces it made
+/// (root; SKIPPED otherwise, failing under `STRIDE_REQUIRE_NETNS=1`).
+#[test]
+fn demo_through_namespaces_removes_them_when_stopped() {
+    use stride_testbed::topo;
+    if let Some(why) = topo::netns_missing(topo::euid()) {
+        topo::skip_netns_test("demo_through_namespaces_removes_them_when_stopped", &why);
+        return;
+    }
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let mut demo = start_quiet(&["demo", "--via", "netns", "--bytes", "10GB"]);
+        let mine = format!("stb{}x", demo.id());
+        let mut out = BufReader::new(demo.stdout.take().expect("stdout"));
+        let (mut first, mut path) = (String::new(), String::new());
+        out.read_line(&mut first).expect("first line");
+        out.read_line(&mut path).expect("path line");
+        assert!(path.starts_with("path: netns"), "{first}{path}");
+        assert_eq!(topo::namespaces_with_prefix(&mine).len(), 4, "{path}");
+        let status = stop(&mut demo, sig, "stride demo --via netns");
+        let err = stderr_of(demo);
+        assert_eq!(status.code(), Some(code), "{err}");
+        let left = topo::namespaces_with_prefix(&mine);
+        assert!(left.is_empty(), "signal {sig}: left behind {left:?}");
+    }
 }
 
 /// `stride relay` (run until stopped) stops on SIGINT and on SIGTERM with status 0.

@@ -13,12 +13,16 @@
 //! - [`run`]: one experiment, returning its report, tables and figures ([`Outcome`]); the
 //!   figures are data ([`Figure`]), which `stride testbed` draws.
 //!
+//! [`demo`] is `stride demo` through the same topology's kernel bottleneck (the relay where
+//! namespaces cannot be made).
+//!
 //! Experiments, one module each: `fct` (Fig. 6 time per KB and Fig. 7 packets lost per block
 //! category), `ack_interval` (Fig. 5), `stt` (Fig. 8a/8b) and `coexistence` (one STRIDE flow
 //! next to one kernel TCP flow, which may leave early). Transports are interleaved flow by flow
 //! (the coexistence pairings repetition by repetition) and figures use medians, because the
 //! machine is shared.
 
+pub mod demo;
 mod env;
 mod experiments;
 pub mod flows;

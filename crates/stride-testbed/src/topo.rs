@@ -84,7 +84,17 @@ pub struct Bottleneck {
     pub burst_bytes: u64,
     /// Discipline.
     pub qdisc: Qdisc,
+    /// Bytes added to each packet's length as the qdisc counts it, for its rate, its queue
+    /// limit and its counters alike (tc's size table, `stab overhead`): 0 counts what the
+    /// device sends, Ethernet frames (the testbed's files); [`UDP_PAYLOAD_OVERHEAD`] counts the
+    /// UDP payload of IPv4 datagrams, as the userspace relay does. Exact only for packets that
+    /// reach the qdisc one datagram each (the kernel counts a GSO packet's overhead once).
+    pub overhead: i32,
 }
+
+/// [`Bottleneck::overhead`] that counts the UDP payload of an IPv4 datagram in an Ethernet
+/// frame: minus the Ethernet (14), IPv4 (20) and UDP (8) headers.
+pub const UDP_PAYLOAD_OVERHEAD: i32 = -42;
 
 /// Where a piece of the experiment runs.
 #[derive(Clone, Debug)]
@@ -133,14 +143,25 @@ impl Host {
 
 /// Why the namespace topology cannot be built here, if it cannot: it needs root
 /// (CAP_SYS_ADMIN for namespaces, CAP_NET_ADMIN for links and qdiscs) and the `ip` and `tc`
-/// tools.
+/// tools. The reason names the testbed's fallback (`mode = "relay"`); [`netns_missing`] is the
+/// bare reason.
 pub fn netns_unavailable(euid: u32) -> Option<String> {
+    netns_missing(euid).map(|why| {
+        format!(
+            "{why}: run it as root with iproute2, or set `mode = \"relay\"` (or --mode relay) for \
+             the userspace-relay fallback (STRIDE only: kernel TCP cannot cross the UDP relay)"
+        )
+    })
+}
+
+/// Why network namespaces with veth links and a qdisc cannot be made here by a process of
+/// effective uid `euid`, if they cannot (probed by making one namespace of its own, and
+/// deleting it).
+pub fn netns_missing(euid: u32) -> Option<String> {
     if euid != 0 {
         return Some(format!(
-            "the namespace testbed needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN to create network \
-             namespaces, veth links and the bottleneck qdisc) but runs as uid {euid}: run it as \
-             root, or set `mode = \"relay\"` (or --mode relay) for the userspace-relay fallback \
-             (STRIDE only: kernel TCP cannot cross the UDP relay)"
+            "the namespace path needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN to create network \
+             namespaces, veth links and the bottleneck qdisc) but runs as uid {euid}"
         ));
     }
     for tool in ["ip", "tc"] {
@@ -151,7 +172,7 @@ pub fn netns_unavailable(euid: u32) -> Option<String> {
             .unwrap_or(false);
         if !ok {
             return Some(format!(
-                "the namespace testbed needs the `{tool}` tool (iproute2), which is not installed"
+                "the namespace path needs the `{tool}` tool (iproute2), which is not installed"
             ));
         }
     }
@@ -163,11 +184,29 @@ pub fn netns_unavailable(euid: u32) -> Option<String> {
             let _ = run(&["ip", "netns", "del", &probe]);
             None
         }
-        Err(e) => Some(format!(
-            "cannot create a network namespace here ({e:#}): set `mode = \"relay\"` (or --mode \
-             relay) for the userspace-relay fallback (STRIDE only)"
-        )),
+        Err(e) => Some(format!("cannot create a network namespace here ({e:#})")),
     }
+}
+
+/// The most packets a [`Topology::add_delay`] delay line holds (netem's default, 1000, is
+/// 12 ms of 1500-byte packets at 1 Gbit/s: a long delay at a high rate would drop).
+const NETEM_LIMIT: &str = "1000000";
+
+/// Why [`Topology::add_delay`] cannot work here, if it cannot: the kernel has no `netem`
+/// (probed in a namespace of its own, so nothing outside it is touched). Call it where
+/// [`netns_unavailable`] says namespaces can be made.
+pub fn netem_unavailable() -> Option<String> {
+    let probe = format!("{}p{}", ns_prefix(), SEQ.fetch_add(1, Ordering::Relaxed));
+    if let Err(e) = run(&["ip", "netns", "add", &probe]) {
+        return Some(format!("cannot create a network namespace here ({e:#})"));
+    }
+    let r = run(&[
+        "ip", "netns", "exec", &probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay",
+        "1us",
+    ]);
+    let _ = run(&["ip", "netns", "del", &probe]);
+    r.err()
+        .map(|e| format!("the kernel cannot add a delay (no `netem` qdisc: {e:#})"))
 }
 
 /// For a test that needs network namespaces, which cannot be made here (`why`): with
@@ -326,9 +365,21 @@ impl Topology {
         let rate = format!("{}bit", self.link.rate_bps);
         let burst = format!("{}b", self.link.burst_bytes);
         let limit = format!("{}b", self.link.queue_bytes);
+        let overhead = self.link.overhead.to_string();
         let tc = |args: &[&str]| -> anyhow::Result<String> {
             let mut v = vec!["ip", "netns", "exec", b.as_str(), "tc"];
-            v.extend_from_slice(args);
+            // The size table goes with the root qdisc: "qdisc add dev D root handle H" + stab.
+            let stab = self.link.overhead != 0
+                && args.len() > 7
+                && args[..2] == ["qdisc", "add"]
+                && args[4] == "root";
+            if stab {
+                v.extend_from_slice(&args[..7]);
+                v.extend_from_slice(&["stab", "overhead", &overhead]);
+                v.extend_from_slice(&args[7..]);
+            } else {
+                v.extend_from_slice(args);
+            }
             run(&v)
         };
         match self.link.qdisc {
@@ -422,6 +473,57 @@ impl Topology {
             ])?;
         }
         Ok(())
+    }
+
+    /// Adds a one-way propagation delay of `one_way_ns` to both directions between sender and
+    /// receiver: a `netem` delay on the sender's egress (before the bottleneck; a constant delay
+    /// commutes with the queue) and on the receiver's (the way back). Needs `netem` in the
+    /// kernel ([`netem_unavailable`]).
+    pub fn add_delay(&self, one_way_ns: u64) -> anyhow::Result<()> {
+        let delay = format!("{}us", one_way_ns as f64 / 1e3);
+        for (ns, dev) in [(&self.sender, "tbs0"), (&self.receiver, "tbr1")] {
+            run(&[
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "tc",
+                "qdisc",
+                "add",
+                "dev",
+                dev,
+                "root",
+                "netem",
+                "delay",
+                &delay,
+                "limit",
+                NETEM_LIMIT,
+            ])?;
+        }
+        Ok(())
+    }
+
+    /// Makes the sender's veth segment GSO batches (one send of many datagrams) in software
+    /// as they leave it (`gso_max_segs 1`), so that each datagram reaches the bottleneck as a
+    /// packet of its own and a size table ([`Bottleneck::overhead`]) counts its headers.
+    pub fn segment_before_bottleneck(&self) -> anyhow::Result<()> {
+        run(&[
+            "ip",
+            "-n",
+            &self.sender,
+            "link",
+            "set",
+            "dev",
+            "tbs0",
+            "gso_max_segs",
+            "1",
+        ])
+        .map(drop)
+    }
+
+    /// The namespaces this topology made (all of them are deleted when it is dropped).
+    pub fn namespaces(&self) -> Vec<String> {
+        self.created.clone()
     }
 
     /// The sender host.

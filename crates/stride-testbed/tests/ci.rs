@@ -150,6 +150,7 @@ fn namespaces_are_removed_when_a_run_panics() {
         queue_bytes: 64 * 1024,
         burst_bytes: 16 * 1024,
         qdisc: topo::Qdisc::Htb,
+        overhead: 0,
     };
     let names = std::sync::Mutex::new(Vec::new());
     let r = std::panic::catch_unwind(|| {

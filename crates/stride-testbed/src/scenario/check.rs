@@ -79,6 +79,7 @@ pub(super) fn bottleneck(b: &BottleneckCfg) -> Result<Bottleneck, TestbedError> 
         queue_bytes: queue,
         burst_bytes: burst,
         qdisc,
+        overhead: 0,
     })
 }
 
