@@ -106,6 +106,24 @@ pub(crate) fn user_names(msg: &str) -> String {
     m
 }
 
+/// Renames, in a message of the file format's reader (`missing field `every_ns`` with `in
+/// `trace``, or the list of the fields a section knows), each stored key of the section it
+/// names (or of the top level, when it names none) to the key a user writes.
+pub(crate) fn user_names_in_format_error(msg: &str) -> String {
+    let mut m = user_names(msg);
+    for (section, new, old, _) in KEYS {
+        let here = if section.is_empty() {
+            !m.contains("in `")
+        } else {
+            m.contains(&format!("in `{section}`"))
+        };
+        if new != old && here {
+            m = m.replace(&format!("`{old}`"), &format!("`{new}`"));
+        }
+    }
+    m
+}
+
 /// Reads `v` (at `field`) in the grammar and converts it to its storage.
 fn convert(field: &str, v: &toml::Value, store: Store) -> Result<toml::Value, ScenarioError> {
     let bad = |why: String| ScenarioError(format!("field `{field}`: {why}"));

@@ -40,11 +40,16 @@ impl Scenario {
         } else {
             format!("{what} with {}", sets.join(" "))
         };
-        let sc: Scenario = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
-        sc.read_sections()
-            .map_err(|e| ScenarioError(format!("{what}: {e}")))?;
+        let sc: Scenario = toml::Value::Table(table).try_into().map_err(|e| {
+            ScenarioError(crate::units::user_names_in_format_error(&format!(
+                "{what}: {e}"
+            )))
+        })?;
+        sc.read_sections().map_err(|e| {
+            ScenarioError(crate::units::user_names_in_format_error(&format!(
+                "{what}: {e}"
+            )))
+        })?;
         sc.validate()
             .map_err(|e| ScenarioError(crate::units::user_names(&e.0)))?;
         let flows = sc.flows(dir)?;
@@ -122,5 +127,28 @@ mod tests {
                 && e.contains("`trace`, `ecn`, `red`, `qcn`, `pfc`"),
             "{e}"
         );
+    }
+
+    /// The reader's messages name a field as the file spells it (`every`, `limit`), not as it
+    /// is stored after the unit grammar (`every_ns`, `limit_ms`).
+    #[test]
+    fn format_errors_name_fields_as_files_spell_them() {
+        let base = "name = \"t\"\n[topology]\nkind = \"dumbbell\"\nsenders = 1\nreceivers = 1\n\
+                    host_rate = \"1gbit\"\nbottleneck_rate = \"1gbit\"\nlink_delay = \"1us\"\n\
+                    [workload]\nkind = \"incast\"\nsenders = 1\nbytes = 1\n";
+        let err = |top: &str, extra: &str| {
+            let t: toml::Table = toml::from_str(&format!("{top}{base}{extra}")).unwrap();
+            Scenario::load_table(t, Path::new("."), "<toml>", &[])
+                .err()
+                .expect("refused")
+                .0
+        };
+        let e = err("", "[trace]\nhosts = [1]\n");
+        assert!(
+            e.contains("missing field `every`") && !e.contains("every_ns"),
+            "{e}"
+        );
+        let e = err("sede = 3\n", "");
+        assert!(e.contains("`limit`") && !e.contains("limit_ms"), "{e}");
     }
 }
