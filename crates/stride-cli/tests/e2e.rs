@@ -712,12 +712,17 @@ fn perf_mtu_is_lowered_to_what_the_route_carries() {
         let _ = server.wait();
         let r = perf_report(&out);
         assert_eq!(r["bytes"], 10_000_000, "{r}");
-        let sent = r["packets_sent"].as_u64().unwrap();
+        // First transmissions: a loaded machine (the tests of this file run side by side) can
+        // overflow the receiver's socket at the veth's 10 Gbit/s, and resends are counted in
+        // `packets_sent` too. Fragmented datagrams were lost and resent by about half; an
+        // overflow under load resent up to a seventh.
+        let resent = r["retransmitted_packets"].as_u64().unwrap();
+        let first = r["packets_sent"].as_u64().unwrap() - resent;
         assert!(
-            sent >= 10_000_000 / payload && sent <= 10_000_000 / payload + 64,
-            "route MTU {mtu}: {sent} packets for 10 MB: {r}"
+            first >= 10_000_000 / payload && first <= 10_000_000 / payload + 64,
+            "route MTU {mtu}: {first} first transmissions for 10 MB: {r}"
         );
-        assert_eq!(r["retransmitted_packets"], 0, "route MTU {mtu}: {r}");
+        assert!(resent * 4 < first, "route MTU {mtu}: {resent} resent: {r}");
     }
 }
 
