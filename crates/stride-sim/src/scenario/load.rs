@@ -40,16 +40,15 @@ impl Scenario {
         } else {
             format!("{what} with {}", sets.join(" "))
         };
-        let sc: Scenario = toml::Value::Table(table).try_into().map_err(|e| {
+        let format_error = |e: &dyn std::fmt::Display| {
             ScenarioError(crate::units::user_names_in_format_error(&format!(
                 "{what}: {e}"
             )))
-        })?;
-        sc.read_sections().map_err(|e| {
-            ScenarioError(crate::units::user_names_in_format_error(&format!(
-                "{what}: {e}"
-            )))
-        })?;
+        };
+        let sc: Scenario = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e| format_error(&e))?;
+        sc.read_sections().map_err(|e| format_error(&e))?;
         sc.validate()
             .map_err(|e| ScenarioError(crate::units::user_names(&e.0)))?;
         let flows = sc.flows(dir)?;
